@@ -1,0 +1,65 @@
+//! Records of the append-only session log (one JSON object per line).
+
+use crate::content::ContentBlock;
+use crate::result::ErrorInfo;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The log format version written in the header.
+pub const LOG_VERSION: u32 = 1;
+
+/// First line of every log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: u32,
+    pub id: String,
+    pub cwd: String,
+    pub created_at: u64,
+}
+
+/// Every line after the header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Envelope {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub seq: u64,
+    pub time: u64,
+    pub data: Value,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignorable: bool,
+}
+
+/// `tool/call`: a call started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallEvent {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// `tool/result`: a call ended. Never carries the canonical value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultEvent {
+    pub call_id: String,
+    pub name: String,
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+    pub renderer_version: u32,
+}
+
+/// `fs/observed` (ignorable): the observation ledger recorded a file version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FsObservedEvent {
+    pub path: String,
+    pub version: Option<String>,
+}

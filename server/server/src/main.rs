@@ -1,0 +1,2 @@
+//! The `toolhost` binary.
+fn main() {}

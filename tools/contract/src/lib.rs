@@ -1,0 +1,1 @@
+//! Tool contract: the Tool trait, the registry and its dispatch pipeline.

@@ -1,0 +1,1 @@
+//! Line diffs for write/edit metadata.

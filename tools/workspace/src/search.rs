@@ -1,0 +1,1 @@
+//! In-process glob and grep (ripgrep crates).
