@@ -1,1 +1,37 @@
-//! Tool contract: the Tool trait, the registry and its dispatch pipeline.
+//! The tool contract: typed and raw tool definitions, the registry, and the dispatch pipeline of
+//! seed-behavior §2 (argument snapshot → pre-execute → approval → guards → execute wrappers → body →
+//! normalization → post-execute → cancellation override → finalize → result observers).
+//!
+//! Every successful body value is snapshotted losslessly, validated against the tool's output
+//! schema, deserialized back into the typed output, and only then rendered (`render`) and projected
+//! (`presentation_meta`, direct calls only). Results are sealed to the execution that produced them,
+//! so a wrapper's authored or cached result is re-normalized under the active declaration.
+
+mod capabilities;
+mod context;
+mod error;
+mod pipeline;
+mod policy;
+mod registry;
+mod schema;
+mod snapshot;
+pub mod spill;
+mod tool;
+
+pub use capabilities::Capabilities;
+pub use context::{AdditionalContext, ToolContext};
+pub use error::{RegistrationError, ToolError};
+pub use pipeline::{CallInput, CanonicalResult, ExecNext, Execution, ExecToken, Finalized};
+pub use policy::{
+    ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecuteWrapper, Guard, PostDecision,
+    PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, WrapperOutcome,
+};
+pub use registry::{Disposer, Registry, RegistryConfig};
+pub use schema::{CompiledSchema, argument_violations};
+pub use snapshot::{SnapshotError, lossless_value, to_lossless_value};
+pub use tool::{BoxFuture, RawTool, Tool};
+
+/// Re-exported so tool crates name one version of these.
+pub use schemars;
+pub use tokio_util::sync::CancellationToken;
+pub use toolhost_protocol as protocol;

@@ -1,5 +1,33 @@
 //! Confined workspace filesystem: resolve-beneath path confinement, atomic durable writes,
 //! per-path locks, the observation ledger (read-before-write by content hash) and the in-process
 //! glob/grep engine built on ripgrep's crates.
+//!
+//! The file tools reach all of it through [`Workspace`]: [`Workspace::read_file`],
+//! [`Workspace::write_file`] and [`Workspace::begin_edit`] / [`EditTxn::commit`]. Paths are
+//! confined twice: lexically (every path must fall under a root) and by the kernel (every open
+//! goes through the root's directory handle with `RESOLVE_BENEATH`), so a directory swapped for
+//! a symlink between check and use still cannot lead out.
 
+mod atomic;
+mod dirty;
+mod error;
+mod ledger;
+mod lexical;
+mod locks;
+mod resolve;
 pub mod search;
+mod workspace;
+
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
+
+pub use atomic::TEMP_PREFIX;
+pub use dirty::DirtyBuffers;
+pub use error::{FsError, Op, SandboxReason};
+pub use ledger::{Ledger, Observation, ObserveHook, content_version};
+pub use locks::PathLock;
+pub use resolve::{EntryKind, EntryState, Root};
+pub use workspace::{
+    BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, ReadFile, ResolvedPath,
+    Workspace, WorkspaceConfig, WriteOperation, WriteOutcome,
+};

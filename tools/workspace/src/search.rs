@@ -1,1 +1,628 @@
-//! In-process glob and grep (ripgrep crates).
+//! In-process glob and grep built on ripgrep's own crates (`ignore`, `globset`, `grep-*`).
+//!
+//! The seed drives the `rg` binary; these functions reproduce what it observes from
+//! `rg --files --glob=<p> --sort=modified --no-ignore --hidden` (plus VCS exclusions) and
+//! `rg --json --regexp=<p> [--glob=<include>] [-- <path>]`, without a child process.
+//!
+//! # Semantics
+//!
+//! **Globs** (the `glob` pattern and grep's `include`) are ripgrep `--glob` overrides, rooted at
+//! `workdir` exactly as ripgrep roots them at its current directory:
+//! - a glob without `/` matches the file name at any depth (`*.rs`, `Cargo.toml`);
+//! - a glob with `/` is anchored and matched against the path **relative to `workdir`**, not to
+//!   `search_root` (`src/*.rs` with `search_root = workdir/sub` matches nothing; write
+//!   `sub/src/*.rs` or `**/src/*.rs`), `*` never crosses `/`, `**` does;
+//! - a leading `!` negates, a trailing `/` restricts to directories (so it never lists files);
+//! - a `search_root` outside `workdir` is matched as an absolute path, so anchored globs miss
+//!   there while slash-free and `**/`-prefixed globs still work.
+//!
+//! **glob** lists regular files only (no directories, no symlinks: links are never followed),
+//! includes hidden and ignored files, and skips `.git .svn .hg .bzr .jj .sl` (file or directory)
+//! at any depth. The result is ordered by modification time ascending (oldest first), ties and
+//! unreadable times broken by display path; files whose time cannot be read sort last. This is
+//! ripgrep 14's global `--sort=modified`; ripgrep 13 sorts siblings per directory instead.
+//!
+//! **grep** follows ripgrep's default filters: hidden entries are skipped; `.ignore` and
+//! `.rgignore` always apply; `.gitignore`, `.git/info/exclude` and the global git excludes file
+//! apply only inside a git repository (a `.git` at or above the directory), like ripgrep without
+//! `--no-require-git`; ignore files in ancestors of `search_root` apply too. Matching is
+//! case-sensitive, per line, and a match never spans a line break (a pattern that needs a literal
+//! `\n` is rejected). Lines carry one trailing `\r?\n` stripped; a line that is not valid UTF-8
+//! (after ripgrep's UTF-16 BOM transcoding) becomes `(line is not valid UTF-8)`.
+//! Binary files found by the walk use ripgrep's `quit` detection: searching stops at the first
+//! read buffer (64 KiB) holding a NUL byte, so a file with an early NUL yields nothing while
+//! matches from earlier buffers of a large file are kept, as `rg --json` emits them.
+//! A `search_root` that is itself a file is always searched, as text, whatever its name,
+//! hiddenness or `include` (ripgrep treats explicit paths this way).
+//! Results are grouped by file, files in byte order of their display path, lines ascending.
+//!
+//! **Display paths**: a path inside `workdir` is shown relative to it (`src/a.ts`, no `./`);
+//! any other path is shown absolute. Non-UTF-8 path bytes are replaced lossily (U+FFFD).
+//!
+//! **Errors** differ from the seed where the seed only reflects `rg` plumbing: an unreadable
+//! entry below the root is skipped (rg would exit 2 and the seed would fail the whole search),
+//! while an unreadable `search_root` is [`SearchError::Failed`].
+//!
+//! **Bounds**: `cancelled` is polled for every walked entry and every 256 matches; the summed
+//! size of results (path bytes + 1 per glob path, path + line bytes per grep match) is capped by
+//! `max_output_bytes` so one search cannot exhaust memory.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+
+/// The seed's `rawOutputMaxBytes`: the default cap on accumulated result bytes.
+pub const RAW_OUTPUT_MAX_BYTES: usize = 20_000_000;
+
+/// Version-control metadata names that glob never lists (the seed passes `--glob=!**/<d>` and
+/// `--glob=!**/<d>/**` for each).
+pub const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// Line text reported for a matching line that is not valid UTF-8 (the seed's placeholder for
+/// ripgrep's `lines.bytes`).
+pub const NOT_UTF8_LINE: &str = "(line is not valid UTF-8)";
+
+/// How many matches a single file may add before `cancelled` is polled again; per-entry polling
+/// alone cannot interrupt one huge file.
+const MATCHES_PER_CANCEL_POLL: usize = 256;
+
+/// Which search produced an error; its `Display` is the tool name used in messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SearchTool {
+    /// The `glob` tool.
+    Glob,
+    /// The `grep` tool.
+    Grep,
+}
+
+impl SearchTool {
+    /// The tool name as the model knows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Glob => "glob",
+            Self::Grep => "grep",
+        }
+    }
+
+    /// The arguments a model can change to get a smaller result.
+    fn narrow_hint(self) -> &'static str {
+        match self {
+            Self::Glob => "narrow pattern or path",
+            Self::Grep => "narrow pattern, path, or include",
+        }
+    }
+}
+
+impl fmt::Display for SearchTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed glob or grep; [`SearchError::code`] gives the seed's error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The glob (pattern or include) or the regex does not compile.
+    #[error("{0} pattern rejected: {1}")]
+    InvalidPattern(SearchTool, String),
+    /// The search could not run, e.g. the search root is missing or unreadable.
+    #[error("{0} search failed: {1}")]
+    Failed(SearchTool, String),
+    /// `cancelled` returned true before the search completed.
+    #[error("{0} was aborted before completion (tool timeout or caller cancellation)")]
+    Aborted(SearchTool),
+    /// The accumulated results passed the byte cap (the cap is the second field).
+    #[error(
+        "{0} output exceeded {1} bytes before the search completed; {hint} to get a smaller result",
+        hint = .0.narrow_hint()
+    )]
+    RawOutputOverflow(SearchTool, usize),
+}
+
+impl SearchError {
+    /// The seed's wire code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidPattern(..) => "SEARCH_INVALID_PATTERN",
+            Self::Failed(..) => "SEARCH_FAILED",
+            Self::Aborted(..) => "SEARCH_ABORTED",
+            Self::RawOutputOverflow(..) => "SEARCH_RAW_OUTPUT_OVERFLOW",
+        }
+    }
+
+    /// The tool that failed.
+    pub fn tool(&self) -> SearchTool {
+        match self {
+            Self::InvalidPattern(tool, _)
+            | Self::Failed(tool, _)
+            | Self::Aborted(tool)
+            | Self::RawOutputOverflow(tool, _) => *tool,
+        }
+    }
+}
+
+/// Arguments of [`glob`].
+#[derive(Clone, Copy)]
+pub struct GlobOptions<'a> {
+    /// Absolute workspace root: display paths are relative to it and anchored globs match
+    /// against paths relative to it.
+    pub workdir: &'a Path,
+    /// Absolute directory to walk (`workdir` or a directory below it).
+    pub search_root: &'a Path,
+    /// A ripgrep `--glob` (see the module docs).
+    pub pattern: &'a str,
+    /// Polled during the walk; `true` aborts with [`SearchError::Aborted`].
+    /// `Sync` because the walk runs on several threads.
+    pub cancelled: &'a (dyn Fn() -> bool + Sync),
+    /// Cap on the summed result size, [`RAW_OUTPUT_MAX_BYTES`] by default.
+    pub max_output_bytes: usize,
+}
+
+impl<'a> GlobOptions<'a> {
+    /// Options with the default byte cap.
+    pub fn new(
+        workdir: &'a Path,
+        search_root: &'a Path,
+        pattern: &'a str,
+        cancelled: &'a (dyn Fn() -> bool + Sync),
+    ) -> Self {
+        Self { workdir, search_root, pattern, cancelled, max_output_bytes: RAW_OUTPUT_MAX_BYTES }
+    }
+}
+
+/// Arguments of [`grep`].
+#[derive(Clone, Copy)]
+pub struct GrepOptions<'a> {
+    /// Absolute workspace root: display paths are relative to it and anchored `include` globs
+    /// match against paths relative to it.
+    pub workdir: &'a Path,
+    /// Absolute directory to walk, or a single file to search.
+    pub search_root: &'a Path,
+    /// A Rust-regex pattern, as ripgrep's default engine reads it.
+    pub pattern: &'a str,
+    /// Optional ripgrep `--glob` restricting which walked files are searched.
+    pub include: Option<&'a str>,
+    /// Polled during the walk; `true` aborts with [`SearchError::Aborted`].
+    /// `Sync` because the walk runs on several threads.
+    pub cancelled: &'a (dyn Fn() -> bool + Sync),
+    /// Cap on the summed result size, [`RAW_OUTPUT_MAX_BYTES`] by default.
+    pub max_output_bytes: usize,
+}
+
+impl<'a> GrepOptions<'a> {
+    /// Options with the default byte cap.
+    pub fn new(
+        workdir: &'a Path,
+        search_root: &'a Path,
+        pattern: &'a str,
+        include: Option<&'a str>,
+        cancelled: &'a (dyn Fn() -> bool + Sync),
+    ) -> Self {
+        Self {
+            workdir,
+            search_root,
+            pattern,
+            include,
+            cancelled,
+            max_output_bytes: RAW_OUTPUT_MAX_BYTES,
+        }
+    }
+}
+
+/// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GrepMatch {
+    /// Display path of the file (see the module docs).
+    pub path: String,
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The line without its terminator, or [`NOT_UTF8_LINE`].
+    pub line: String,
+}
+
+/// Lists the files under `search_root` matching `pattern`, oldest modification first.
+///
+/// # Errors
+/// [`SearchError::InvalidPattern`] for a glob that does not parse, [`SearchError::Failed`] for an
+/// unreadable `search_root`, [`SearchError::Aborted`] when `cancelled` fires and
+/// [`SearchError::RawOutputOverflow`] when the paths exceed `max_output_bytes`.
+pub fn glob(opts: &GlobOptions<'_>) -> Result<Vec<String>, SearchError> {
+    let tool = SearchTool::Glob;
+    let shared = Shared::new(tool, opts.workdir, opts.cancelled, opts.max_output_bytes);
+    if shared.should_stop() {
+        return Err(SearchError::Aborted(tool));
+    }
+    let overrides = glob_overrides(opts.workdir, opts.pattern)?;
+    check_root(tool, opts.search_root)?;
+
+    let mut walk = WalkBuilder::new(opts.search_root);
+    walk.standard_filters(false).overrides(overrides).threads(0);
+    let found: Mutex<Vec<Vec<GlobHit>>> = Mutex::new(Vec::new());
+    walk.build_parallel().visit(&mut GlobVisitorBuilder { shared: &shared, found: &found });
+    shared.outcome()?;
+
+    let mut hits: Vec<GlobHit> =
+        found.into_inner().unwrap_or_else(PoisonError::into_inner).into_iter().flatten().collect();
+    // `is_none()` first so that files without a readable time sort after every dated file.
+    hits.sort_unstable_by(|a, b| {
+        (a.mtime.is_none(), a.mtime, &a.path).cmp(&(b.mtime.is_none(), b.mtime, &b.path))
+    });
+    Ok(hits.into_iter().map(|hit| hit.path).collect())
+}
+
+/// Searches the files under `search_root` (or the single file it names) for `pattern`.
+///
+/// # Errors
+/// [`SearchError::InvalidPattern`] for a regex or include glob that does not compile,
+/// [`SearchError::Failed`] for an unreadable `search_root`, [`SearchError::Aborted`] when
+/// `cancelled` fires and [`SearchError::RawOutputOverflow`] when the matches exceed
+/// `max_output_bytes`.
+pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
+    let tool = SearchTool::Grep;
+    let shared = Shared::new(tool, opts.workdir, opts.cancelled, opts.max_output_bytes);
+    if shared.should_stop() {
+        return Err(SearchError::Aborted(tool));
+    }
+    let matcher = RegexMatcherBuilder::new()
+        // Same matcher settings as ripgrep's defaults; the line terminator also enables the
+        // searcher's whole-buffer fast path instead of line-by-line matching.
+        .multi_line(true)
+        .octal(false)
+        .line_terminator(Some(b'\n'))
+        .build(opts.pattern)
+        .map_err(|err| SearchError::InvalidPattern(tool, err.to_string()))?;
+    let overrides = match opts.include {
+        Some(include) => include_overrides(opts.workdir, include)?,
+        None => Override::empty(),
+    };
+    check_root(tool, opts.search_root)?;
+
+    let mut walk = WalkBuilder::new(opts.search_root);
+    walk.add_custom_ignore_filename(".rgignore").overrides(overrides).threads(0);
+    let found: Mutex<Vec<Vec<FileMatches>>> = Mutex::new(Vec::new());
+    walk.build_parallel().visit(&mut GrepVisitorBuilder {
+        shared: &shared,
+        matcher: &matcher,
+        found: &found,
+    });
+    shared.outcome()?;
+
+    let mut files: Vec<FileMatches> =
+        found.into_inner().unwrap_or_else(PoisonError::into_inner).into_iter().flatten().collect();
+    files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let total = files.iter().map(|file| file.lines.len()).sum();
+    let mut matches = Vec::with_capacity(total);
+    for file in files {
+        for (line_number, line) in file.lines {
+            matches.push(GrepMatch { path: file.path.clone(), line_number, line });
+        }
+    }
+    Ok(matches)
+}
+
+/// The override set of `rg --glob=<pattern>` followed by the seed's VCS exclusions; order
+/// matters because the last matching glob wins, so the exclusions beat the pattern.
+fn glob_overrides(workdir: &Path, pattern: &str) -> Result<Override, SearchError> {
+    let tool = SearchTool::Glob;
+    let invalid = |err: ignore::Error| SearchError::InvalidPattern(tool, err.to_string());
+    let mut builder = OverrideBuilder::new(workdir);
+    builder.add(pattern).map_err(invalid)?;
+    for dir in VCS_DIRS {
+        builder.add(&format!("!**/{dir}")).map_err(invalid)?;
+        builder.add(&format!("!**/{dir}/**")).map_err(invalid)?;
+    }
+    builder.build().map_err(invalid)
+}
+
+/// The override set of `rg --glob=<include>`.
+fn include_overrides(workdir: &Path, include: &str) -> Result<Override, SearchError> {
+    let invalid =
+        |err: ignore::Error| SearchError::InvalidPattern(SearchTool::Grep, err.to_string());
+    let mut builder = OverrideBuilder::new(workdir);
+    builder.add(include).map_err(invalid)?;
+    builder.build().map_err(invalid)
+}
+
+/// Fails early on a missing root; otherwise the walker would report it as just another skipped
+/// entry and the search would look empty.
+fn check_root(tool: SearchTool, root: &Path) -> Result<(), SearchError> {
+    std::fs::metadata(root).map(drop).map_err(|err| {
+        SearchError::Failed(tool, format!("cannot access {}: {err}", root.display()))
+    })
+}
+
+/// The path shown to the model: workdir-relative inside `workdir`, absolute elsewhere.
+fn display_path(workdir: &Path, path: &Path) -> String {
+    match path.strip_prefix(workdir) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+        _ => path.to_string_lossy().into_owned(),
+    }
+}
+
+/// Whether the walk yielded something ripgrep would list or search: a regular file, or any
+/// non-directory given explicitly as the root (ripgrep always searches explicit paths).
+fn is_candidate(entry: &DirEntry) -> bool {
+    let Some(file_type) = entry.file_type() else { return false };
+    if entry.depth() == 0 { !file_type.is_dir() } else { file_type.is_file() }
+}
+
+/// State shared by all walker threads of one search.
+struct Shared<'a> {
+    tool: SearchTool,
+    workdir: &'a Path,
+    cancelled: &'a (dyn Fn() -> bool + Sync),
+    aborted: AtomicBool,
+    overflowed: AtomicBool,
+    bytes: AtomicUsize,
+    max_bytes: usize,
+}
+
+impl<'a> Shared<'a> {
+    fn new(
+        tool: SearchTool,
+        workdir: &'a Path,
+        cancelled: &'a (dyn Fn() -> bool + Sync),
+        max_bytes: usize,
+    ) -> Self {
+        Self {
+            tool,
+            workdir,
+            cancelled,
+            aborted: AtomicBool::new(false),
+            overflowed: AtomicBool::new(false),
+            bytes: AtomicUsize::new(0),
+            max_bytes,
+        }
+    }
+
+    /// Polls the caller's cancellation and the overflow flag; sticky once true.
+    fn should_stop(&self) -> bool {
+        if self.aborted.load(Ordering::Relaxed) || self.overflowed.load(Ordering::Relaxed) {
+            return true;
+        }
+        if (self.cancelled)() {
+            self.aborted.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Accounts `n` result bytes; `false` once the total passes the cap.
+    fn charge(&self, n: usize) -> bool {
+        let before = self.bytes.fetch_add(n, Ordering::Relaxed);
+        if before.saturating_add(n) > self.max_bytes {
+            self.overflowed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// The error that stopped the walk, if any; cancellation wins over overflow because a
+    /// cancelled caller no longer wants advice about narrowing.
+    fn outcome(&self) -> Result<(), SearchError> {
+        if self.aborted.load(Ordering::Relaxed) {
+            Err(SearchError::Aborted(self.tool))
+        } else if self.overflowed.load(Ordering::Relaxed) {
+            Err(SearchError::RawOutputOverflow(self.tool, self.max_bytes))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A listed file with the time it sorts by.
+struct GlobHit {
+    mtime: Option<SystemTime>,
+    path: String,
+}
+
+struct GlobVisitorBuilder<'s> {
+    shared: &'s Shared<'s>,
+    found: &'s Mutex<Vec<Vec<GlobHit>>>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for GlobVisitorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(GlobVisitor { shared: self.shared, found: self.found, hits: Vec::new() })
+    }
+}
+
+/// Collects one thread's hits without locking and hands them over when the thread finishes.
+struct GlobVisitor<'s> {
+    shared: &'s Shared<'s>,
+    found: &'s Mutex<Vec<Vec<GlobHit>>>,
+    hits: Vec<GlobHit>,
+}
+
+impl ParallelVisitor for GlobVisitor<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.shared.should_stop() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else { return WalkState::Continue };
+        if !is_candidate(&entry) {
+            return WalkState::Continue;
+        }
+        // ripgrep reads the time through symlinks; only an explicit root can be one here.
+        let mtime = std::fs::metadata(entry.path()).and_then(|md| md.modified()).ok();
+        let path = display_path(self.shared.workdir, entry.path());
+        if !self.shared.charge(path.len() + 1) {
+            return WalkState::Quit;
+        }
+        self.hits.push(GlobHit { mtime, path });
+        WalkState::Continue
+    }
+}
+
+impl Drop for GlobVisitor<'_> {
+    fn drop(&mut self) {
+        let hits = std::mem::take(&mut self.hits);
+        if !hits.is_empty() {
+            self.found.lock().unwrap_or_else(PoisonError::into_inner).push(hits);
+        }
+    }
+}
+
+/// All matching lines of one file, ascending.
+struct FileMatches {
+    path: String,
+    lines: Vec<(u64, String)>,
+}
+
+struct GrepVisitorBuilder<'s> {
+    shared: &'s Shared<'s>,
+    matcher: &'s RegexMatcher,
+    found: &'s Mutex<Vec<Vec<FileMatches>>>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for GrepVisitorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(GrepVisitor {
+            shared: self.shared,
+            found: self.found,
+            matcher: self.matcher.clone(),
+            walked: SearcherBuilder::new()
+                .line_number(true)
+                .binary_detection(BinaryDetection::quit(b'\0'))
+                .build(),
+            // Explicit files are searched as text: this is what `rg --json` 13 reports for them
+            // (it memory-maps explicit files, where NUL bytes are neither fatal nor converted).
+            explicit: SearcherBuilder::new()
+                .line_number(true)
+                .binary_detection(BinaryDetection::none())
+                .build(),
+            files: Vec::new(),
+        })
+    }
+}
+
+/// Searches files on one walker thread, reusing its searcher buffers across files.
+struct GrepVisitor<'s> {
+    shared: &'s Shared<'s>,
+    found: &'s Mutex<Vec<Vec<FileMatches>>>,
+    matcher: RegexMatcher,
+    walked: Searcher,
+    explicit: Searcher,
+    files: Vec<FileMatches>,
+}
+
+impl ParallelVisitor for GrepVisitor<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.shared.should_stop() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else { return WalkState::Continue };
+        if !is_candidate(&entry) {
+            return WalkState::Continue;
+        }
+        let path = entry.path();
+        let path_len = match path.strip_prefix(self.shared.workdir) {
+            Ok(rel) => rel.as_os_str().len(),
+            Err(_) => path.as_os_str().len(),
+        };
+        let mut sink = CollectSink { shared: self.shared, path_len, lines: Vec::new() };
+        let searcher = if entry.depth() == 0 { &mut self.explicit } else { &mut self.walked };
+        // An unreadable file is skipped like ripgrep skips it (it only warns on stderr); the
+        // lines collected before a read error are kept, as rg has printed them by then.
+        let _ = searcher.search_path(&self.matcher, path, &mut sink);
+        if !sink.lines.is_empty() {
+            let lines = sink.lines;
+            self.files.push(FileMatches { path: display_path(self.shared.workdir, path), lines });
+        }
+        if self.shared.should_stop() { WalkState::Quit } else { WalkState::Continue }
+    }
+}
+
+impl Drop for GrepVisitor<'_> {
+    fn drop(&mut self) {
+        let files = std::mem::take(&mut self.files);
+        if !files.is_empty() {
+            self.found.lock().unwrap_or_else(PoisonError::into_inner).push(files);
+        }
+    }
+}
+
+/// Receives one file's matching lines from the searcher.
+struct CollectSink<'s> {
+    shared: &'s Shared<'s>,
+    path_len: usize,
+    lines: Vec<(u64, String)>,
+}
+
+impl Sink for CollectSink<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        let line = line_text(mat.bytes());
+        if !self.shared.charge(self.path_len + line.len()) {
+            return Ok(false);
+        }
+        self.lines.push((mat.line_number().unwrap_or(0), line));
+        if self.lines.len() % MATCHES_PER_CANCEL_POLL == 0 && self.shared.should_stop() {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+/// The seed's view of ripgrep's `lines`: one trailing `\r?\n` removed, placeholder for non-UTF-8.
+fn line_text(bytes: &[u8]) -> String {
+    let mut line = bytes;
+    if let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest.strip_suffix(b"\r").unwrap_or(rest);
+    }
+    match std::str::from_utf8(line) {
+        Ok(text) => text.to_owned(),
+        Err(_) => NOT_UTF8_LINE.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_text_strips_one_terminator() {
+        assert_eq!(line_text(b"a\r\n"), "a");
+        assert_eq!(line_text(b"a\n"), "a");
+        assert_eq!(line_text(b"a\r"), "a\r");
+        assert_eq!(line_text(b"a\r\r\n"), "a\r");
+        assert_eq!(line_text(b"a"), "a");
+        assert_eq!(line_text(b"\xff\n"), NOT_UTF8_LINE);
+    }
+
+    #[test]
+    fn display_path_relative_inside_absolute_outside() {
+        let work = Path::new("/w/proj");
+        assert_eq!(display_path(work, Path::new("/w/proj/src/a.ts")), "src/a.ts");
+        assert_eq!(display_path(work, Path::new("/w/project/a.ts")), "/w/project/a.ts");
+        assert_eq!(display_path(work, Path::new("/w/proj")), "/w/proj");
+    }
+
+    #[test]
+    fn error_codes_and_messages() {
+        let err = SearchError::Aborted(SearchTool::Grep);
+        assert_eq!(err.code(), "SEARCH_ABORTED");
+        assert_eq!(
+            err.to_string(),
+            "grep was aborted before completion (tool timeout or caller cancellation)"
+        );
+        let err = SearchError::RawOutputOverflow(SearchTool::Glob, 10);
+        assert_eq!(err.code(), "SEARCH_RAW_OUTPUT_OVERFLOW");
+        assert!(err.to_string().contains("narrow pattern or path"), "{err}");
+        assert_eq!(
+            SearchError::InvalidPattern(SearchTool::Glob, "x".into()).code(),
+            "SEARCH_INVALID_PATTERN"
+        );
+        assert_eq!(SearchError::Failed(SearchTool::Glob, "x".into()).code(), "SEARCH_FAILED");
+    }
+}

@@ -1,0 +1,225 @@
+//! The tool registry: registration checks, disposers, listener lists and dispatch.
+
+use crate::error::RegistrationError;
+use crate::pipeline::{CallInput, Finalized, TimeoutWrapper, dispatch};
+use crate::policy::{ApprovalChannel, ExecuteWrapper, Guard, PostExecute, PreExecute, ResultObserver};
+use crate::tool::{ErasedRaw, ErasedTool, RawTool, Tool, TypedTool};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use toolhost_protocol::lsp_ext::ToolDescriptor;
+
+/// Registry settings.
+#[derive(Clone, Debug)]
+pub struct RegistryConfig {
+    /// Install the timeout policy (a `tools/execute` wrapper enforcing each tool's deadline).
+    pub timeout_policy: bool,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig { timeout_policy: true }
+    }
+}
+
+struct Registered {
+    id: u64,
+    tool: Arc<dyn ErasedTool>,
+}
+
+#[derive(Default)]
+pub(crate) struct RegistryInner {
+    tools: RwLock<BTreeMap<String, Registered>>,
+    pre: RwLock<Vec<Arc<dyn PreExecute>>>,
+    guards: RwLock<Vec<Arc<dyn Guard>>>,
+    wrappers: RwLock<Vec<Arc<dyn ExecuteWrapper>>>,
+    post: RwLock<Vec<Arc<dyn PostExecute>>>,
+    observers: RwLock<Vec<Arc<dyn ResultObserver>>>,
+    approval: RwLock<Option<Arc<dyn ApprovalChannel>>>,
+    next_id: AtomicU64,
+}
+
+fn snapshot<T: Clone>(lock: &RwLock<Vec<T>>) -> Vec<T> {
+    lock.read().map(|v| v.clone()).unwrap_or_default()
+}
+
+impl RegistryInner {
+    pub(crate) fn resolve(&self, name: &str) -> Option<Arc<dyn ErasedTool>> {
+        self.tools.read().ok()?.get(name).map(|r| Arc::clone(&r.tool))
+    }
+    pub(crate) fn pre_listeners(&self) -> Vec<Arc<dyn PreExecute>> {
+        snapshot(&self.pre)
+    }
+    pub(crate) fn guards(&self) -> Vec<Arc<dyn Guard>> {
+        snapshot(&self.guards)
+    }
+    pub(crate) fn wrappers(&self) -> Vec<Arc<dyn ExecuteWrapper>> {
+        snapshot(&self.wrappers)
+    }
+    pub(crate) fn post_listeners(&self) -> Vec<Arc<dyn PostExecute>> {
+        snapshot(&self.post)
+    }
+    pub(crate) fn observers(&self) -> Vec<Arc<dyn ResultObserver>> {
+        snapshot(&self.observers)
+    }
+    pub(crate) fn approval_channel(&self) -> Option<Arc<dyn ApprovalChannel>> {
+        self.approval.read().ok().and_then(|a| a.clone())
+    }
+}
+
+/// Unregisters the tool it was returned for (a no-op if it was already replaced or removed).
+#[must_use = "dropping a Disposer keeps the tool registered; call dispose() to unregister"]
+pub struct Disposer {
+    registry: Weak<RegistryInner>,
+    name: String,
+    id: u64,
+}
+
+impl Disposer {
+    pub fn dispose(self) {
+        if let Some(inner) = self.registry.upgrade()
+            && let Ok(mut tools) = inner.tools.write()
+            && tools.get(&self.name).is_some_and(|r| r.id == self.id)
+        {
+            tools.remove(&self.name);
+        }
+    }
+}
+
+/// The registry of tools and policies.
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<RegistryInner>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new(RegistryConfig::default())
+    }
+}
+
+impl Registry {
+    pub fn new(config: RegistryConfig) -> Self {
+        let registry = Registry { inner: Arc::default() };
+        if config.timeout_policy {
+            registry.add_execute_wrapper(Arc::new(TimeoutWrapper));
+        }
+        registry
+    }
+
+    /// Registers a typed tool.
+    pub fn register<T: Tool>(&self, tool: T) -> Result<Disposer, RegistrationError> {
+        check_name(tool.name())?;
+        let erased = TypedTool::new(tool)?;
+        self.insert(Arc::new(erased))
+    }
+
+    /// Registers a raw (dynamic) tool.
+    pub fn register_raw(&self, tool: RawTool) -> Result<Disposer, RegistrationError> {
+        check_name(&tool.name)?;
+        let erased = ErasedRaw::new(tool)?;
+        self.insert(Arc::new(erased))
+    }
+
+    fn insert(&self, tool: Arc<dyn ErasedTool>) -> Result<Disposer, RegistrationError> {
+        let name = tool.name().to_owned();
+        let mut tools = self.inner.tools.write().map_err(|_| RegistrationError::Duplicate(name.clone()))?;
+        if tools.contains_key(&name) {
+            return Err(RegistrationError::Duplicate(name));
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        tools.insert(name.clone(), Registered { id, tool });
+        Ok(Disposer { registry: Arc::downgrade(&self.inner), name, id })
+    }
+
+    /// Adds a pre-execute listener (after the existing ones, i.e. further inside).
+    pub fn add_pre_execute(&self, listener: Arc<dyn PreExecute>) {
+        if let Ok(mut v) = self.inner.pre.write() {
+            v.push(listener);
+        }
+    }
+
+    pub fn add_guard(&self, guard: Arc<dyn Guard>) {
+        if let Ok(mut v) = self.inner.guards.write() {
+            v.push(guard);
+        }
+    }
+
+    pub fn add_execute_wrapper(&self, wrapper: Arc<dyn ExecuteWrapper>) {
+        if let Ok(mut v) = self.inner.wrappers.write() {
+            v.push(wrapper);
+        }
+    }
+
+    /// Adds a post-execute listener; `prepend` makes it the outermost.
+    pub fn add_post_execute(&self, listener: Arc<dyn PostExecute>, prepend: bool) {
+        if let Ok(mut v) = self.inner.post.write() {
+            if prepend {
+                v.insert(0, listener);
+            } else {
+                v.push(listener);
+            }
+        }
+    }
+
+    pub fn add_result_observer(&self, observer: Arc<dyn ResultObserver>) {
+        if let Ok(mut v) = self.inner.observers.write() {
+            v.push(observer);
+        }
+    }
+
+    pub fn set_approval_channel(&self, channel: Option<Arc<dyn ApprovalChannel>>) {
+        if let Ok(mut a) = self.inner.approval.write() {
+            *a = channel;
+        }
+    }
+
+    /// Runs one call through the whole pipeline.
+    pub async fn dispatch(&self, input: CallInput) -> Finalized {
+        dispatch(&self.inner, input).await
+    }
+
+    /// Name, description and schemas of every tool, sorted by name.
+    pub fn descriptors(&self) -> Vec<ToolDescriptor> {
+        let Ok(tools) = self.inner.tools.read() else { return Vec::new() };
+        tools
+            .values()
+            .map(|r| ToolDescriptor {
+                name: r.tool.name().to_owned(),
+                description: r.tool.description(),
+                input_schema: r.tool.input_schema().raw().clone(),
+                output_schema: r.tool.output_schema().raw().clone(),
+            })
+            .collect()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.inner.resolve(name).is_some()
+    }
+
+    /// Whether a call may overlap other concurrency-safe calls (unknown tools: no).
+    pub fn concurrency_safe(&self, name: &str, args: &Value) -> bool {
+        self.inner.resolve(name).is_some_and(|t| t.concurrency_safe(args))
+    }
+
+    /// The renderer version of a tool (0 if unknown).
+    pub fn renderer_version(&self, name: &str) -> u32 {
+        self.inner.resolve(name).map_or(0, |t| t.renderer_version())
+    }
+
+    /// Violations of `args` against the tool's input schema (for clients validating early).
+    pub fn argument_violations(&self, name: &str, args: &Value) -> Option<Vec<String>> {
+        self.inner.resolve(name).map(|t| t.input_schema().violations(args, "arguments"))
+    }
+}
+
+fn check_name(name: &str) -> Result<(), RegistrationError> {
+    if name.is_empty() {
+        return Err(RegistrationError::EmptyName);
+    }
+    if name == "run_code" {
+        return Err(RegistrationError::Reserved);
+    }
+    Ok(())
+}

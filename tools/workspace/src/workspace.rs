@@ -1,0 +1,667 @@
+//! `Workspace`: the confined filesystem the file tools use — resolve, read, write, edit.
+//!
+//! Every call goes: lexical checks on the string (roots, NUL, length) → resolution beneath the
+//! root handle (symlink escapes refused) → write policy (read-only roots, protected paths, dirty
+//! buffers) → the ledger expectation, captured *before* the per-path lock → the lock → the I/O,
+//! which re-checks the expectation against the file's current hash. Capturing the expectation
+//! before waiting for the lock is what makes the loser of two concurrent edits stale instead of
+//! silently editing the winner's result.
+
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use sha2::{Digest, Sha256};
+
+use crate::atomic;
+use crate::dirty::DirtyBuffers;
+use crate::error::{FsError, IoClass, Op, SandboxReason, classify};
+use crate::ledger::{Ledger, Observation, content_version};
+use crate::lexical::{self, Protected};
+use crate::locks::{PathLock, PathLocks};
+use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
+
+/// Protected patterns used when the configuration names none.
+pub const DEFAULT_PROTECTED: [&str; 3] = [".git/", "toolhost.toml", ".toolhost/"];
+
+/// Files at least this large get no `before` text for diffs (seed `diffBasisMaxBytes`).
+pub const DIFF_BASIS_MAX_BYTES: usize = 10 * 1024 * 1024;
+
+/// Read looks for NUL bytes in this many leading bytes to call a file binary.
+pub const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// How the workspace is confined.
+#[derive(Debug, Clone)]
+pub struct WorkspaceConfig {
+    /// Writable roots; the first is the primary root that relative paths resolve against.
+    pub roots: Vec<PathBuf>,
+    /// Readable, never writable roots (e.g. the session blob folder).
+    pub read_only_roots: Vec<PathBuf>,
+    /// Root-relative paths where writes are refused; a trailing `/` protects a directory and
+    /// everything beneath it, otherwise the pattern is one exact path.
+    pub protected: Vec<String>,
+}
+
+impl Default for WorkspaceConfig {
+    fn default() -> Self {
+        WorkspaceConfig {
+            roots: Vec::new(),
+            read_only_roots: Vec::new(),
+            protected: DEFAULT_PROTECTED.iter().map(|p| (*p).to_owned()).collect(),
+        }
+    }
+}
+
+impl WorkspaceConfig {
+    /// One writable root with the default protected patterns.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        WorkspaceConfig { roots: vec![root.into()], ..Self::default() }
+    }
+}
+
+/// A path after confinement: where it is shown, and what it really names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// `resolve(primary root, input)`, lexical, never realpath'd: what messages and cards show.
+    pub display: String,
+    /// Index into [`Workspace::roots`] of the root the path lies under.
+    pub root: usize,
+    /// The display path relative to that root.
+    pub rel: PathBuf,
+    /// The symlink-free path relative to the root, as of resolution (empty = the root itself).
+    pub real_rel: PathBuf,
+    /// Canonical root joined with `real_rel`; the ledger and lock key.
+    pub real_path: PathBuf,
+    pub state: EntryState,
+}
+
+impl ResolvedPath {
+    fn key(&self) -> String {
+        self.real_path.to_string_lossy().into_owned()
+    }
+}
+
+/// The whole text of a file that was read (the read tool does its own windowing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadFile {
+    pub display: String,
+    pub real_path: PathBuf,
+    pub text: String,
+    /// sha256 hex of the bytes, as recorded in the ledger.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOperation {
+    Create,
+    Update,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    pub display: String,
+    pub real_path: PathBuf,
+    pub operation: WriteOperation,
+    /// The replaced text with CRLF→LF, when it is a diffable basis (see [`DIFF_BASIS_MAX_BYTES`]).
+    pub before: Option<String>,
+    pub version: String,
+}
+
+#[derive(Debug)]
+struct Shared {
+    roots: Vec<Root>,
+    protected: Vec<Protected>,
+    locks: PathLocks,
+    dirty: Arc<DirtyBuffers>,
+}
+
+/// The confined filesystem of one session. Cloning is cheap; [`Workspace::with_ledger`] gives
+/// another session a view sharing the roots, locks and dirty buffers.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    shared: Arc<Shared>,
+    ledger: Arc<Ledger>,
+}
+
+impl Workspace {
+    /// Opens every root. Relative roots are taken against the current directory. Fails when
+    /// there is no writable root or a root cannot be opened.
+    pub fn new(config: WorkspaceConfig) -> io::Result<Self> {
+        if config.roots.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no workspace root"));
+        }
+        let cwd = std::env::current_dir()?;
+        let mut roots = Vec::new();
+        let all = config.roots.iter().map(|p| (p, false));
+        for (path, read_only) in all.chain(config.read_only_roots.iter().map(|p| (p, true))) {
+            let absolute = lexical::normalize_absolute(&cwd.join(path));
+            roots.push(Root::open(absolute, read_only)?);
+        }
+        let protected = config.protected.iter().filter_map(|p| Protected::parse(p)).collect();
+        let shared =
+            Shared { roots, protected, locks: PathLocks::default(), dirty: Arc::default() };
+        Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()) })
+    }
+
+    /// The same workspace (roots, locks, dirty buffers) seen by the session owning `ledger`.
+    pub fn with_ledger(&self, ledger: Arc<Ledger>) -> Self {
+        Workspace { shared: self.shared.clone(), ledger }
+    }
+
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+
+    pub fn dirty_buffers(&self) -> &Arc<DirtyBuffers> {
+        &self.shared.dirty
+    }
+
+    /// Writable roots first (index 0 is the primary root), then read-only roots.
+    pub fn roots(&self) -> &[Root] {
+        &self.shared.roots
+    }
+
+    pub fn primary_root(&self) -> &Root {
+        &self.shared.roots[0]
+    }
+
+    /// Whether a real (symlink-free) absolute path lies inside some root. Walkers that meet a
+    /// symlink use this on its canonical target before following it.
+    pub fn contains_real_path(&self, path: &Path) -> bool {
+        self.shared.roots.iter().any(|root| path.starts_with(root.canonical()))
+    }
+
+    /// The display path after the lexical checks only (roots, NUL, length) — no I/O. Use
+    /// [`Workspace::resolve`] when symlinks matter.
+    pub fn display_path(&self, input: &str) -> Result<String, FsError> {
+        self.locate(input).map(|(display, _, _)| display)
+    }
+
+    /// The display path after full confinement (symlinks included).
+    pub async fn resolve_display(&self, input: &str) -> Result<String, FsError> {
+        self.resolve(input).await.map(|resolved| resolved.display)
+    }
+
+    /// Full confinement: lexical checks and resolution beneath the root handle.
+    pub async fn resolve(&self, input: &str) -> Result<ResolvedPath, FsError> {
+        let owned = input.to_owned();
+        self.blocking(Op::Read, input, move |ws| ws.resolve_blocking(&owned, Op::Read)).await
+    }
+
+    /// Takes the per-path lock for a file (keyed by its real path). The file operations below
+    /// take it themselves, so do not hold it while calling them on the same file; it exists so
+    /// other writers (e.g. edits applied through the editor) serialize with the tools.
+    pub async fn lock(&self, input: &str) -> Result<PathLock, FsError> {
+        let resolved = self.resolve(input).await?;
+        Ok(self.shared.locks.lock(&resolved.key()).await)
+    }
+
+    /// Reads a whole text file and records its version.
+    pub async fn read_file(&self, input: &str) -> Result<ReadFile, FsError> {
+        self.read_impl(input, None).await
+    }
+
+    /// As [`Workspace::read_file`], refusing files over `max_bytes` with `FS_TOO_LARGE`.
+    pub async fn read_file_limited(&self, input: &str, max_bytes: u64) -> Result<ReadFile, FsError> {
+        self.read_impl(input, Some(max_bytes)).await
+    }
+
+    async fn read_impl(&self, input: &str, limit: Option<u64>) -> Result<ReadFile, FsError> {
+        let target = self.resolve_for(input, Op::Read).await?;
+        let _lock = self.shared.locks.lock(&target.key()).await;
+        self.blocking(Op::Read, input, move |ws| ws.read_blocking(&target, limit)).await
+    }
+
+    /// Writes `content` verbatim, atomically. With a present observation the file must still
+    /// have that version; without one the file must not exist yet.
+    pub async fn write_file(&self, input: &str, content: &[u8]) -> Result<WriteOutcome, FsError> {
+        let target = self.resolve_for(input, Op::Write).await?;
+        self.check_writable(&target)?;
+        self.check_dirty(&target)?;
+        let expected = self.ledger.get(&target.key());
+        let _lock = self.shared.locks.lock(&target.key()).await;
+        let content = content.to_vec();
+        self.blocking(Op::Write, input, move |ws| {
+            ws.write_blocking(&target, Op::Write, expected.as_ref(), &content)
+        })
+        .await
+    }
+
+    /// Starts an edit: checks the observation, takes the lock, and loads the current text. The
+    /// lock is held until the returned transaction is committed or dropped.
+    pub async fn begin_edit(&self, input: &str) -> Result<EditTxn, FsError> {
+        let target = self.resolve_for(input, Op::Edit).await?;
+        self.check_writable(&target)?;
+        let version = match self.ledger.get(&target.key()) {
+            None => return Err(FsError::EditUnread { path: target.display }),
+            Some(Observation::Absent) => {
+                return Err(FsError::NotFound { op: Op::Edit, path: target.display });
+            }
+            Some(Observation::Present(version)) => version,
+        };
+        self.check_dirty(&target)?;
+        let lock = self.shared.locks.lock(&target.key()).await;
+        let (target, text) = self
+            .blocking(Op::Edit, input, move |ws| {
+                let text = ws.edit_load_blocking(&target, &version)?;
+                Ok((target, text))
+            })
+            .await?;
+        let version = content_version(text.as_bytes());
+        Ok(EditTxn { workspace: self.clone(), target, text, version, _lock: lock })
+    }
+
+    async fn resolve_for(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
+        let owned = input.to_owned();
+        self.blocking(op, input, move |ws| ws.resolve_blocking(&owned, op)).await
+    }
+
+    /// Runs filesystem work off the async threads. A panic inside becomes `FS_IO_ERROR`.
+    async fn blocking<T, F>(&self, op: Op, input: &str, work: F) -> Result<T, FsError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Workspace) -> Result<T, FsError> + Send + 'static,
+    {
+        let ws = self.clone();
+        tokio::task::spawn_blocking(move || work(&ws)).await.map_err(|err| FsError::Io {
+            op,
+            path: lexical::printable(input),
+            message: format!("internal error: {err}"),
+        })?
+    }
+
+    /// Lexical stage: validates the string and picks the root the display path lies under (the
+    /// deepest one, so a read-only root nested in a writable one keeps its protection).
+    fn locate(&self, input: &str) -> Result<(String, usize, PathBuf), FsError> {
+        if let Err(why) = lexical::validate_input(input) {
+            return Err(FsError::denied(&lexical::printable(input), SandboxReason::Invalid(why)));
+        }
+        let absolute = lexical::resolve_lexical(self.primary_root().path(), input);
+        let display = absolute.to_string_lossy().into_owned();
+        let mut best: Option<(usize, PathBuf)> = None;
+        for (index, root) in self.shared.roots.iter().enumerate() {
+            if let Some(rel) = root.relative(&absolute) {
+                let deeper = best.as_ref().is_none_or(|(_, b)| rel.components().count() <= b.components().count());
+                if deeper {
+                    best = Some((index, rel.to_path_buf()));
+                }
+            }
+        }
+        match best {
+            Some((index, rel)) => Ok((display, index, rel)),
+            None => Err(FsError::denied(&display, SandboxReason::Outside)),
+        }
+    }
+
+    fn resolve_blocking(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
+        let (display, index, rel) = self.locate(input)?;
+        let root = &self.shared.roots[index];
+        match resolve_beneath(root, &rel) {
+            Ok(resolution) => {
+                let real_path = if resolution.real_rel.as_os_str().is_empty() {
+                    root.canonical().to_path_buf()
+                } else {
+                    root.canonical().join(&resolution.real_rel)
+                };
+                Ok(ResolvedPath {
+                    display,
+                    root: index,
+                    rel,
+                    real_rel: resolution.real_rel,
+                    real_path,
+                    state: resolution.state,
+                })
+            }
+            Err(ResolveError::Escape) => {
+                Err(FsError::denied(&display, SandboxReason::SymlinkEscape))
+            }
+            Err(ResolveError::Loop) => Err(FsError::Io {
+                op,
+                path: display,
+                message: "too many levels of symbolic links".to_owned(),
+            }),
+            Err(ResolveError::Io(err)) => Err(FsError::from_io(op, &display, &err)),
+        }
+    }
+
+    /// Write policy: read-only roots and protected patterns, checked on the path as given and
+    /// on the path after symlinks, so `link-to-git/config` is as protected as `.git/config`.
+    fn check_writable(&self, target: &ResolvedPath) -> Result<(), FsError> {
+        let root = &self.shared.roots[target.root];
+        let in_read_only = root.is_read_only()
+            || self
+                .shared
+                .roots
+                .iter()
+                .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()));
+        if in_read_only {
+            return Err(FsError::denied(&target.display, SandboxReason::ReadOnlyRoot));
+        }
+        for pattern in &self.shared.protected {
+            if pattern.matches(&target.rel) || pattern.matches(&target.real_rel) {
+                let reason = SandboxReason::Protected(pattern.source.clone());
+                return Err(FsError::denied(&target.display, reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_dirty(&self, target: &ResolvedPath) -> Result<(), FsError> {
+        let dirty = &self.shared.dirty;
+        if dirty.is_dirty(Path::new(&target.display)) || dirty.is_dirty(&target.real_path) {
+            return Err(FsError::DirtyBuffer { path: target.display.clone() });
+        }
+        Ok(())
+    }
+
+    fn read_blocking(&self, target: &ResolvedPath, limit: Option<u64>) -> Result<ReadFile, FsError> {
+        let path = &target.display;
+        let not_found = || {
+            self.ledger.record(&target.key(), Observation::Absent);
+            FsError::NotFound { op: Op::Read, path: path.clone() }
+        };
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Err(not_found()),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op: Op::Read, path: path.clone() });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        let file = match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Err(FsError::NotRegularFile { op: Op::Read, path: path.clone() }),
+            Err(err) => {
+                return match classify(&err) {
+                    IoClass::NotFound | IoClass::NotDirectory => Err(not_found()),
+                    _ => Err(FsError::from_io(Op::Read, path, &err)),
+                };
+            }
+        };
+        let io_err = |err: io::Error| FsError::from_io(Op::Read, path, &err);
+        let size = file.metadata().map_err(io_err)?.len();
+        if let Some(limit) = limit
+            && size > limit
+        {
+            return Err(FsError::TooLarge { op: Op::Read, path: path.clone(), size, limit });
+        }
+        let mut bytes = Vec::new();
+        let cap = limit.map_or(u64::MAX, |l| l.saturating_add(1));
+        file.take(cap).read_to_end(&mut bytes).map_err(io_err)?;
+        if let Some(limit) = limit
+            && bytes.len() as u64 > limit
+        {
+            let size = bytes.len() as u64;
+            return Err(FsError::TooLarge { op: Op::Read, path: path.clone(), size, limit });
+        }
+        let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+        if sniff.contains(&0) {
+            return Err(FsError::Binary { op: Op::Read, path: path.clone() });
+        }
+        let version = content_version(&bytes);
+        let text = String::from_utf8(bytes)
+            .map_err(|_| FsError::InvalidUtf8 { op: Op::Read, path: path.clone() })?;
+        self.ledger.record(&target.key(), Observation::Present(version.clone()));
+        Ok(ReadFile {
+            display: path.clone(),
+            real_path: target.real_path.clone(),
+            text,
+            version,
+        })
+    }
+
+    fn edit_load_blocking(&self, target: &ResolvedPath, expected: &str) -> Result<String, FsError> {
+        let path = &target.display;
+        let changed = || FsError::Changed { op: Op::Edit, path: path.clone() };
+        if let EntryState::Present(EntryKind::Dir | EntryKind::Other) = target.state {
+            return Err(FsError::NotRegularFile { op: Op::Edit, path: path.clone() });
+        }
+        if target.state != EntryState::Present(EntryKind::File) {
+            return Err(changed());
+        }
+        let root = &self.shared.roots[target.root];
+        let mut file = match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Err(FsError::NotRegularFile { op: Op::Edit, path: path.clone() }),
+            Err(err) => {
+                return match classify(&err) {
+                    IoClass::NotFound | IoClass::NotDirectory => Err(changed()),
+                    _ => Err(FsError::from_io(Op::Edit, path, &err)),
+                };
+            }
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|err| FsError::from_io(Op::Edit, path, &err))?;
+        // The version is checked before anything looks at the text: a stale file is reported
+        // as stale even if it has also become binary.
+        if content_version(&bytes) != expected {
+            return Err(changed());
+        }
+        if bytes.contains(&0) {
+            return Err(FsError::Binary { op: Op::Edit, path: path.clone() });
+        }
+        String::from_utf8(bytes).map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+    }
+
+    /// The replace step shared by write and edit commit. Runs under the path lock.
+    fn write_blocking(
+        &self,
+        target: &ResolvedPath,
+        op: Op,
+        expected: Option<&Observation>,
+        content: &[u8],
+    ) -> Result<WriteOutcome, FsError> {
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let (Some(name), parent_rel) = (target.real_rel.file_name(), target.real_rel.parent())
+        else {
+            // The root itself.
+            return Err(FsError::NotRegularFile { op, path: path.clone() });
+        };
+        let parent_rel = parent_rel.unwrap_or(Path::new(""));
+        if target.state == EntryState::ParentNotDir {
+            return Err(FsError::NotDirectory { op, path: path.clone() });
+        }
+        let root = &self.shared.roots[target.root];
+        let parent = match open_dir(root.dir(), parent_rel) {
+            Ok(dir) => Some(dir),
+            Err(err) if classify(&err) == IoClass::NotFound => None,
+            Err(err) => return Err(io_err(err)),
+        };
+        let prior = match &parent {
+            Some(parent) => load_prior(parent, name).map_err(|e| match e {
+                PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
+                PriorError::Io(err) => io_err(err),
+            })?,
+            None => None,
+        };
+
+        match (expected, &prior) {
+            (Some(Observation::Present(_)), None) => {
+                return Err(match op {
+                    Op::Write => FsError::FileGone { path: path.clone() },
+                    _ => FsError::Changed { op, path: path.clone() },
+                });
+            }
+            (Some(Observation::Present(version)), Some(prior)) if prior.version != *version => {
+                return Err(FsError::Changed { op, path: path.clone() });
+            }
+            (Some(Observation::Present(_)), Some(_)) => {}
+            (_, Some(_)) => return Err(FsError::OverwriteUnread { path: path.clone() }),
+            (_, None) => {}
+        }
+
+        let parent = match parent {
+            Some(parent) => parent,
+            None => {
+                root.dir().create_dir_all(parent_rel).map_err(|err| {
+                    if matches!(classify(&err), IoClass::NotDirectory)
+                        || err.kind() == io::ErrorKind::AlreadyExists
+                    {
+                        FsError::NotDirectory { op, path: path.clone() }
+                    } else {
+                        io_err(err)
+                    }
+                })?;
+                open_dir(root.dir(), parent_rel).map_err(io_err)?
+            }
+        };
+
+        atomic::replace(&parent, name, content, prior.as_ref().map(|p| &p.metadata))
+            .map_err(io_err)?;
+        let version = content_version(content);
+        self.ledger.record(&target.key(), Observation::Present(version.clone()));
+        let operation = if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+        let before = match prior {
+            Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
+            _ => None,
+        };
+        Ok(WriteOutcome {
+            display: path.clone(),
+            real_path: target.real_path.clone(),
+            operation,
+            before,
+            version,
+        })
+    }
+}
+
+/// An edit in progress: the current text, with the path lock held until commit or drop.
+#[derive(Debug)]
+pub struct EditTxn {
+    workspace: Workspace,
+    target: ResolvedPath,
+    text: String,
+    version: String,
+    _lock: PathLock,
+}
+
+impl EditTxn {
+    pub fn display(&self) -> &str {
+        &self.target.display
+    }
+
+    pub fn real_path(&self) -> &Path {
+        &self.target.real_path
+    }
+
+    /// The whole current text, byte for byte (a BOM and CRLF line endings included).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The version the text has (the observed one: it was just checked).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Writes `new_bytes` atomically if the file still has the loaded version, records and
+    /// returns the new version. The lock is released afterwards either way.
+    pub async fn commit(self, new_bytes: impl Into<Vec<u8>>) -> Result<String, FsError> {
+        let EditTxn { workspace, target, version, _lock, .. } = self;
+        workspace.check_dirty(&target)?;
+        let content = new_bytes.into();
+        let display = target.display.clone();
+        let outcome = workspace
+            .blocking(Op::Edit, &display, move |ws| {
+                let expected = Observation::Present(version);
+                ws.write_blocking(&target, Op::Edit, Some(&expected), &content)
+            })
+            .await?;
+        drop(_lock);
+        Ok(outcome.version)
+    }
+}
+
+/// Opens an existing regular file beneath `dir`; `Ok(None)` when it is something else. Opened
+/// non-blocking so a FIFO swapped in after resolution cannot hang the call.
+fn open_regular(dir: &Dir, rel: &Path) -> io::Result<Option<File>> {
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32);
+    let file = dir.open_with(rel, &options)?.into_std();
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(file))
+}
+
+fn open_dir(root: &Dir, rel: &Path) -> io::Result<Dir> {
+    if rel.as_os_str().is_empty() { root.try_clone() } else { root.open_dir(rel) }
+}
+
+/// The file about to be replaced: its metadata (mode to keep), version, and — when small enough
+/// — its bytes for the diff basis.
+struct Prior {
+    metadata: Metadata,
+    version: String,
+    basis: Option<Vec<u8>>,
+}
+
+impl Prior {
+    /// The prior text for diffs: only a NUL-free, valid UTF-8 file under the cap, CRLF→LF.
+    fn diff_basis(self) -> Option<String> {
+        let bytes = self.basis?;
+        if bytes.contains(&0) {
+            return None;
+        }
+        let text = String::from_utf8(bytes).ok()?;
+        Some(text.replace("\r\n", "\n"))
+    }
+}
+
+enum PriorError {
+    NotRegular,
+    Io(io::Error),
+}
+
+/// Looks at `parent/name` without following a final symlink: resolution already followed
+/// links, so a symlink here means the path changed under us and is refused rather than chased.
+fn load_prior(parent: &Dir, name: &OsStr) -> Result<Option<Prior>, PriorError> {
+    let metadata = match parent.symlink_metadata(name) {
+        Ok(metadata) => metadata,
+        Err(err) if classify(&err) == IoClass::NotFound => return Ok(None),
+        Err(err) => return Err(PriorError::Io(err)),
+    };
+    if !metadata.is_file() {
+        return Err(PriorError::NotRegular);
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(
+        (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::NOFOLLOW)
+            .bits() as i32,
+    );
+    let mut file = match parent.open_with(name, &options) {
+        Ok(file) => file.into_std(),
+        Err(err) if classify(&err) == IoClass::NotFound => return Ok(None),
+        Err(err) => return Err(PriorError::Io(err)),
+    };
+    let metadata = file.metadata().map_err(PriorError::Io)?;
+    if !metadata.is_file() {
+        return Err(PriorError::NotRegular);
+    }
+    // Hash by streaming so replacing a huge file does not need it in memory; keep the bytes
+    // only while they can still serve as a diff basis.
+    let mut hasher = Sha256::new();
+    let mut basis = Some(Vec::new());
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(PriorError::Io(err)),
+        };
+        hasher.update(&chunk[..n]);
+        if let Some(kept) = basis.as_mut() {
+            if kept.len() + n < DIFF_BASIS_MAX_BYTES {
+                kept.extend_from_slice(&chunk[..n]);
+            } else {
+                basis = None;
+            }
+        }
+    }
+    Ok(Some(Prior { metadata, version: hex::encode(hasher.finalize()), basis }))
+}
