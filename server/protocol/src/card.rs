@@ -305,10 +305,10 @@ pub fn call_title(tool: &str, args: &Value) -> String {
             if let Some(dir) = str_arg(args, "path") {
                 title.push_str(&format!(" in {dir}"));
             }
-            if tool == "grep" {
-                if let Some(include) = str_arg(args, "include") {
-                    title.push_str(&format!(" ({include})"));
-                }
+            if tool == "grep"
+                && let Some(include) = str_arg(args, "include")
+            {
+                title.push_str(&format!(" ({include})"));
             }
             title
         }
@@ -442,10 +442,8 @@ fn fill_result_view(
             };
             if let Some(hunks) = hunks {
                 card.kind = CardKind::Diff;
-                if let Some(first) = hunks.first() {
-                    if let Some(loc) = card.locations.first_mut() {
-                        loc.line = first.new_start.max(1);
-                    }
+                if let (Some(first), Some(loc)) = (hunks.first(), card.locations.first_mut()) {
+                    loc.line = first.new_start.max(1);
                 }
                 card.stats = Some(stats_of(&hunks));
                 card.hunks = Some(hunks);

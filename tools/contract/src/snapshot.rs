@@ -477,7 +477,8 @@ mod tests {
             struct Holder { value: Value, nested: Vec<Vec<Option<f64>>> }
             let mut nested = vec![vec![Some(1.0)]; depth + 1];
             nested[depth].push(Some(bad));
-            prop_assert!(to_lossless_value(&Holder { value, nested }).is_err());
+            let holder = Holder { value, nested };
+            prop_assert!(to_lossless_value(&holder).is_err());
         }
     }
 }

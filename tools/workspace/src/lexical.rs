@@ -37,11 +37,6 @@ pub(crate) fn resolve_lexical(base: &Path, input: &str) -> PathBuf {
     if input.is_absolute() { normalize_absolute(input) } else { normalize_absolute(&base.join(input)) }
 }
 
-/// `path` relative to `root` when `path` is `root` or lies beneath it (component-wise).
-pub(crate) fn strip_root<'a>(path: &'a Path, root: &Path) -> Option<&'a Path> {
-    path.strip_prefix(root).ok()
-}
-
 /// A parsed protected pattern: a root-relative path, either exact or a directory prefix.
 #[derive(Debug, Clone)]
 pub(crate) struct Protected {
