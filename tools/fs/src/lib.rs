@@ -1,3 +1,70 @@
-//! File tools: read, write, edit, glob and grep, with replayable diff metadata.
+//! File tools: `read`, `write`, `edit`, `glob` and `grep`, with replayable diff metadata.
+//!
+//! Every tool reaches the filesystem only through the `Workspace` capability of its context
+//! (confinement, atomic writes, the observation ledger). Native text follows the seed byte for
+//! byte; `render` and `presentation_meta` are pure functions of (args, value).
 
 pub mod diff;
+mod edit;
+mod glob;
+mod grep;
+mod limits;
+mod read;
+mod search_spill;
+mod write;
+
+pub use edit::{EditArgs, EditOutput, EditTool};
+pub use glob::{GlobArgs, GlobOutput, GlobTool};
+pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};
+pub use limits::FsLimits;
+pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
+pub use search_spill::SearchSpill;
+pub use write::{WriteArgs, WriteOutput, WriteTool};
+
+use std::sync::Arc;
+use toolhost_contract::{Disposer, Registry, RegistrationError, ToolContext, ToolError};
+use toolhost_workspace::{FsError, Workspace};
+
+/// Registers the five file tools and their tool-owned spill listener.
+pub fn register(registry: &Registry, limits: FsLimits) -> Result<Vec<Disposer>, RegistrationError> {
+    let disposers = vec![
+        registry.register(ReadTool::new(limits.clone()))?,
+        registry.register(WriteTool)?,
+        registry.register(EditTool)?,
+        registry.register(GlobTool::new(limits.clone()))?,
+        registry.register(GrepTool::new(limits.clone()))?,
+    ];
+    registry.add_post_execute(Arc::new(SearchSpill::new(limits)), false);
+    Ok(disposers)
+}
+
+/// The workspace capability, or a clear failure when the host provided none.
+pub(crate) fn workspace(cx: &ToolContext) -> Result<Workspace, ToolError> {
+    cx.capability::<Workspace>()
+        .ok_or_else(|| ToolError::plain("the file tools require a workspace (none is configured)"))
+}
+
+/// A typed `FsError` failure, with the seed's model-facing remedies appended.
+pub(crate) fn fs_failure(err: FsError) -> ToolError {
+    let code = err.code();
+    let mut message = err.to_string();
+    match code {
+        "FS_STALE_VERSION" => message.push_str(" — re-read the file, then retry"),
+        "FS_NOT_OBSERVED" => message.push_str(" — read the file, then retry"),
+        _ => {}
+    }
+    ToolError::typed("FsError", code, message)
+}
+
+/// Seed-style "non-empty string" checks.
+pub(crate) fn require_non_empty(value: &str, what: &str) -> Result<(), ToolError> {
+    if value.trim().is_empty() {
+        return Err(ToolError::plain(format!("{what} must be a non-empty string")));
+    }
+    Ok(())
+}
+
+/// Normalizes CRLF to LF (lone `\r` stays content).
+pub(crate) fn crlf_to_lf(text: &str) -> String {
+    text.replace("\r\n", "\n")
+}

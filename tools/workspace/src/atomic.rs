@@ -82,7 +82,12 @@ fn fill(mut file: File, content: &[u8], prior: Option<&Metadata>) -> io::Result<
 /// fsyncs a directory so a rename in it survives power loss. Filesystems that cannot sync
 /// directories say EINVAL/ENOTSUP; that is tolerated. Anything else (EIO) is a failure.
 fn sync_dir(dir: &Dir) -> io::Result<()> {
-    match rustix::fs::fsync(dir) {
+    // cap-std holds directories as O_PATH descriptors, which fsync rejects (EBADF); reopen "."
+    // for reading, which names the same directory and cannot leave it.
+    use rustix::fs::{Mode, OFlags};
+    let readable =
+        rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    match rustix::fs::fsync(&readable) {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => Ok(()),
         Err(err) => Err(err.into()),

@@ -3,13 +3,15 @@
 //! replacing the file on disk would either be lost on the editor's next save or silently discard
 //! the user's unsaved work.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 #[derive(Debug, Default)]
 pub struct DirtyBuffers {
-    paths: Mutex<HashSet<PathBuf>>,
+    /// Editor path → its canonical form when it could be resolved at marking time, so a buffer
+    /// opened through a symlink still blocks writes addressed to the real file.
+    paths: Mutex<HashMap<PathBuf, Option<PathBuf>>>,
 }
 
 impl DirtyBuffers {
@@ -17,23 +19,26 @@ impl DirtyBuffers {
         Self::default()
     }
 
-    fn paths(&self) -> MutexGuard<'_, HashSet<PathBuf>> {
+    fn paths(&self) -> MutexGuard<'_, HashMap<PathBuf, Option<PathBuf>>> {
         self.paths.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Marks (`true`) or clears (`false`) an absolute path. The workspace compares both the
-    /// display path and the symlink-resolved path, so either spelling works.
+    /// Marks (`true`) or clears (`false`) an absolute path as the editor names it.
     pub fn set(&self, path: impl Into<PathBuf>, dirty: bool) {
         let path = path.into();
         if dirty {
-            self.paths().insert(path);
+            let canonical = std::fs::canonicalize(&path).ok();
+            self.paths().insert(path, canonical);
         } else {
             self.paths().remove(&path);
         }
     }
 
+    /// Whether `path` (a display path or a real path) has a dirty buffer.
     pub fn is_dirty(&self, path: &Path) -> bool {
-        self.paths().contains(path)
+        self.paths()
+            .iter()
+            .any(|(editor, canonical)| editor == path || canonical.as_deref() == Some(path))
     }
 
     /// Forgets every buffer, e.g. when the editor disconnects.

@@ -567,7 +567,7 @@ impl Sink for CollectSink<'_> {
             return Ok(false);
         }
         self.lines.push((mat.line_number().unwrap_or(0), line));
-        if self.lines.len() % MATCHES_PER_CANCEL_POLL == 0 && self.shared.should_stop() {
+        if self.lines.len().is_multiple_of(MATCHES_PER_CANCEL_POLL) && self.shared.should_stop() {
             return Ok(false);
         }
         Ok(true)

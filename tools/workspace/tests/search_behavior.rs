@@ -1,6 +1,8 @@
 //! Behaviour of the in-process glob/grep that has no ripgrep oracle: cancellation, the output
 //! byte cap, root errors, deterministic ordering, symlinks and error wording.
 
+#![allow(clippy::unwrap_used, reason = "test helpers: a panic is the failure report")]
+
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -67,16 +69,26 @@ fn cancellation_during_the_walk_aborts() {
 }
 
 #[test]
-fn cancellation_interrupts_one_large_file() {
+fn cancellation_is_polled_inside_one_large_file() {
     let tmp = tempfile::tempdir().unwrap();
     write(tmp.path(), "huge.txt", "needle\n".repeat(100_000).as_bytes());
-    let polls = AtomicUsize::new(0);
-    // Poll 1 is the pre-check and poll 2 the walk's first entry; later polls come from the
-    // searcher's per-match checks inside the single file.
-    let cancel = || polls.fetch_add(1, Ordering::Relaxed) >= 3;
     let file = tmp.path().join("huge.txt");
-    let err = grep(&GrepOptions::new(tmp.path(), &file, "needle", None, &cancel)).unwrap_err();
-    assert_eq!(err.code(), "SEARCH_ABORTED");
+    let polls = AtomicUsize::new(0);
+    let count = || {
+        polls.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    let matches = grep(&GrepOptions::new(tmp.path(), &file, "needle", None, &count)).unwrap();
+    assert_eq!(matches.len(), 100_000);
+    // Per-entry polling alone would poll three times for a one-file search.
+    assert!(polls.load(Ordering::Relaxed) > 300, "{polls:?}");
+
+    polls.store(0, Ordering::Relaxed);
+    let cancel_on_third = || polls.fetch_add(1, Ordering::Relaxed) >= 2;
+    let err = grep(&GrepOptions::new(tmp.path(), &file, "needle", None, &cancel_on_third));
+    assert_eq!(err.unwrap_err().code(), "SEARCH_ABORTED");
+    // Cancellation is sticky: the caller's predicate is not consulted again.
+    assert_eq!(polls.load(Ordering::Relaxed), 3);
 }
 
 #[test]

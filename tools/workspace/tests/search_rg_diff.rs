@@ -5,6 +5,8 @@
 //!
 //! `rg` is a required test program (`apt-get install -y ripgrep`); its absence fails the tests.
 
+#![allow(clippy::unwrap_used, reason = "test helpers: a panic is the failure report")]
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

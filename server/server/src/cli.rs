@@ -1,0 +1,232 @@
+//! The `toolhost` command line. Exit codes: 0 success; 1 the tool result is a failure; 2 unusable
+//! flags or argument text that is not JSON; 3 environment or internal error. No panic reaches the
+//! user: a panic becomes exit code 3 with a message.
+
+use crate::config::{self, Config, Sources};
+use crate::host::{Host, HostOptions, new_call_id};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost_contract::CancellationToken;
+use toolhost_protocol::card::{Card, CardKind};
+use toolhost_protocol::lsp_ext::{CallToolResult, ListToolsResult};
+use toolhost_workspace::Ledger;
+
+/// The agent tool runtime that lives in the editor.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one tool through the full pipeline and print its Native text.
+    Call {
+        /// The tool name (see `toolhost tools`).
+        tool: String,
+        /// The arguments as a JSON object (default `{}`).
+        args: Option<String>,
+        #[command(flatten)]
+        common: Common,
+        /// Print `{sessionId, callId, result, card}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools with their schemas.
+    Tools {
+        #[command(flatten)]
+        common: Common,
+        /// Print `{tools: [{name, description, inputSchema, outputSchema}]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trust this workspace: its toolhost.toml may then configure language-server commands.
+    Trust {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// The workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+/// A failure outside the tool result, with its exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Failure { code: 2, message: message.into() }
+    }
+    fn env(message: impl Into<String>) -> Self {
+        Failure { code: 3, message: message.into() }
+    }
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    // A panic anywhere below is reported as an internal error (exit 3), never a raw abort.
+    let outcome = std::panic::catch_unwind(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::env(format!("cannot start the runtime: {e}")))?;
+        runtime.block_on(run(cli))
+    });
+    match outcome {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(failure)) => {
+            eprintln!("toolhost: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+        Err(_) => {
+            eprintln!("toolhost: internal error (a panic); please report it");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn workspace_root(common: &Common) -> Result<PathBuf, Failure> {
+    let cwd = std::env::current_dir().map_err(|e| Failure::env(format!("cannot read the current directory: {e}")))?;
+    let root = match &common.workspace {
+        Some(dir) => cwd.join(dir),
+        None => cwd,
+    };
+    if !root.is_dir() {
+        return Err(Failure::usage(format!("workspace {} is not a directory", root.display())));
+    }
+    Ok(root)
+}
+
+fn load_config(root: &Path) -> Result<Config, Failure> {
+    let user = config::user_config_path();
+    let sources = Sources::load(root, user.as_deref()).map_err(|e| Failure::env(e.to_string()))?;
+    let config = sources.resolve(root);
+    for warning in &config.warnings {
+        eprintln!("toolhost: warning: {warning}");
+    }
+    Ok(config)
+}
+
+/// Parses the CLI's JSON argument text: empty means `{}`; anything not JSON is a usage error.
+pub fn parse_args_text(text: Option<&str>) -> Result<Value, Failure> {
+    match text.map(str::trim) {
+        None | Some("") => Ok(json!({})),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| Failure::usage(format!("the arguments are not valid JSON: {e}"))),
+    }
+}
+
+async fn run(cli: Cli) -> Result<u8, Failure> {
+    match cli.command {
+        Command::Call { tool, args, common, json } => {
+            let args = parse_args_text(args.as_deref())?;
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let host = open_host(&config, &root, None)?;
+            let call_id = new_call_id();
+            let outcome = host.call(&call_id, &tool, args, CancellationToken::new()).await;
+            let is_error = outcome.finalized.result.is_error();
+            let mut stdout = std::io::stdout().lock();
+            if json {
+                let body = CallToolResult {
+                    session_id: host.session_id().map(str::to_owned),
+                    call_id: outcome.call_id,
+                    result: outcome.finalized.result,
+                    card: outcome.card,
+                };
+                let text = serde_json::to_string(&body).map_err(|e| Failure::env(e.to_string()))?;
+                let _ = writeln!(stdout, "{text}");
+            } else {
+                let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
+                let _ = writeln!(stdout, "{text}");
+                if stdout.is_terminal() && outcome.card.kind == CardKind::Diff {
+                    let _ = writeln!(stdout, "\n{}", colored_card(&outcome.card));
+                }
+            }
+            Ok(u8::from(is_error))
+        }
+        Command::Tools { common, json } => {
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let host = open_host(&config, &root, None)?;
+            let tools = host.registry().descriptors();
+            let mut stdout = std::io::stdout().lock();
+            if json {
+                let text = serde_json::to_string_pretty(&ListToolsResult { tools })
+                    .map_err(|e| Failure::env(e.to_string()))?;
+                let _ = writeln!(stdout, "{text}");
+            } else {
+                for tool in tools {
+                    let summary: String = tool.description.chars().take(100).collect();
+                    let _ = writeln!(stdout, "{:<8} {summary}", tool.name);
+                }
+            }
+            Ok(0)
+        }
+        Command::Trust { common } => {
+            let root = workspace_root(&common)?;
+            let user = config::user_config_path()
+                .ok_or_else(|| Failure::env("cannot locate the user config (set HOME or XDG_CONFIG_HOME)"))?;
+            let added = config::trust_workspace(&user, &root).map_err(|e| Failure::env(e.to_string()))?;
+            let verb = if added { "trusted" } else { "already trusted" };
+            println!("{} is {verb} (recorded in {})", root.display(), user.display());
+            Ok(0)
+        }
+    }
+}
+
+fn open_host(config: &Config, root: &Path, session_id: Option<String>) -> Result<Host, Failure> {
+    Host::new(
+        config,
+        HostOptions {
+            roots: vec![root.to_path_buf()],
+            read_only_roots: Vec::new(),
+            session_id,
+            ledger: Arc::new(Ledger::new()),
+            spill: None,
+        },
+    )
+    .map_err(|e| Failure::env(e.to_string()))
+}
+
+/// `card::to_text` with ANSI colors on `+`/`-` lines and hunk headers.
+pub fn colored_card(card: &Card) -> String {
+    card.rendered
+        .lines()
+        .map(|line| {
+            if line.starts_with("@@") {
+                format!("\x1b[36m{line}\x1b[0m")
+            } else if line.starts_with('+') {
+                format!("\x1b[32m{line}\x1b[0m")
+            } else if line.starts_with('-') {
+                format!("\x1b[31m{line}\x1b[0m")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

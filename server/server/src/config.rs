@@ -1,0 +1,403 @@
+//! Configuration (design.md §7): user config → workspace `toolhost.toml` → `initializationOptions`
+//! → CLI flags, later sources winning key by key.
+//!
+//! Trust rule: settings that start a program (`lsp.servers.*.command`, `args`, `env`) are taken
+//! only from the user config or from a workspace the user marked trusted (`trusted_workspaces` in
+//! the user config, written by `toolhost trust`). A cloned repository's `toolhost.toml` — or editor
+//! settings that may come from it — can never make toolhost run a program.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Caps of the file tools (the seed's defaults).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    pub read_limit: u64,
+    pub read_max_bytes: u64,
+    pub read_max_line_length: u64,
+    pub glob_max_results: u64,
+    pub grep_max_matches: u64,
+    pub grep_max_line_bytes: u64,
+    pub search_meta_max_bytes: u64,
+    pub glob_sample_over_cap: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            read_limit: 2000,
+            read_max_bytes: 51_200,
+            read_max_line_length: 2000,
+            glob_max_results: 100,
+            grep_max_matches: 250,
+            grep_max_line_bytes: 2000,
+            search_meta_max_bytes: 65_536,
+            glob_sample_over_cap: true,
+        }
+    }
+}
+
+/// One configured language server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LspServerConfig {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// `".c" = "c"`: file extension → language id.
+    pub extensions: BTreeMap<String, String>,
+    pub initialization_options: Option<serde_json::Value>,
+}
+
+/// The effective configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub limits: Limits,
+    pub spill_max_inline_bytes: u64,
+    pub session_dir: Option<PathBuf>,
+    pub extra_roots: Vec<PathBuf>,
+    pub protected: Vec<String>,
+    pub lsp_servers: BTreeMap<String, LspServerConfig>,
+    pub trusted_workspaces: Vec<PathBuf>,
+    /// Whether the workspace is trusted (so its program-starting settings were honoured).
+    pub workspace_trusted: bool,
+    /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
+    pub warnings: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            limits: Limits::default(),
+            spill_max_inline_bytes: 51_200,
+            session_dir: None,
+            extra_roots: Vec::new(),
+            protected: default_protected(),
+            lsp_servers: BTreeMap::new(),
+            trusted_workspaces: Vec::new(),
+            workspace_trusted: false,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The default protected paths (readable, never written by tools).
+pub fn default_protected() -> Vec<String> {
+    vec![".git/".to_owned(), "toolhost.toml".to_owned(), ".toolhost/".to_owned()]
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialLimits {
+    read_limit: Option<u64>,
+    read_max_bytes: Option<u64>,
+    read_max_line_length: Option<u64>,
+    glob_max_results: Option<u64>,
+    grep_max_matches: Option<u64>,
+    grep_max_line_bytes: Option<u64>,
+    search_meta_max_bytes: Option<u64>,
+    glob_sample_over_cap: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialSpill {
+    max_inline_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialSession {
+    dir: Option<PathBuf>,
+    /// Accepted in `initializationOptions` (the session to resume); ignored in files.
+    id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialFs {
+    extra_roots: Option<Vec<PathBuf>>,
+    protected: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialLsp {
+    servers: BTreeMap<String, LspServerConfig>,
+}
+
+/// One source's settings, every key optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PartialConfig {
+    limits: PartialLimits,
+    spill: PartialSpill,
+    session: PartialSession,
+    fs: PartialFs,
+    lsp: PartialLsp,
+    trusted_workspaces: Option<Vec<PathBuf>>,
+    /// `initializationOptions.session_id`.
+    session_id: Option<String>,
+}
+
+/// A configuration error naming the source and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {detail}")]
+    Invalid { file: String, detail: String },
+    #[error("cannot read {file}: {detail}")]
+    Unreadable { file: String, detail: String },
+}
+
+impl PartialConfig {
+    /// Parses a TOML file's text; errors name the file and the key.
+    pub fn from_toml(file: &str, text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text)
+            .map_err(|e| ConfigError::Invalid { file: file.to_owned(), detail: e.to_string().trim().to_owned() })
+    }
+
+    /// Parses `initializationOptions` (same keys and nesting as the TOML).
+    pub fn from_json(source: &str, value: &serde_json::Value) -> Result<Self, ConfigError> {
+        if value.is_null() {
+            return Ok(PartialConfig::default());
+        }
+        PartialConfig::deserialize(value)
+            .map_err(|e| ConfigError::Invalid { file: source.to_owned(), detail: e.to_string() })
+    }
+
+    /// The session id requested by this source (`session_id` or `[session] id`).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref().or(self.session.id.as_deref())
+    }
+
+    fn strip_program_settings(&mut self, source: &str, warnings: &mut Vec<String>) {
+        for (id, server) in &mut self.lsp.servers {
+            if server.command.is_some() || !server.args.is_empty() || !server.env.is_empty() {
+                warnings.push(format!(
+                    "{source}: ignored lsp.servers.{id}.command/args/env: the workspace is not trusted (run `toolhost trust` to allow it)"
+                ));
+                server.command = None;
+                server.args.clear();
+                server.env.clear();
+            }
+        }
+    }
+}
+
+/// Where the user config lives.
+pub fn user_config_path() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolhost").join("config.toml"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config").join("toolhost").join("config.toml"))
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::Unreadable { file: path.display().to_string(), detail: e.to_string() }),
+    }
+}
+
+/// The sources of one configuration, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub user: Option<PartialConfig>,
+    pub workspace: Option<PartialConfig>,
+    pub init_options: Option<PartialConfig>,
+    pub flags: Option<PartialConfig>,
+}
+
+impl Sources {
+    /// Reads the user config and `<root>/toolhost.toml` from disk.
+    pub fn load(root: &Path, user_path: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut sources = Sources::default();
+        if let Some(path) = user_path
+            && let Some(text) = read_optional(path)?
+        {
+            sources.user = Some(PartialConfig::from_toml(&path.display().to_string(), &text)?);
+        }
+        let ws_path = root.join("toolhost.toml");
+        if let Some(text) = read_optional(&ws_path)? {
+            sources.workspace = Some(PartialConfig::from_toml(&ws_path.display().to_string(), &text)?);
+        }
+        Ok(sources)
+    }
+
+    /// Merges the sources, applying the trust rule for `root`.
+    pub fn resolve(mut self, root: &Path) -> Config {
+        let mut config = Config::default();
+        let trusted_list = self.user.as_ref().and_then(|u| u.trusted_workspaces.clone()).unwrap_or_default();
+        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let trusted = trusted_list
+            .iter()
+            .any(|t| t.canonicalize().unwrap_or_else(|_| t.clone()) == canonical_root);
+        config.workspace_trusted = trusted;
+        config.trusted_workspaces = trusted_list;
+        if !trusted {
+            let mut warnings = Vec::new();
+            if let Some(ws) = self.workspace.as_mut() {
+                ws.strip_program_settings("toolhost.toml", &mut warnings);
+            }
+            if let Some(init) = self.init_options.as_mut() {
+                init.strip_program_settings("initializationOptions", &mut warnings);
+            }
+            config.warnings = warnings;
+        }
+        let layers = [self.user, self.workspace, self.init_options, self.flags];
+        for layer in layers.into_iter().flatten() {
+            apply(&mut config, layer, root);
+        }
+        config
+    }
+}
+
+fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
+    let l = layer.limits;
+    let limits = &mut config.limits;
+    macro_rules! set {
+        ($field:ident) => {
+            if let Some(v) = l.$field {
+                limits.$field = v;
+            }
+        };
+    }
+    set!(read_limit);
+    set!(read_max_bytes);
+    set!(read_max_line_length);
+    set!(glob_max_results);
+    set!(grep_max_matches);
+    set!(grep_max_line_bytes);
+    set!(search_meta_max_bytes);
+    set!(glob_sample_over_cap);
+    if let Some(v) = layer.spill.max_inline_bytes {
+        config.spill_max_inline_bytes = v;
+    }
+    if let Some(dir) = layer.session.dir {
+        config.session_dir = Some(dir);
+    }
+    if let Some(roots) = layer.fs.extra_roots {
+        config.extra_roots = roots.into_iter().map(|r| if r.is_absolute() { r } else { root.join(r) }).collect();
+    }
+    if let Some(protected) = layer.fs.protected {
+        config.protected = protected;
+    }
+    for (id, server) in layer.lsp.servers {
+        let entry = config.lsp_servers.entry(id).or_default();
+        if server.command.is_some() {
+            entry.command = server.command;
+        }
+        if !server.args.is_empty() {
+            entry.args = server.args;
+        }
+        entry.env.extend(server.env);
+        entry.extensions.extend(server.extensions);
+        if server.initialization_options.is_some() {
+            entry.initialization_options = server.initialization_options;
+        }
+    }
+}
+
+/// Adds `root` to the user config's `trusted_workspaces` (creating the file if needed).
+pub fn trust_workspace(user_path: &Path, root: &Path) -> Result<bool, ConfigError> {
+    let canonical = root.canonicalize().map_err(|e| ConfigError::Unreadable {
+        file: root.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    let text = read_optional(user_path)?.unwrap_or_default();
+    let mut doc: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+        file: user_path.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    let list = doc.entry("trusted_workspaces").or_insert_with(|| toml::Value::Array(Vec::new()));
+    let toml::Value::Array(items) = list else {
+        return Err(ConfigError::Invalid {
+            file: user_path.display().to_string(),
+            detail: "trusted_workspaces must be an array of paths".to_owned(),
+        });
+    };
+    let entry = canonical.display().to_string();
+    if items.iter().any(|i| i.as_str() == Some(&entry)) {
+        return Ok(false);
+    }
+    items.push(toml::Value::String(entry));
+    let rendered = toml::to_string(&doc)
+        .map_err(|e| ConfigError::Invalid { file: user_path.display().to_string(), detail: e.to_string() })?;
+    if let Some(parent) = user_path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ConfigError::Unreadable {
+            file: parent.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    }
+    std::fs::write(user_path, rendered)
+        .map_err(|e| ConfigError::Unreadable { file: user_path.display().to_string(), detail: e.to_string() })?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_sources_win_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = PartialConfig::from_toml("user", "[limits]\nread_max_bytes = 10\ngrep_max_matches = 5\n").unwrap();
+        let ws = PartialConfig::from_toml("toolhost.toml", "[limits]\nread_max_bytes = 20\n[spill]\nmax_inline_bytes = 0\n").unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.limits.read_max_bytes, 20);
+        assert_eq!(config.limits.grep_max_matches, 5);
+        assert_eq!(config.spill_max_inline_bytes, 0);
+    }
+
+    #[test]
+    fn bad_value_names_file_and_key() {
+        let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytes = \"big\"\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("/w/toolhost.toml:"), "{text}");
+        assert!(text.contains("read_max_bytes"), "{text}");
+        let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytez = 1\n").unwrap_err();
+        assert!(err.to_string().contains("read_max_bytez"), "{err}");
+    }
+
+    #[test]
+    fn untrusted_workspace_never_starts_a_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[lsp.servers.evil]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch pwned\"]\nextensions = { \".c\" = \"c\" }\n",
+        )
+        .unwrap();
+        let config = Sources { workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        let server = &config.lsp_servers["evil"];
+        assert_eq!(server.command, None);
+        assert!(server.args.is_empty());
+        assert_eq!(server.extensions.get(".c").map(String::as_str), Some("c"));
+        assert_eq!(config.warnings.len(), 1);
+    }
+
+    #[test]
+    fn trusted_workspace_keeps_its_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let user_file = dir.path().join("user.toml");
+        assert!(trust_workspace(&user_file, dir.path()).unwrap());
+        assert!(!trust_workspace(&user_file, dir.path()).unwrap());
+        let user = PartialConfig::from_toml("user", &std::fs::read_to_string(&user_file).unwrap()).unwrap();
+        let ws = PartialConfig::from_toml("toolhost.toml", "[lsp.servers.c]\ncommand = \"clangd\"\n").unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        assert!(config.workspace_trusted);
+        assert_eq!(config.lsp_servers["c"].command.as_deref(), Some("clangd"));
+    }
+
+    #[test]
+    fn init_options_use_the_toml_keys() {
+        let value = serde_json::json!({"session_id": "abc", "limits": {"glob_max_results": 3}});
+        let init = PartialConfig::from_json("initializationOptions", &value).unwrap();
+        assert_eq!(init.session_id(), Some("abc"));
+        let dir = tempfile::tempdir().unwrap();
+        let config = Sources { init_options: Some(init), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.limits.glob_max_results, 3);
+    }
+}

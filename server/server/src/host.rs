@@ -1,0 +1,152 @@
+//! The host of one workspace and session: the registry with every tool and policy, the
+//! capabilities tools reach the world through, and card building for each call.
+
+use crate::config::Config;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
+use toolhost_contract::{CallInput, Capabilities, CancellationToken, Finalized, Registry, RegistryConfig};
+use toolhost_protocol::card::{self, Card, CardOutcome};
+use toolhost_tools_fs::FsLimits;
+use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
+
+/// Why a host could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot open workspace {path}: {detail}")]
+    Workspace { path: String, detail: String },
+    #[error("cannot register tools: {0}")]
+    Registration(#[from] toolhost_contract::RegistrationError),
+}
+
+/// What the host needs besides the configuration.
+pub struct HostOptions {
+    /// Workspace roots; the first is primary (relative paths resolve against it).
+    pub roots: Vec<PathBuf>,
+    /// Extra read-only roots (the session's blob folder).
+    pub read_only_roots: Vec<PathBuf>,
+    pub session_id: Option<String>,
+    /// The session's observation ledger.
+    pub ledger: Arc<Ledger>,
+    /// Where spills go (the session blob store; a private temp dir when `None`).
+    pub spill: Option<SpillHandle>,
+}
+
+/// One call's outcome as clients see it.
+pub struct CallOutcome {
+    pub call_id: String,
+    pub finalized: Finalized,
+    pub card: Card,
+}
+
+/// Tools, policies and capabilities for one workspace and session.
+pub struct Host {
+    registry: Registry,
+    capabilities: Arc<Capabilities>,
+    workspace: Workspace,
+    root_display: String,
+    session_id: Option<String>,
+}
+
+fn fs_limits(config: &Config) -> FsLimits {
+    let l = &config.limits;
+    FsLimits {
+        read_limit: l.read_limit,
+        read_max_bytes: l.read_max_bytes,
+        read_max_line_length: l.read_max_line_length,
+        glob_max_results: l.glob_max_results,
+        grep_max_matches: l.grep_max_matches,
+        grep_max_line_bytes: l.grep_max_line_bytes,
+        search_meta_max_bytes: l.search_meta_max_bytes,
+        glob_sample_over_cap: l.glob_sample_over_cap,
+    }
+}
+
+impl Host {
+    pub fn new(config: &Config, options: HostOptions) -> Result<Self, HostError> {
+        let primary = options.roots.first().cloned().unwrap_or_else(|| PathBuf::from("."));
+        let mut roots = options.roots.clone();
+        roots.extend(config.extra_roots.iter().cloned());
+        let ws_config = WorkspaceConfig {
+            roots,
+            read_only_roots: options.read_only_roots.clone(),
+            protected: config.protected.clone(),
+        };
+        let workspace = Workspace::new(ws_config)
+            .map_err(|e| HostError::Workspace { path: primary.display().to_string(), detail: e.to_string() })?
+            .with_ledger(Arc::clone(&options.ledger));
+        let root_display = workspace.primary_root().path().display().to_string();
+        let registry = Registry::new(RegistryConfig::default());
+        if config.spill_max_inline_bytes > 0 {
+            registry.add_post_execute(Arc::new(GenericSpill::new(config.spill_max_inline_bytes as usize)), true);
+        }
+        let _ = toolhost_tools_fs::register(&registry, fs_limits(config))?;
+        let spill: SpillHandle = options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
+        let capabilities = Capabilities::new().with::<Workspace>(workspace.clone()).with::<SpillHandle>(spill);
+        Ok(Host {
+            registry,
+            capabilities: Arc::new(capabilities),
+            workspace,
+            root_display,
+            session_id: options.session_id,
+        })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The primary root as cards show it.
+    pub fn root_display(&self) -> &str {
+        &self.root_display
+    }
+
+    pub fn root(&self) -> &Path {
+        self.workspace.primary_root().path()
+    }
+
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The card shown while a call runs.
+    pub fn pending_card(&self, call_id: &str, name: &str, args: &Value) -> Card {
+        card::build(call_id, name, args, &self.root_display, CardOutcome::Pending)
+    }
+
+    /// Runs one direct call through the full pipeline and builds its card.
+    pub async fn call(&self, call_id: &str, name: &str, args: Value, signal: CancellationToken) -> CallOutcome {
+        let input = CallInput {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            arguments: args.clone(),
+            parent: None,
+            session_id: self.session_id.clone(),
+            signal,
+            capabilities: Arc::clone(&self.capabilities),
+        };
+        let finalized = self.registry.dispatch(input).await;
+        let card = card::build(
+            call_id,
+            name,
+            &args,
+            &self.root_display,
+            CardOutcome::Done {
+                content: finalized.result.content(),
+                is_error: finalized.result.is_error(),
+                meta: finalized.result.meta(),
+            },
+        );
+        CallOutcome { call_id: call_id.to_owned(), finalized, card }
+    }
+}
+
+/// A fresh call id.
+pub fn new_call_id() -> String {
+    format!("call_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+}

@@ -1,0 +1,35 @@
+//! Caps of the file tools (the seed's defaults; configurable through `[limits]`).
+
+/// Caps shared by the file tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsLimits {
+    /// Default and maximum `limit` of read.
+    pub read_limit: u64,
+    /// Byte budget of one read window (UTF-8 bytes).
+    pub read_max_bytes: u64,
+    /// Longest line read shows before truncating it (UTF-16 code units, as the seed).
+    pub read_max_line_length: u64,
+    pub glob_max_results: u64,
+    pub grep_max_matches: u64,
+    /// Preview length of one grep line (UTF-8 bytes).
+    pub grep_max_line_bytes: u64,
+    /// Bound on the compact-JSON size of search meta.
+    pub search_meta_max_bytes: u64,
+    /// Round-robin sampling of over-cap glob results across top-level entries.
+    pub glob_sample_over_cap: bool,
+}
+
+impl Default for FsLimits {
+    fn default() -> Self {
+        FsLimits {
+            read_limit: 2000,
+            read_max_bytes: 51_200,
+            read_max_line_length: 2000,
+            glob_max_results: 100,
+            grep_max_matches: 250,
+            grep_max_line_bytes: 2000,
+            search_meta_max_bytes: 65_536,
+            glob_sample_over_cap: true,
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Tool-owned spill of glob and grep (seed §3.4): when a plain-accepted direct result is over its
+//! item cap, the complete formatted list is stored and the page's footer names its locator.
+
+use crate::FsLimits;
+use crate::glob::{GlobOutput, Recovery, render_glob};
+use crate::grep::{GrepOutput, full_grep_text, render_grep};
+use toolhost_contract::spill::{SpillHandle, SpillRequest};
+use toolhost_contract::{BoxFuture, CanonicalResult, Execution, PostDecision, PostExecute, PostNext, ToolError};
+use toolhost_protocol::{ContentBlock, ToolExecutionResult};
+
+/// The post-execute listener (registered after the generic spill, so it runs inside it).
+pub struct SearchSpill {
+    limits: FsLimits,
+}
+
+impl SearchSpill {
+    pub fn new(limits: FsLimits) -> Self {
+        SearchSpill { limits }
+    }
+
+    /// The full text to store and a renderer of the page with a given recovery, when over cap.
+    fn over_cap(&self, name: &str, value: &serde_json::Value) -> Option<(String, &'static str, Box<dyn Fn(Recovery<'_>) -> String + Send + Sync + '_>)> {
+        match name {
+            "glob" => {
+                let out: GlobOutput = serde_json::from_value(value.clone()).ok()?;
+                if out.paths.len() as u64 <= self.limits.glob_max_results {
+                    return None;
+                }
+                let full = out.paths.join("\n");
+                Some((full, "glob-results.txt", Box::new(move |r| render_glob(&out, &self.limits, r))))
+            }
+            "grep" => {
+                let out: GrepOutput = serde_json::from_value(value.clone()).ok()?;
+                if out.matches.len() as u64 <= self.limits.grep_max_matches {
+                    return None;
+                }
+                let full = full_grep_text(&out, &self.limits);
+                Some((full, "grep-results.txt", Box::new(move |r| render_grep(&out, &self.limits, r))))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl PostExecute for SearchSpill {
+    fn decide<'a>(
+        &'a self,
+        exec: &'a Execution,
+        result: &'a CanonicalResult,
+        next: PostNext<'a>,
+    ) -> BoxFuture<'a, Result<PostDecision, ToolError>> {
+        Box::pin(async move {
+            let decision = next.run().await?;
+            let plain_accept = matches!(
+                &decision,
+                PostDecision::Accept { content: None, value: None, .. }
+            );
+            if !plain_accept || !exec.is_direct() {
+                return Ok(decision);
+            }
+            let ToolExecutionResult::Success { value, .. } = result.result() else {
+                return Ok(decision);
+            };
+            let Some((full, file_name, render)) = self.over_cap(&exec.name, value) else {
+                return Ok(decision);
+            };
+            let (Some(store), Some(session_id)) = (exec.capability::<SpillHandle>(), exec.session_id.clone())
+            else {
+                return Ok(decision);
+            };
+            let request = SpillRequest {
+                session_id,
+                tool_name: exec.name.clone(),
+                call_id: exec.call_id.clone(),
+                label: "result".to_owned(),
+                suggested_name: file_name.to_owned(),
+                content: full,
+            };
+            let Ok(receipt) = store.save_text(request).await else {
+                return Ok(decision);
+            };
+            let text = render(Recovery::Stored { locator: &receipt.locator, hint: &receipt.retrieval_hint });
+            let PostDecision::Accept { additional_contexts, .. } = decision else {
+                return Ok(decision);
+            };
+            Ok(PostDecision::Accept { content: Some(vec![ContentBlock::text(text)]), value: None, additional_contexts })
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! `write`: create or overwrite a file, verbatim and atomically (seed §5.3).
+
+use crate::diff::diff_meta;
+use crate::{crlf_to_lf, fs_failure, require_non_empty, workspace};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolhost_contract::{Tool, ToolContext, ToolError};
+use toolhost_protocol::{ContentBlock, DiffMeta};
+use toolhost_workspace::WriteOperation;
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct WriteArgs {
+    /// The file to write, relative to the workspace or absolute.
+    pub file_path: String,
+    /// The complete new content, written verbatim.
+    pub content: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Operation {
+    Create,
+    Update,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WriteOutput {
+    pub path: String,
+    pub operation: Operation,
+    /// The replaced text (LF-normalized), or null when there was none or it is no diff basis.
+    pub before: Option<String>,
+    /// The written text, LF-normalized.
+    pub after: String,
+}
+
+pub struct WriteTool;
+
+impl Tool for WriteTool {
+    type Args = WriteArgs;
+    type Output = WriteOutput;
+
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> String {
+        "Create a file or replace its whole content, written verbatim and atomically. Overwriting an \
+         existing file requires reading it first in this session; prefer edit for small changes."
+            .to_owned()
+    }
+
+    async fn call(&self, args: WriteArgs, cx: ToolContext) -> Result<WriteOutput, ToolError> {
+        require_non_empty(&args.file_path, "file_path")?;
+        let ws = workspace(&cx)?;
+        let outcome = ws.write_file(&args.file_path, args.content.as_bytes()).await.map_err(fs_failure)?;
+        Ok(WriteOutput {
+            path: outcome.display,
+            operation: match outcome.operation {
+                WriteOperation::Create => Operation::Create,
+                WriteOperation::Update => Operation::Update,
+            },
+            before: outcome.before,
+            after: crlf_to_lf(&args.content),
+        })
+    }
+
+    fn render(&self, _args: &WriteArgs, out: &WriteOutput) -> Vec<ContentBlock> {
+        let verb = match out.operation {
+            Operation::Create => "Created file",
+            Operation::Update => "Updated file",
+        };
+        vec![ContentBlock::text(format!(
+            "<path>{}</path>\n<type>file</type>\n<content>\n{verb}\n</content>",
+            out.path
+        ))]
+    }
+
+    fn presentation_meta(&self, args: &WriteArgs, out: &WriteOutput) -> Option<Value> {
+        // No basis (a create, or a declined one): `diffs: []`, and cards fall back to the
+        // argument-derived whole-file view.
+        let meta = match &out.before {
+            Some(before) => diff_meta(&args.file_path, before, &out.after),
+            None => DiffMeta { diffs: Vec::new(), patch: None },
+        };
+        serde_json::to_value(meta).ok()
+    }
+}
