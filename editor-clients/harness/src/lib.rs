@@ -1,2 +1,5 @@
-//! Headless stdio client of `toolhost serve`: drives the server over LSP, runs conformance
-//! scenario folders and prints cards. Filled by wave 1 · 4/7.
+//! Headless client of `toolhost`: the conformance scenario format shared by every client runner
+//! (Rust in-process, this harness over stdio, Neovim, VS Code) and, in wave 1 · 4/7, the stdio LSP
+//! client that drives `toolhost serve`.
+
+pub mod scenario;

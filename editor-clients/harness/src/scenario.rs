@@ -1,0 +1,283 @@
+//! Conformance scenarios (design.md §8): `editor-clients/conformance/<NNN-name>/` with
+//! `steps.json`, `before/` (the workspace), `after/` (the workspace afterwards; absent = unchanged),
+//! optional `mtimes.json` (`{path: seconds}`) and `requires.json` (`["clangd"]`).
+//!
+//! A step is `{tool, args, expect: {isError?, value?, content?, meta?, card?}}` or an external
+//! change `{"external": {"write": path, "content": text}}` / `{"external": {"touch": path}}`.
+//! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of
+//! that step's spill file). `value`, `content` and `meta` compare exactly; `card` compares each key
+//! it lists (a card's `callId` is never compared).
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Every file of a prepared workspace gets this mtime first, so glob order is deterministic.
+pub const BASE_MTIME: u64 = 1_700_000_000;
+
+/// What a step expects.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(rename = "isError")]
+    pub is_error: Option<bool>,
+    pub value: Option<Value>,
+    pub content: Option<Value>,
+    pub meta: Option<Value>,
+    pub card: Option<Value>,
+}
+
+/// A change made outside toolhost between calls.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct External {
+    pub write: Option<String>,
+    pub content: Option<String>,
+    pub touch: Option<String>,
+}
+
+/// One step of a scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Step {
+    External { external: External },
+    Tool { tool: String, args: Value, expect: Expect },
+}
+
+/// One scenario folder.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub dir: PathBuf,
+    pub steps: Vec<Step>,
+    pub requires: Vec<String>,
+    pub mtimes: BTreeMap<String, u64>,
+}
+
+/// Errors loading scenarios.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{path}: {detail}")]
+    Invalid { path: String, detail: String },
+    #[error("{path}: {source}")]
+    Io { path: String, source: io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ScenarioError + '_ {
+    move |source| ScenarioError::Io { path: path.display().to_string(), source }
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, ScenarioError> {
+    match fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| ScenarioError::Invalid { path: path.display().to_string(), detail: e.to_string() }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ScenarioError::Io { path: path.display().to_string(), source: e }),
+    }
+}
+
+impl Scenario {
+    pub fn load(dir: &Path) -> Result<Self, ScenarioError> {
+        let steps_path = dir.join("steps.json");
+        let steps = read_json::<Vec<Step>>(&steps_path)?.ok_or_else(|| ScenarioError::Invalid {
+            path: steps_path.display().to_string(),
+            detail: "missing steps.json".to_owned(),
+        })?;
+        Ok(Scenario {
+            name: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            dir: dir.to_path_buf(),
+            steps,
+            requires: read_json(&dir.join("requires.json"))?.unwrap_or_default(),
+            mtimes: read_json(&dir.join("mtimes.json"))?.unwrap_or_default(),
+        })
+    }
+
+    /// Every scenario folder under `root`, sorted by name.
+    pub fn load_all(root: &Path) -> Result<Vec<Self>, ScenarioError> {
+        let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+            .map_err(io_err(root))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("steps.json").is_file())
+            .collect();
+        dirs.sort();
+        dirs.iter().map(|d| Scenario::load(d)).collect()
+    }
+
+    /// Copies `before/` into `dest` (which must exist and be empty) and applies the mtimes.
+    pub fn prepare(&self, dest: &Path) -> Result<(), ScenarioError> {
+        let before = self.dir.join("before");
+        if before.is_dir() {
+            copy_tree(&before, dest)?;
+        }
+        for file in list_files(dest)? {
+            set_mtime(&dest.join(&file), BASE_MTIME)?;
+        }
+        for (path, secs) in &self.mtimes {
+            set_mtime(&dest.join(path), *secs)?;
+        }
+        Ok(())
+    }
+
+    /// Compares the workspace with `after/` (or `before/` when there is no `after/`).
+    pub fn check_after(&self, root: &Path) -> Result<Vec<String>, ScenarioError> {
+        let after = self.dir.join("after");
+        let expected_dir = if after.is_dir() { after } else { self.dir.join("before") };
+        let expected = if expected_dir.is_dir() { snapshot(&expected_dir)? } else { BTreeMap::new() };
+        let actual = snapshot(root)?;
+        let mut problems = Vec::new();
+        for (path, bytes) in &expected {
+            match actual.get(path) {
+                None => problems.push(format!("workspace-after: missing {path}")),
+                Some(got) if got != bytes => problems.push(format!(
+                    "workspace-after: {path} differs: expected {:?}, got {:?}",
+                    String::from_utf8_lossy(bytes),
+                    String::from_utf8_lossy(got)
+                )),
+                Some(_) => {}
+            }
+        }
+        for path in actual.keys() {
+            if !expected.contains_key(path) {
+                problems.push(format!("workspace-after: unexpected file {path}"));
+            }
+        }
+        Ok(problems)
+    }
+}
+
+/// Applies an external change to the workspace.
+pub fn apply_external(root: &Path, external: &External) -> Result<(), ScenarioError> {
+    if let Some(path) = &external.write {
+        let target = root.join(path);
+        fs::write(&target, external.content.as_deref().unwrap_or("")).map_err(io_err(&target))?;
+        // A different mtime too, like a real editor save.
+        set_mtime(&target, BASE_MTIME + 1000)?;
+    }
+    if let Some(path) = &external.touch {
+        let target = root.join(path);
+        set_mtime(&target, BASE_MTIME + 2000)?;
+    }
+    Ok(())
+}
+
+fn set_mtime(path: &Path, secs: u64) -> Result<(), ScenarioError> {
+    let file = fs::OpenOptions::new().write(true).open(path).map_err(io_err(path))?;
+    file.set_modified(UNIX_EPOCH + Duration::from_secs(secs)).map_err(io_err(path))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ScenarioError> {
+    for entry in fs::read_dir(from).map_err(io_err(from))? {
+        let entry = entry.map_err(io_err(from))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let kind = entry.file_type().map_err(io_err(&src))?;
+        if kind.is_dir() {
+            fs::create_dir_all(&dst).map_err(io_err(&dst))?;
+            copy_tree(&src, &dst)?;
+        } else if kind.is_file() {
+            fs::copy(&src, &dst).map_err(io_err(&dst))?;
+        }
+    }
+    Ok(())
+}
+
+/// Relative paths (with `/`) of every regular file under `root`, sorted.
+pub fn list_files(root: &Path) -> Result<Vec<String>, ScenarioError> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        for entry in fs::read_dir(&dir).map_err(io_err(&dir))? {
+            let entry = entry.map_err(io_err(&dir))?;
+            let child = rel.join(entry.file_name());
+            let kind = entry.file_type().map_err(io_err(&dir))?;
+            if kind.is_dir() {
+                stack.push(child);
+            } else if kind.is_file() {
+                out.push(child.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn snapshot(root: &Path) -> Result<BTreeMap<String, Vec<u8>>, ScenarioError> {
+    let mut map = BTreeMap::new();
+    for rel in list_files(root)? {
+        let path = root.join(&rel);
+        map.insert(rel, fs::read(&path).map_err(io_err(&path))?);
+    }
+    Ok(map)
+}
+
+/// Replaces `${WORKSPACE}` and `${SPILL}` in every string of `value`.
+pub fn substitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value {
+    match value {
+        Value::String(s) => {
+            let mut s = s.replace("${WORKSPACE}", workspace);
+            if let Some(spill) = spill {
+                s = s.replace("${SPILL}", spill);
+            }
+            Value::String(s)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, workspace, spill)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, workspace, spill))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The spill locator a result's text names (`… stored at: <locator>. …`), if any.
+pub fn spill_locator(result: &Value) -> Option<String> {
+    let content = result.get("content")?.as_array()?;
+    for block in content {
+        let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+        if let Some(idx) = text.find("stored at: ") {
+            let rest = &text[idx + "stored at: ".len()..];
+            let end = rest.find(". ").unwrap_or(rest.len());
+            return Some(rest[..end].to_owned());
+        }
+    }
+    None
+}
+
+/// Compares one step's actual `result` (a serialized ToolExecutionResult) and `card` with the
+/// expectation; returns human-readable mismatches.
+pub fn check_step(expect: &Expect, result: &Value, card: &Value, workspace: &str) -> Vec<String> {
+    let spill = spill_locator(result);
+    let mut problems = Vec::new();
+    if let Some(is_error) = expect.is_error {
+        let got = result.get("isError").and_then(Value::as_bool);
+        if got != Some(is_error) {
+            problems.push(format!("isError: expected {is_error}, got {got:?} (content: {})", result["content"]));
+        }
+    }
+    let fields = [("value", &expect.value), ("content", &expect.content), ("meta", &expect.meta)];
+    for (key, wanted) in fields {
+        if let Some(wanted) = wanted {
+            let wanted = substitute(wanted, workspace, spill.as_deref());
+            let got = result.get(key).cloned().unwrap_or(Value::Null);
+            if got != wanted {
+                problems.push(format!("{key}: expected {wanted}, got {got}"));
+            }
+        }
+    }
+    if let Some(Value::Object(wanted)) = &expect.card {
+        for (key, want) in wanted {
+            let want = substitute(want, workspace, spill.as_deref());
+            let got = card.get(key).cloned().unwrap_or(Value::Null);
+            if got != want {
+                problems.push(format!("card.{key}: expected {want}, got {got}"));
+            }
+        }
+    }
+    problems
+}

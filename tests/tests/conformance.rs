@@ -1,0 +1,115 @@
+//! Runs every scenario of `editor-clients/conformance` in-process through the real pipeline (the
+//! same host the server uses), comparing value, content, meta, card and workspace-after. The
+//! harness, Neovim and VS Code runners replay the same folders over the wire.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_contract::CancellationToken;
+use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step};
+use toolhost_server::config::Config;
+use toolhost_server::host::{Host, HostOptions};
+use toolhost_workspace::Ledger;
+
+fn conformance_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../editor-clients/conformance")
+}
+
+fn program_exists(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
+}
+
+async fn run_scenario(scenario: &Scenario) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    scenario.prepare(&root).unwrap();
+    let mut config = Config::default();
+    if let Some(overrides) = scenario_config(scenario) {
+        config = overrides;
+    }
+    let host = Host::new(
+        &config,
+        HostOptions {
+            roots: vec![root.clone()],
+            read_only_roots: Vec::new(),
+            session_id: Some("conformance".to_owned()),
+            ledger: Arc::new(Ledger::new()),
+            spill: None,
+        },
+    )
+    .unwrap();
+    let workspace = host.root_display().to_owned();
+    let mut problems = Vec::new();
+    for (idx, step) in scenario.steps.iter().enumerate() {
+        match step {
+            Step::External { external } => apply_external(&root, external).unwrap(),
+            Step::Tool { tool, args, expect } => {
+                let outcome = host.call(&format!("call_{idx}"), tool, args.clone(), CancellationToken::new()).await;
+                let result = serde_json::to_value(&outcome.finalized.result).unwrap();
+                let card = serde_json::to_value(&outcome.card).unwrap();
+                for p in check_step(expect, &result, &card, &workspace) {
+                    problems.push(format!("step {idx} ({tool}): {p}"));
+                }
+                if let Some(p) = patch_round_trip(tool, &result) {
+                    problems.push(format!("step {idx} ({tool}): {p}"));
+                }
+            }
+        }
+    }
+    problems.extend(scenario.check_after(&root).unwrap());
+    problems
+}
+
+/// For write/edit successes with a diff basis: applying `meta.patch` to `value.before` with diffy
+/// must give `value.after` byte for byte.
+fn patch_round_trip(tool: &str, result: &Value) -> Option<String> {
+    if !(tool == "write" || tool == "edit") || result["isError"] != Value::Bool(false) {
+        return None;
+    }
+    let before = result["value"]["before"].as_str()?;
+    let after = result["value"]["after"].as_str().unwrap_or_default();
+    let Some(patch_text) = result["meta"]["patch"].as_str() else {
+        return (before != after).then(|| "meta.patch is missing although before != after".to_owned());
+    };
+    let patch = match diffy::Patch::from_str(patch_text) {
+        Ok(patch) => patch,
+        Err(e) => return Some(format!("meta.patch does not parse: {e}")),
+    };
+    match diffy::apply(before, &patch) {
+        Ok(applied) if applied == after => None,
+        Ok(applied) => Some(format!("meta.patch applied to before gives {applied:?}, expected {after:?}")),
+        Err(e) => Some(format!("meta.patch does not apply to before: {e}")),
+    }
+}
+
+/// Optional `config.json` beside `steps.json`: limit overrides (snake_case TOML keys) for
+/// scenarios that exercise caps.
+fn scenario_config(scenario: &Scenario) -> Option<Config> {
+    let text = std::fs::read_to_string(scenario.dir.join("config.json")).ok()?;
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let partial = toolhost_server::config::PartialConfig::from_json("config.json", &value).unwrap();
+    Some(toolhost_server::config::Sources { flags: Some(partial), ..Default::default() }.resolve(Path::new("/")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_conformance_scenario_passes_in_process() {
+    let scenarios = Scenario::load_all(&conformance_dir()).unwrap();
+    assert!(!scenarios.is_empty(), "no scenarios found");
+    let (mut passed, mut failed) = (0, Vec::new());
+    for scenario in &scenarios {
+        if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
+            failed.push(format!("{}: required program `{missing}` is not installed", scenario.name));
+            continue;
+        }
+        let problems = run_scenario(scenario).await;
+        if problems.is_empty() {
+            passed += 1;
+        } else {
+            failed.push(format!("{}:\n  {}", scenario.name, problems.join("\n  ")));
+        }
+    }
+    println!("conformance (in-process): {passed} passed, {} failed", failed.len());
+    assert!(failed.is_empty(), "failing scenarios:\n{}", failed.join("\n"));
+}

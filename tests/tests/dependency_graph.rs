@@ -1,0 +1,74 @@
+//! The crate graph of design.md §2, enforced: any first-party dependency edge the table does not
+//! allow fails this test. Change the table here and in design.md together, on purpose.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
+    let tools = vec!["toolhost-protocol", "toolhost-contract", "toolhost-workspace"];
+    BTreeMap::from([
+        ("toolhost-protocol", vec![]),
+        ("toolhost-contract", vec!["toolhost-protocol"]),
+        ("toolhost-workspace", vec!["toolhost-protocol", "toolhost-contract"]),
+        ("toolhost-tools-fs", tools.clone()),
+        ("toolhost-tools-nav", tools),
+        ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
+        ("toolhost-lsp-host", vec!["toolhost-protocol", "toolhost-contract"]),
+        (
+            "toolhost-server",
+            vec![
+                "toolhost-protocol",
+                "toolhost-contract",
+                "toolhost-workspace",
+                "toolhost-tools-fs",
+                "toolhost-tools-nav",
+                "toolhost-session",
+                "toolhost-lsp-host",
+            ],
+        ),
+        ("toolhost-harness", vec!["toolhost-protocol"]),
+    ])
+}
+
+#[test]
+fn first_party_edges_follow_the_design_table() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let first_party: BTreeSet<String> =
+        packages.iter().map(|p| p["name"].as_str().unwrap().to_owned()).collect();
+    let table = allowed();
+    let mut violations = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().unwrap();
+        if name == "toolhost-tests" || name == "xtask" {
+            continue;
+        }
+        let Some(allowed) = table.get(name) else {
+            violations.push(format!("{name} is not in the design table"));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            if !first_party.contains(dep_name) {
+                continue;
+            }
+            let dev = dep["kind"].as_str() == Some("dev");
+            // Dev-dependencies may use other layers (or the crate itself, for test features) for
+            // fixtures, but never the server.
+            let ok = allowed.contains(&dep_name) || (dev && dep_name != "toolhost-server");
+            if !ok {
+                violations.push(format!("{name} -> {dep_name}{}", if dev { " (dev)" } else { "" }));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "dependency edges not allowed by design.md §2: {violations:#?}");
+}
