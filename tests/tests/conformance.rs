@@ -46,7 +46,9 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
         match step {
             Step::External { external } => apply_external(&root, external).unwrap(),
             Step::Tool { tool, args, expect } => {
-                let outcome = host.call(&format!("call_{idx}"), tool, args.clone(), CancellationToken::new()).await;
+                let outcome = host
+                    .call(&format!("call_{idx}"), tool, args.clone(), CancellationToken::new())
+                    .await;
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
                 let card = serde_json::to_value(&outcome.card).unwrap();
                 for p in check_step(expect, &result, &card, &workspace) {
@@ -71,7 +73,8 @@ fn patch_round_trip(tool: &str, result: &Value) -> Option<String> {
     let before = result["value"]["before"].as_str()?;
     let after = result["value"]["after"].as_str().unwrap_or_default();
     let Some(patch_text) = result["meta"]["patch"].as_str() else {
-        return (before != after).then(|| "meta.patch is missing although before != after".to_owned());
+        return (before != after)
+            .then(|| "meta.patch is missing although before != after".to_owned());
     };
     let patch = match diffy::Patch::from_str(patch_text) {
         Ok(patch) => patch,
@@ -79,7 +82,9 @@ fn patch_round_trip(tool: &str, result: &Value) -> Option<String> {
     };
     match diffy::apply(before, &patch) {
         Ok(applied) if applied == after => None,
-        Ok(applied) => Some(format!("meta.patch applied to before gives {applied:?}, expected {after:?}")),
+        Ok(applied) => {
+            Some(format!("meta.patch applied to before gives {applied:?}, expected {after:?}"))
+        }
         Err(e) => Some(format!("meta.patch does not apply to before: {e}")),
     }
 }
@@ -90,7 +95,10 @@ fn scenario_config(scenario: &Scenario) -> Option<Config> {
     let text = std::fs::read_to_string(scenario.dir.join("config.json")).ok()?;
     let value: Value = serde_json::from_str(&text).unwrap();
     let partial = toolhost_server::config::PartialConfig::from_json("config.json", &value).unwrap();
-    Some(toolhost_server::config::Sources { flags: Some(partial), ..Default::default() }.resolve(Path::new("/")))
+    Some(
+        toolhost_server::config::Sources { flags: Some(partial), ..Default::default() }
+            .resolve(Path::new("/")),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +108,8 @@ async fn every_conformance_scenario_passes_in_process() {
     let (mut passed, mut failed) = (0, Vec::new());
     for scenario in &scenarios {
         if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
-            failed.push(format!("{}: required program `{missing}` is not installed", scenario.name));
+            failed
+                .push(format!("{}: required program `{missing}` is not installed", scenario.name));
             continue;
         }
         let problems = run_scenario(scenario).await;

@@ -1,2 +1,144 @@
-//! `cargo xtask test`: runs every suite of the project (installing what the client suites need).
-fn main() {}
+//! Project tasks: `cargo xtask test` installs what the test suites need (idempotently) and runs
+//! every suite; `cargo xtask demo` runs the main job on the embedded sample workspace.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let res = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("demo") => demo(),
+        Some("install-deps") => install_deps(),
+        _ => {
+            eprintln!("usage: cargo xtask <test|demo|install-deps>");
+            return ExitCode::from(2);
+        }
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd.status().with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    cmd.current_dir(project_root());
+    cmd
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Installs the external programs the tests use, when missing (every step is idempotent).
+fn install_deps() -> Result<()> {
+    let mut apt: Vec<&str> = Vec::new();
+    if !have("rg") {
+        apt.push("ripgrep");
+    }
+    if !apt.is_empty() {
+        let sudo = if have("sudo") && !is_root() { "sudo " } else { "" };
+        run(Command::new("sh").args([
+            "-c",
+            &format!(
+                "{sudo}apt-get update -qq && DEBIAN_FRONTEND=noninteractive {sudo}apt-get install -y -qq {}",
+                apt.join(" ")
+            ),
+        ]))?;
+    }
+    for program in ["rg"] {
+        if !have(program) {
+            bail!("required test program `{program}` is missing after installation");
+        }
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0"))
+}
+
+/// Every suite: formatting, lints, the Rust tests (unit, integration, conformance).
+fn test(extra: &[String]) -> Result<()> {
+    install_deps()?;
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(cargo().args(["test", "--workspace"]).args(extra))?;
+    Ok(())
+}
+
+/// The main job on the embedded default: copies the sample workspace into a temp folder and runs a
+/// short real session through the `toolhost` binary, printing each call's card.
+fn demo() -> Result<()> {
+    run(cargo().args(["build", "--quiet", "-p", "toolhost-server"]))?;
+    let bin = project_root().join("target/debug/toolhost");
+    let sample = project_root().join("examples/sample-workspace");
+    let dir = std::env::temp_dir().join(format!("toolhost-demo-{}", std::process::id()));
+    copy_tree(&sample, &dir)?;
+    println!("sample workspace copied to {}\n", dir.display());
+    let steps: [(&str, &str); 5] = [
+        ("glob", r#"{"pattern": "**/*.c"}"#),
+        ("read", r#"{"file_path": "src/greet.c"}"#),
+        (
+            "edit",
+            r#"{"file_path": "src/greet.c", "old_string": "Hello", "new_string": "Hello, toolhost"}"#,
+        ),
+        ("grep", r#"{"pattern": "greet\\(", "include": "*.c"}"#),
+        (
+            "edit",
+            r#"{"file_path": "src/main.c", "old_string": "return 0;", "new_string": "return 1;"}"#,
+        ),
+    ];
+    for (tool, args) in steps {
+        let out = Command::new(&bin)
+            .args(["call", tool, args, "--json"])
+            .current_dir(&dir)
+            .output()
+            .with_context(|| format!("cannot run {}", bin.display()))?;
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+            format!("toolhost printed no JSON: {}", String::from_utf8_lossy(&out.stderr))
+        })?;
+        println!("{}\n", value["card"]["rendered"].as_str().unwrap_or_default());
+    }
+    println!("(the workspace is left in {} for inspection)", dir.display());
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in
+        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
+    {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -73,9 +73,10 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ScenarioError + '_ {
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, ScenarioError> {
     match fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| ScenarioError::Invalid { path: path.display().to_string(), detail: e.to_string() }),
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| ScenarioError::Invalid {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ScenarioError::Io { path: path.display().to_string(), source: e }),
     }
@@ -128,7 +129,8 @@ impl Scenario {
     pub fn check_after(&self, root: &Path) -> Result<Vec<String>, ScenarioError> {
         let after = self.dir.join("after");
         let expected_dir = if after.is_dir() { after } else { self.dir.join("before") };
-        let expected = if expected_dir.is_dir() { snapshot(&expected_dir)? } else { BTreeMap::new() };
+        let expected =
+            if expected_dir.is_dir() { snapshot(&expected_dir)? } else { BTreeMap::new() };
         let actual = snapshot(root)?;
         let mut problems = Vec::new();
         for (path, bytes) in &expected {
@@ -227,10 +229,12 @@ pub fn substitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value 
             }
             Value::String(s)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, workspace, spill)).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, workspace, spill))).collect())
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| substitute(v, workspace, spill)).collect())
         }
+        Value::Object(map) => Value::Object(
+            map.iter().map(|(k, v)| (k.clone(), substitute(v, workspace, spill))).collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -257,7 +261,10 @@ pub fn check_step(expect: &Expect, result: &Value, card: &Value, workspace: &str
     if let Some(is_error) = expect.is_error {
         let got = result.get("isError").and_then(Value::as_bool);
         if got != Some(is_error) {
-            problems.push(format!("isError: expected {is_error}, got {got:?} (content: {})", result["content"]));
+            problems.push(format!(
+                "isError: expected {is_error}, got {got:?} (content: {})",
+                result["content"]
+            ));
         }
     }
     let fields = [("value", &expect.value), ("content", &expect.content), ("meta", &expect.meta)];

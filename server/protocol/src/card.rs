@@ -165,7 +165,13 @@ pub enum CardOutcome<'a> {
 }
 
 /// Builds the card of one call. `root` makes relative paths absolute.
-pub fn build(call_id: &str, tool: &str, args: &Value, root: &str, outcome: CardOutcome<'_>) -> Card {
+pub fn build(
+    call_id: &str,
+    tool: &str,
+    args: &Value,
+    root: &str,
+    outcome: CardOutcome<'_>,
+) -> Card {
     let mut card = Card {
         call_id: call_id.to_owned(),
         tool: tool.to_owned(),
@@ -290,7 +296,11 @@ pub fn call_title(tool: &str, args: &Value) -> String {
             match (offset, num_arg(args, "limit")) {
                 (_, Some(limit)) if limit > 0.0 => {
                     let start = offset.unwrap_or(1.0);
-                    title.push_str(&format!(" ({} - {})", fmt_num(start), fmt_num(start + limit - 1.0)));
+                    title.push_str(&format!(
+                        " ({} - {})",
+                        fmt_num(start),
+                        fmt_num(start + limit - 1.0)
+                    ));
                 }
                 (Some(start), _) => title.push_str(&format!(" (from line {})", fmt_num(start))),
                 _ => {}
@@ -483,9 +493,10 @@ fn read_view(meta: &Value, content: &[ContentBlock], root: &str) -> Option<ReadV
 }
 
 fn search_view(meta: &Value, root: &str) -> Option<(SearchView, Vec<CardLocation>)> {
-    let shape = meta.get("shape").and_then(Value::as_str).unwrap_or(
-        if meta.get("locations").is_some() { "locations" } else { "" },
-    );
+    let shape = meta
+        .get("shape")
+        .and_then(Value::as_str)
+        .unwrap_or(if meta.get("locations").is_some() { "locations" } else { "" });
     let truncated = meta.get("truncated").and_then(Value::as_bool).unwrap_or(false);
     let mut locations = Vec::new();
     let view = match shape {
@@ -496,7 +507,14 @@ fn search_view(meta: &Value, root: &str) -> Option<(SearchView, Vec<CardLocation
                 .iter()
                 .map(|p| CardLocation { path: absolute_path(root, p), line: 1 })
                 .collect();
-            SearchView { shape: shape.into(), paths: Some(paths), files: None, locations: None, truncated, total }
+            SearchView {
+                shape: shape.into(),
+                paths: Some(paths),
+                files: None,
+                locations: None,
+                truncated,
+                total,
+            }
         }
         "matches" => {
             let files: Vec<SearchFile> = serde_json::from_value(meta.get("files")?.clone()).ok()?;
@@ -504,10 +522,20 @@ fn search_view(meta: &Value, root: &str) -> Option<(SearchView, Vec<CardLocation
             let total = meta.get("total").and_then(Value::as_u64).unwrap_or(counted);
             for file in &files {
                 for m in &file.matches {
-                    locations.push(CardLocation { path: absolute_path(root, &file.path), line: m.line_number });
+                    locations.push(CardLocation {
+                        path: absolute_path(root, &file.path),
+                        line: m.line_number,
+                    });
                 }
             }
-            SearchView { shape: shape.into(), paths: None, files: Some(files), locations: None, truncated, total }
+            SearchView {
+                shape: shape.into(),
+                paths: None,
+                files: Some(files),
+                locations: None,
+                truncated,
+                total,
+            }
         }
         "locations" => {
             let locs: Vec<SearchLocation> =
@@ -545,12 +573,19 @@ pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
         let (old, new) = ranges.split_once(" +")?;
         let (old_start, old_lines) = parse_range(old)?;
         let (new_start, new_lines) = parse_range(new)?;
-        let mut hunk =
-            Hunk { path: path.to_owned(), old_start, old_lines, new_start, new_lines, lines: Vec::new() };
+        let mut hunk = Hunk {
+            path: path.to_owned(),
+            old_start,
+            old_lines,
+            new_start,
+            new_lines,
+            lines: Vec::new(),
+        };
         let (mut seen_old, mut seen_new) = (0, 0);
         while seen_old < old_lines || seen_new < new_lines {
             let body = lines.next()?;
-            let (op, text) = body.split_at(body.char_indices().nth(1).map_or(body.len(), |(i, _)| i));
+            let (op, text) =
+                body.split_at(body.char_indices().nth(1).map_or(body.len(), |(i, _)| i));
             match op {
                 " " => {
                     seen_old += 1;
@@ -613,7 +648,10 @@ mod tests {
         assert_eq!(card.kind, CardKind::Diff);
         assert_eq!(card.stats, Some(Stats { additions: 1, deletions: 1 }));
         assert_eq!(card.locations[0].line, 2);
-        assert_eq!(card.rendered, "edit Edit a.txt · completed\n@@ -2,3 +2,3 @@\n b\n-OLD\n+NEW\n d");
+        assert_eq!(
+            card.rendered,
+            "edit Edit a.txt · completed\n@@ -2,3 +2,3 @@\n b\n-OLD\n+NEW\n d"
+        );
     }
 
     #[test]
@@ -634,8 +672,17 @@ mod tests {
 
     #[test]
     fn read_titles_follow_the_seed() {
-        assert_eq!(call_title("read", &json!({"file_path": "a", "offset": 3, "limit": 2})), "Read a (3 - 4)");
-        assert_eq!(call_title("read", &json!({"file_path": "a", "offset": 3})), "Read a (from line 3)");
-        assert_eq!(call_title("grep", &json!({"pattern": "x", "path": "src", "include": "*.rs"})), "Grep x in src (*.rs)");
+        assert_eq!(
+            call_title("read", &json!({"file_path": "a", "offset": 3, "limit": 2})),
+            "Read a (3 - 4)"
+        );
+        assert_eq!(
+            call_title("read", &json!({"file_path": "a", "offset": 3})),
+            "Read a (from line 3)"
+        );
+        assert_eq!(
+            call_title("grep", &json!({"pattern": "x", "path": "src", "include": "*.rs"})),
+            "Grep x in src (*.rs)"
+        );
     }
 }

@@ -56,9 +56,8 @@ impl ToolExecutionResult {
     /// The presentation metadata, if any.
     pub fn meta(&self) -> Option<&Value> {
         match self {
-            ToolExecutionResult::Success { meta, .. } | ToolExecutionResult::Failure { meta, .. } => {
-                meta.as_ref()
-            }
+            ToolExecutionResult::Success { meta, .. }
+            | ToolExecutionResult::Failure { meta, .. } => meta.as_ref(),
         }
     }
 
@@ -82,7 +81,11 @@ impl ToolExecutionResult {
     pub fn failure(message: impl Into<String>, info: Option<ErrorInfo>) -> Self {
         let message = message.into();
         let content = vec![ContentBlock::text(format!("Error: {message}"))];
-        ToolExecutionResult::Failure { error: ToolErrorPayload { message, info }, content, meta: None }
+        ToolExecutionResult::Failure {
+            error: ToolErrorPayload { message, info },
+            content,
+            meta: None,
+        }
     }
 }
 
@@ -208,7 +211,8 @@ mod tests {
 
     #[test]
     fn failure_has_no_value_and_round_trips() {
-        let res = ToolExecutionResult::failure("boom", Some(ErrorInfo::new("FsError", "FS_NOT_FOUND")));
+        let res =
+            ToolExecutionResult::failure("boom", Some(ErrorInfo::new("FsError", "FS_NOT_FOUND")));
         let text = serde_json::to_string(&res).unwrap();
         assert_eq!(
             text,

@@ -82,7 +82,9 @@ pub fn main() -> ExitCode {
         Err(err) => {
             let _ = err.print();
             return match err.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
                 _ => ExitCode::from(2),
             };
         }
@@ -109,7 +111,8 @@ pub fn main() -> ExitCode {
 }
 
 fn workspace_root(common: &Common) -> Result<PathBuf, Failure> {
-    let cwd = std::env::current_dir().map_err(|e| Failure::env(format!("cannot read the current directory: {e}")))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::env(format!("cannot read the current directory: {e}")))?;
     let root = match &common.workspace {
         Some(dir) => cwd.join(dir),
         None => cwd,
@@ -160,7 +163,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 let text = serde_json::to_string(&body).map_err(|e| Failure::env(e.to_string()))?;
                 let _ = writeln!(stdout, "{text}");
             } else {
-                let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
+                let text =
+                    toolhost_protocol::content::joined_text(outcome.finalized.result.content());
                 let _ = writeln!(stdout, "{text}");
                 if stdout.is_terminal() && outcome.card.kind == CardKind::Diff {
                     let _ = writeln!(stdout, "\n{}", colored_card(&outcome.card));
@@ -188,9 +192,11 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Trust { common } => {
             let root = workspace_root(&common)?;
-            let user = config::user_config_path()
-                .ok_or_else(|| Failure::env("cannot locate the user config (set HOME or XDG_CONFIG_HOME)"))?;
-            let added = config::trust_workspace(&user, &root).map_err(|e| Failure::env(e.to_string()))?;
+            let user = config::user_config_path().ok_or_else(|| {
+                Failure::env("cannot locate the user config (set HOME or XDG_CONFIG_HOME)")
+            })?;
+            let added =
+                config::trust_workspace(&user, &root).map_err(|e| Failure::env(e.to_string()))?;
             let verb = if added { "trusted" } else { "already trusted" };
             println!("{} is {verb} (recorded in {})", root.display(), user.display());
             Ok(0)

@@ -154,8 +154,10 @@ pub enum ConfigError {
 impl PartialConfig {
     /// Parses a TOML file's text; errors name the file and the key.
     pub fn from_toml(file: &str, text: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text)
-            .map_err(|e| ConfigError::Invalid { file: file.to_owned(), detail: e.to_string().trim().to_owned() })
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            file: file.to_owned(),
+            detail: e.to_string().trim().to_owned(),
+        })
     }
 
     /// Parses `initializationOptions` (same keys and nesting as the TOML).
@@ -191,14 +193,17 @@ pub fn user_config_path() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir).join("toolhost").join("config.toml"));
     }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config").join("toolhost").join("config.toml"))
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".config").join("toolhost").join("config.toml"))
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::Unreadable { file: path.display().to_string(), detail: e.to_string() }),
+        Err(e) => {
+            Err(ConfigError::Unreadable { file: path.display().to_string(), detail: e.to_string() })
+        }
     }
 }
 
@@ -222,7 +227,8 @@ impl Sources {
         }
         let ws_path = root.join("toolhost.toml");
         if let Some(text) = read_optional(&ws_path)? {
-            sources.workspace = Some(PartialConfig::from_toml(&ws_path.display().to_string(), &text)?);
+            sources.workspace =
+                Some(PartialConfig::from_toml(&ws_path.display().to_string(), &text)?);
         }
         Ok(sources)
     }
@@ -230,7 +236,8 @@ impl Sources {
     /// Merges the sources, applying the trust rule for `root`.
     pub fn resolve(mut self, root: &Path) -> Config {
         let mut config = Config::default();
-        let trusted_list = self.user.as_ref().and_then(|u| u.trusted_workspaces.clone()).unwrap_or_default();
+        let trusted_list =
+            self.user.as_ref().and_then(|u| u.trusted_workspaces.clone()).unwrap_or_default();
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let trusted = trusted_list
             .iter()
@@ -280,7 +287,8 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
         config.session_dir = Some(dir);
     }
     if let Some(roots) = layer.fs.extra_roots {
-        config.extra_roots = roots.into_iter().map(|r| if r.is_absolute() { r } else { root.join(r) }).collect();
+        config.extra_roots =
+            roots.into_iter().map(|r| if r.is_absolute() { r } else { root.join(r) }).collect();
     }
     if let Some(protected) = layer.fs.protected {
         config.protected = protected;
@@ -324,16 +332,20 @@ pub fn trust_workspace(user_path: &Path, root: &Path) -> Result<bool, ConfigErro
         return Ok(false);
     }
     items.push(toml::Value::String(entry));
-    let rendered = toml::to_string(&doc)
-        .map_err(|e| ConfigError::Invalid { file: user_path.display().to_string(), detail: e.to_string() })?;
+    let rendered = toml::to_string(&doc).map_err(|e| ConfigError::Invalid {
+        file: user_path.display().to_string(),
+        detail: e.to_string(),
+    })?;
     if let Some(parent) = user_path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| ConfigError::Unreadable {
             file: parent.display().to_string(),
             detail: e.to_string(),
         })?;
     }
-    std::fs::write(user_path, rendered)
-        .map_err(|e| ConfigError::Unreadable { file: user_path.display().to_string(), detail: e.to_string() })?;
+    std::fs::write(user_path, rendered).map_err(|e| ConfigError::Unreadable {
+        file: user_path.display().to_string(),
+        detail: e.to_string(),
+    })?;
     Ok(true)
 }
 
@@ -344,9 +356,18 @@ mod tests {
     #[test]
     fn later_sources_win_key_by_key() {
         let dir = tempfile::tempdir().unwrap();
-        let user = PartialConfig::from_toml("user", "[limits]\nread_max_bytes = 10\ngrep_max_matches = 5\n").unwrap();
-        let ws = PartialConfig::from_toml("toolhost.toml", "[limits]\nread_max_bytes = 20\n[spill]\nmax_inline_bytes = 0\n").unwrap();
-        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        let user = PartialConfig::from_toml(
+            "user",
+            "[limits]\nread_max_bytes = 10\ngrep_max_matches = 5\n",
+        )
+        .unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[limits]\nread_max_bytes = 20\n[spill]\nmax_inline_bytes = 0\n",
+        )
+        .unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
         assert_eq!(config.limits.read_max_bytes, 20);
         assert_eq!(config.limits.grep_max_matches, 5);
         assert_eq!(config.spill_max_inline_bytes, 0);
@@ -354,11 +375,14 @@ mod tests {
 
     #[test]
     fn bad_value_names_file_and_key() {
-        let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytes = \"big\"\n").unwrap_err();
+        let err =
+            PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytes = \"big\"\n")
+                .unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("/w/toolhost.toml:"), "{text}");
         assert!(text.contains("read_max_bytes"), "{text}");
-        let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytez = 1\n").unwrap_err();
+        let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytez = 1\n")
+            .unwrap_err();
         assert!(err.to_string().contains("read_max_bytez"), "{err}");
     }
 
@@ -384,9 +408,13 @@ mod tests {
         let user_file = dir.path().join("user.toml");
         assert!(trust_workspace(&user_file, dir.path()).unwrap());
         assert!(!trust_workspace(&user_file, dir.path()).unwrap());
-        let user = PartialConfig::from_toml("user", &std::fs::read_to_string(&user_file).unwrap()).unwrap();
-        let ws = PartialConfig::from_toml("toolhost.toml", "[lsp.servers.c]\ncommand = \"clangd\"\n").unwrap();
-        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        let user = PartialConfig::from_toml("user", &std::fs::read_to_string(&user_file).unwrap())
+            .unwrap();
+        let ws =
+            PartialConfig::from_toml("toolhost.toml", "[lsp.servers.c]\ncommand = \"clangd\"\n")
+                .unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
         assert!(config.workspace_trusted);
         assert_eq!(config.lsp_servers["c"].command.as_deref(), Some("clangd"));
     }

@@ -6,7 +6,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
-use toolhost_contract::{CallInput, Capabilities, CancellationToken, Finalized, Registry, RegistryConfig};
+use toolhost_contract::{
+    CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
+};
 use toolhost_protocol::card::{self, Card, CardOutcome};
 use toolhost_tools_fs::FsLimits;
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
@@ -74,16 +76,24 @@ impl Host {
             protected: config.protected.clone(),
         };
         let workspace = Workspace::new(ws_config)
-            .map_err(|e| HostError::Workspace { path: primary.display().to_string(), detail: e.to_string() })?
+            .map_err(|e| HostError::Workspace {
+                path: primary.display().to_string(),
+                detail: e.to_string(),
+            })?
             .with_ledger(Arc::clone(&options.ledger));
         let root_display = workspace.primary_root().path().display().to_string();
         let registry = Registry::new(RegistryConfig::default());
         if config.spill_max_inline_bytes > 0 {
-            registry.add_post_execute(Arc::new(GenericSpill::new(config.spill_max_inline_bytes as usize)), true);
+            registry.add_post_execute(
+                Arc::new(GenericSpill::new(config.spill_max_inline_bytes as usize)),
+                true,
+            );
         }
         let _ = toolhost_tools_fs::register(&registry, fs_limits(config))?;
-        let spill: SpillHandle = options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
-        let capabilities = Capabilities::new().with::<Workspace>(workspace.clone()).with::<SpillHandle>(spill);
+        let spill: SpillHandle =
+            options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
+        let capabilities =
+            Capabilities::new().with::<Workspace>(workspace.clone()).with::<SpillHandle>(spill);
         Ok(Host {
             registry,
             capabilities: Arc::new(capabilities),
@@ -120,7 +130,13 @@ impl Host {
     }
 
     /// Runs one direct call through the full pipeline and builds its card.
-    pub async fn call(&self, call_id: &str, name: &str, args: Value, signal: CancellationToken) -> CallOutcome {
+    pub async fn call(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: Value,
+        signal: CancellationToken,
+    ) -> CallOutcome {
         let input = CallInput {
             call_id: call_id.to_owned(),
             name: name.to_owned(),

@@ -21,7 +21,7 @@ mod tool;
 pub use capabilities::Capabilities;
 pub use context::{AdditionalContext, ToolContext};
 pub use error::{RegistrationError, ToolError};
-pub use pipeline::{CallInput, CanonicalResult, ExecNext, Execution, ExecToken, Finalized};
+pub use pipeline::{CallInput, CanonicalResult, ExecNext, ExecToken, Execution, Finalized};
 pub use policy::{
     ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecuteWrapper, Guard, PostDecision,
     PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, WrapperOutcome,

@@ -51,7 +51,12 @@ pub struct CallInput {
 
 impl CallInput {
     /// A direct call with fresh cancellation and the given capabilities.
-    pub fn direct(call_id: &str, name: &str, arguments: Value, capabilities: Arc<Capabilities>) -> Self {
+    pub fn direct(
+        call_id: &str,
+        name: &str,
+        arguments: Value,
+        capabilities: Arc<Capabilities>,
+    ) -> Self {
         CallInput {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
@@ -156,7 +161,9 @@ impl<'a> ExecNext<'a> {
                 contain("tools/execute wrapper", first.wrap(self.exec, signal, next)).await;
             match outcome {
                 Ok(WrapperOutcome::Canonical(res)) => res,
-                Ok(WrapperOutcome::Authored(authored)) => settle_authored(self.registry, self.exec, authored),
+                Ok(WrapperOutcome::Authored(authored)) => {
+                    settle_authored(self.registry, self.exec, authored)
+                }
                 Err(err) => CanonicalResult::bound(self.exec.token, failure_of(err)),
             }
         })
@@ -169,7 +176,10 @@ async fn invoke_body(
     signal: CancellationToken,
 ) -> CanonicalResult {
     if exec.caller.is_cancelled() || signal.is_cancelled() {
-        return CanonicalResult::bound(exec.token, failure_of(ToolError::aborted_before_dispatch()));
+        return CanonicalResult::bound(
+            exec.token,
+            failure_of(ToolError::aborted_before_dispatch()),
+        );
     }
     let Some(tool) = registry.resolve(&exec.name) else {
         return CanonicalResult::bound(exec.token, failure_of(ToolError::unknown_tool(&exec.name)));
@@ -198,7 +208,8 @@ async fn invoke_body(
         side: Arc::clone(&exec.side),
     };
     // A started body is always awaited to completion, never dropped.
-    let outcome = AssertUnwindSafe(tool.invoke(Arc::clone(&exec.arguments), cx)).catch_unwind().await;
+    let outcome =
+        AssertUnwindSafe(tool.invoke(Arc::clone(&exec.arguments), cx)).catch_unwind().await;
     done.cancel();
     let result = match outcome {
         Err(payload) => failure_of(ToolError::typed(
@@ -207,18 +218,33 @@ async fn invoke_body(
             format!("tool \"{}\" panicked: {}", exec.name, panic_message(payload.as_ref())),
         )),
         Ok(BodyOutcome::Failed(err)) => failure_of(err),
-        Ok(BodyOutcome::Lossy(detail)) => failure_of(ToolError::invalid_output(&exec.name, &detail)),
+        Ok(BodyOutcome::Lossy(detail)) => {
+            failure_of(ToolError::invalid_output(&exec.name, &detail))
+        }
         Ok(BodyOutcome::Value(value)) => {
             let res = normalize(tool.as_ref(), exec, value);
-            if fused.is_cancelled() && !res.is_error() { failure_of(ToolError::aborted()) } else { res }
+            if fused.is_cancelled() && !res.is_error() {
+                failure_of(ToolError::aborted())
+            } else {
+                res
+            }
         }
     };
     let concludes = !result.is_error() && exec.side.concludes_turn.load(Ordering::SeqCst);
-    CanonicalResult { token: exec.token, result, additional_contexts: Vec::new(), concludes_turn: concludes }
+    CanonicalResult {
+        token: exec.token,
+        result,
+        additional_contexts: Vec::new(),
+        concludes_turn: concludes,
+    }
 }
 
 /// The canonical step: validate the (already lossless) value, then render and project from it.
-pub(crate) fn normalize(tool: &dyn ErasedTool, exec: &Execution, value: Value) -> ToolExecutionResult {
+pub(crate) fn normalize(
+    tool: &dyn ErasedTool,
+    exec: &Execution,
+    value: Value,
+) -> ToolExecutionResult {
     let name = tool.name();
     if lossless_value(&value).is_err() {
         return failure_of(ToolError::invalid_output(name, "value is not lossless JSON"));
@@ -252,7 +278,11 @@ pub(crate) fn normalize(tool: &dyn ErasedTool, exec: &Execution, value: Value) -
 }
 
 /// A result that did not come from this execution's own normalization.
-fn settle_authored(registry: &RegistryInner, exec: &Execution, authored: AuthoredResult) -> CanonicalResult {
+fn settle_authored(
+    registry: &RegistryInner,
+    exec: &Execution,
+    authored: AuthoredResult,
+) -> CanonicalResult {
     let AuthoredResult { result, additional_contexts } = authored;
     let result = match result {
         failure @ ToolExecutionResult::Failure { .. } => failure,
@@ -264,12 +294,20 @@ fn settle_authored(registry: &RegistryInner, exec: &Execution, authored: Authore
     CanonicalResult { token: exec.token, result, additional_contexts, concludes_turn: false }
 }
 
-fn trusted_or_renormalized(registry: &RegistryInner, exec: &Execution, res: CanonicalResult) -> CanonicalResult {
+fn trusted_or_renormalized(
+    registry: &RegistryInner,
+    exec: &Execution,
+    res: CanonicalResult,
+) -> CanonicalResult {
     if res.token == exec.token {
         return res;
     }
     let contexts = res.additional_contexts.clone();
-    settle_authored(registry, exec, AuthoredResult { result: res.result, additional_contexts: contexts })
+    settle_authored(
+        registry,
+        exec,
+        AuthoredResult { result: res.result, additional_contexts: contexts },
+    )
 }
 
 fn cancel_override(exec: &Execution, mut res: CanonicalResult) -> CanonicalResult {
@@ -304,18 +342,24 @@ async fn gate(registry: &RegistryInner, exec: &Execution) -> Gate {
         PreDecision::Allow => None,
         PreDecision::Deny { reason } => Some(reason),
         PreDecision::Ask { reason } => match registry.approval_channel() {
-            None => Some(reason.unwrap_or_else(|| format!("tool \"{name}\" requires approval (not yet supported)"))),
+            None => Some(reason.unwrap_or_else(|| {
+                format!("tool \"{name}\" requires approval (not yet supported)")
+            })),
             Some(channel) => {
                 let outcome =
                     contain("approval channel", channel.request(exec, reason.as_deref())).await;
                 match outcome {
                     Err(err) => return Gate::Final(failure_of(err)),
                     Ok(ApprovalOutcome::AllowedOnce) => None,
-                    Ok(ApprovalOutcome::Rejected) => Some(format!("the user rejected tool \"{name}\"")),
+                    Ok(ApprovalOutcome::Rejected) => {
+                        Some(format!("the user rejected tool \"{name}\""))
+                    }
                     Ok(ApprovalOutcome::Cancelled) if exec.caller.is_cancelled() => {
                         return Gate::Post(failure_of(ToolError::aborted_before_dispatch()));
                     }
-                    Ok(ApprovalOutcome::Cancelled) => Some(format!("approval for tool \"{name}\" was cancelled")),
+                    Ok(ApprovalOutcome::Cancelled) => {
+                        Some(format!("approval for tool \"{name}\" was cancelled"))
+                    }
                     Ok(ApprovalOutcome::Unavailable) => Some(format!(
                         "tool \"{name}\" requires approval, but no approval channel is available"
                     )),
@@ -330,7 +374,10 @@ async fn gate(registry: &RegistryInner, exec: &Execution) -> Gate {
             for guard in registry.guards() {
                 let checked = std::panic::catch_unwind(AssertUnwindSafe(|| guard.check(exec)))
                     .unwrap_or_else(|p| {
-                        Err(ToolError::plain(format!("guard panicked: {}", panic_message(p.as_ref()))))
+                        Err(ToolError::plain(format!(
+                            "guard panicked: {}",
+                            panic_message(p.as_ref())
+                        )))
                     });
                 match checked {
                     Ok(Some(r)) => {
@@ -346,7 +393,9 @@ async fn gate(registry: &RegistryInner, exec: &Execution) -> Gate {
     };
     match denial {
         Some(reason) => Gate::Post(ToolExecutionResult::failure(reason, None)),
-        None if exec.caller.is_cancelled() => Gate::Post(failure_of(ToolError::aborted_before_dispatch())),
+        None if exec.caller.is_cancelled() => {
+            Gate::Post(failure_of(ToolError::aborted_before_dispatch()))
+        }
         None => Gate::Proceed,
     }
 }
@@ -369,17 +418,26 @@ fn apply_post(
                 content: feedback,
                 meta: None,
             };
-            CanonicalResult { token: exec.token, result, additional_contexts, concludes_turn: false }
+            CanonicalResult {
+                token: exec.token,
+                result,
+                additional_contexts,
+                concludes_turn: false,
+            }
         }
         PostDecision::Accept { content: Some(_), value: Some(_), .. } => CanonicalResult::bound(
             exec.token,
-            failure_of(ToolError::plain("tools/post-execute accept decision cannot replace both value and content")),
+            failure_of(ToolError::plain(
+                "tools/post-execute accept decision cannot replace both value and content",
+            )),
         ),
         PostDecision::Accept { value: Some(value), additional_contexts, .. } => {
             if res.result.is_error() {
                 return CanonicalResult::bound(
                     exec.token,
-                    failure_of(ToolError::plain("tools/post-execute cannot replace the value of a failed result")),
+                    failure_of(ToolError::plain(
+                        "tools/post-execute cannot replace the value of a failed result",
+                    )),
                 );
             }
             let result = match registry.resolve(&exec.name) {
@@ -389,7 +447,12 @@ fn apply_post(
             let mut contexts = res.additional_contexts;
             contexts.extend(additional_contexts);
             let concludes = res.concludes_turn && !result.is_error();
-            CanonicalResult { token: exec.token, result, additional_contexts: contexts, concludes_turn: concludes }
+            CanonicalResult {
+                token: exec.token,
+                result,
+                additional_contexts: contexts,
+                concludes_turn: concludes,
+            }
         }
         PostDecision::Accept { content, value: None, additional_contexts } => {
             let mut res = res;
@@ -404,8 +467,12 @@ fn apply_post(
 
 fn replace_content(result: ToolExecutionResult, content: Vec<ContentBlock>) -> ToolExecutionResult {
     match result {
-        ToolExecutionResult::Success { value, meta, .. } => ToolExecutionResult::Success { value, content, meta },
-        ToolExecutionResult::Failure { error, meta, .. } => ToolExecutionResult::Failure { error, content, meta },
+        ToolExecutionResult::Success { value, meta, .. } => {
+            ToolExecutionResult::Success { value, content, meta }
+        }
+        ToolExecutionResult::Failure { error, meta, .. } => {
+            ToolExecutionResult::Failure { error, content, meta }
+        }
     }
 }
 
@@ -434,7 +501,9 @@ pub(crate) async fn dispatch(registry: &Arc<RegistryInner>, input: CallInput) ->
         renderer_version,
     };
     for observer in registry.observers() {
-        if std::panic::catch_unwind(AssertUnwindSafe(|| observer.observe(&exec, &finalized))).is_err() {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| observer.observe(&exec, &finalized)))
+            .is_err()
+        {
             tracing::warn!(call_id = %exec.call_id, "a tools/result observer panicked");
         }
     }
@@ -445,11 +514,17 @@ async fn run(registry: &RegistryInner, exec: &Execution) -> CanonicalResult {
     if lossless_value(&exec.arguments).is_err() {
         return CanonicalResult::bound(
             exec.token,
-            ToolExecutionResult::failure("tool execution arguments must be losslessly JSON-serializable", None),
+            ToolExecutionResult::failure(
+                "tool execution arguments must be losslessly JSON-serializable",
+                None,
+            ),
         );
     }
     if exec.caller.is_cancelled() {
-        return CanonicalResult::bound(exec.token, failure_of(ToolError::aborted_before_dispatch()));
+        return CanonicalResult::bound(
+            exec.token,
+            failure_of(ToolError::aborted_before_dispatch()),
+        );
     }
     let res = match gate(registry, exec).await {
         Gate::Final(result) => return CanonicalResult::bound(exec.token, result),

@@ -2,7 +2,9 @@
 
 use crate::error::RegistrationError;
 use crate::pipeline::{CallInput, Finalized, TimeoutWrapper, dispatch};
-use crate::policy::{ApprovalChannel, ExecuteWrapper, Guard, PostExecute, PreExecute, ResultObserver};
+use crate::policy::{
+    ApprovalChannel, ExecuteWrapper, Guard, PostExecute, PreExecute, ResultObserver,
+};
 use crate::tool::{ErasedRaw, ErasedTool, RawTool, Tool, TypedTool};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -124,7 +126,8 @@ impl Registry {
 
     fn insert(&self, tool: Arc<dyn ErasedTool>) -> Result<Disposer, RegistrationError> {
         let name = tool.name().to_owned();
-        let mut tools = self.inner.tools.write().map_err(|_| RegistrationError::Duplicate(name.clone()))?;
+        let mut tools =
+            self.inner.tools.write().map_err(|_| RegistrationError::Duplicate(name.clone()))?;
         if tools.contains_key(&name) {
             return Err(RegistrationError::Duplicate(name));
         }

@@ -138,7 +138,10 @@ fn describe(err: &ValidationError<'_>, instance: &Value, root: &str, out: &mut V
     match err.kind() {
         ValidationErrorKind::Required { property } => {
             let key = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
-            out.push(format!("missing required property \"{}\"", instance_label(err, root, Some(&key))));
+            out.push(format!(
+                "missing required property \"{}\"",
+                instance_label(err, root, Some(&key))
+            ));
         }
         ValidationErrorKind::Type { kind } => {
             let label = instance_label(err, root, None);
@@ -147,7 +150,8 @@ fn describe(err: &ValidationError<'_>, instance: &Value, root: &str, out: &mut V
                 TypeKind::Multiple(set) => set.iter().map(|t| t.as_str()).collect(),
             };
             let primary = wanted.iter().find(|t| **t != "null").copied().unwrap_or("null");
-            let is_non_finite_number = primary == "number" && instance_at(err, instance).is_some_and(Value::is_number);
+            let is_non_finite_number =
+                primary == "number" && instance_at(err, instance).is_some_and(Value::is_number);
             if is_non_finite_number {
                 out.push(format!("\"{label}\" must be a finite JSON number"));
             } else {
@@ -155,10 +159,18 @@ fn describe(err: &ValidationError<'_>, instance: &Value, root: &str, out: &mut V
             }
         }
         ValidationErrorKind::Enum { options } => {
-            out.push(format!("\"{}\" must be one of {}", instance_label(err, root, None), compact(options)));
+            out.push(format!(
+                "\"{}\" must be one of {}",
+                instance_label(err, root, None),
+                compact(options)
+            ));
         }
         ValidationErrorKind::Constant { expected_value } => {
-            out.push(format!("\"{}\" must be {}", instance_label(err, root, None), compact(expected_value)));
+            out.push(format!(
+                "\"{}\" must be {}",
+                instance_label(err, root, None),
+                compact(expected_value)
+            ));
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             for key in unexpected {
@@ -231,20 +243,29 @@ mod tests {
     #[test]
     fn seed_wording_for_arguments() {
         let s = schema();
-        assert_eq!(argument_violations(&s, &json!({})), vec!["missing required property \"file_path\""]);
+        assert_eq!(
+            argument_violations(&s, &json!({})),
+            vec!["missing required property \"file_path\""]
+        );
         assert_eq!(
             argument_violations(&s, &json!({"file_path": "a", "offset": "x"})),
             vec!["\"offset\" must be a number"]
         );
         assert_eq!(argument_violations(&s, &json!("raw")), vec!["\"arguments\" must be an object"]);
         assert_eq!(
-            argument_violations(&s, &json!({"file_path": "a", "todos": [{"status": "done", "x": 1}]})),
+            argument_violations(
+                &s,
+                &json!({"file_path": "a", "todos": [{"status": "done", "x": 1}]})
+            ),
             {
                 let mut v = vec![
                     "\"todos[0].status\" must be one of [\"pending\",\"in_progress\",\"completed\"]".to_owned(),
                     "\"todos[0].x\" is not a declared property (additionalProperties: false)".to_owned(),
                 ];
-                let got = argument_violations(&s, &json!({"file_path": "a", "todos": [{"status": "done", "x": 1}]}));
+                let got = argument_violations(
+                    &s,
+                    &json!({"file_path": "a", "todos": [{"status": "done", "x": 1}]}),
+                );
                 if got.first() != v.first() {
                     v.reverse();
                 }
@@ -267,7 +288,8 @@ mod tests {
 
     #[test]
     fn schema_that_does_not_compile_is_unsupported() {
-        let err = CompiledSchema::compile("t", "outputSchema", json!({"type": "nonsense"})).unwrap_err();
+        let err =
+            CompiledSchema::compile("t", "outputSchema", json!({"type": "nonsense"})).unwrap_err();
         assert_eq!(err.code(), "UNSUPPORTED_SCHEMA");
     }
 }

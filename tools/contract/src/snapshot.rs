@@ -240,7 +240,12 @@ impl ser::Serializer for FloatCheck {
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), CheckError> {
         Ok(())
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), CheckError> {
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+    ) -> Result<(), CheckError> {
         Ok(())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
@@ -362,7 +367,12 @@ impl ser::Serializer for KeyCheck {
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), CheckError> {
         Err(CheckError::Lossy("non-string map key".into()))
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), CheckError> {
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+    ) -> Result<(), CheckError> {
         Ok(())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
@@ -406,7 +416,11 @@ impl ser::Serializer for KeyCheck {
     fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, CheckError> {
         Err(CheckError::Lossy("non-string map key".into()))
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, CheckError> {
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, CheckError> {
         Err(CheckError::Lossy("non-string map key".into()))
     }
     fn serialize_struct_variant(
@@ -443,7 +457,8 @@ mod tests {
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(|n| json!(n)),
             any::<f64>()
-                .prop_filter("finite, not -0", |f| f.is_finite() && !(f == &0.0 && f.is_sign_negative()))
+                .prop_filter("finite, not -0", |f| f.is_finite()
+                    && !(f == &0.0 && f.is_sign_negative()))
                 .prop_map(|f| json!(f)),
             ".*".prop_map(Value::String),
         ];

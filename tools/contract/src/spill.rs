@@ -12,7 +12,8 @@ use std::sync::{Arc, OnceLock};
 use toolhost_protocol::ContentBlock;
 
 /// The hint appended to every spill notice.
-pub const RETRIEVAL_HINT: &str = "Use read with offset/limit, or grep this path to search within it.";
+pub const RETRIEVAL_HINT: &str =
+    "Use read with offset/limit, or grep this path to search within it.";
 
 /// What to store.
 #[derive(Clone, Debug)]
@@ -120,7 +121,8 @@ impl SpillStore for TempDirSpillStore {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(SpillError(e.to_string())),
             }
-            let path = dir.join(format!("{}-{}", random_hex(6), encode_segment(&request.suggested_name)));
+            let path =
+                dir.join(format!("{}-{}", random_hex(6), encode_segment(&request.suggested_name)));
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -202,14 +204,16 @@ impl PostExecute for GenericSpill {
     ) -> BoxFuture<'a, Result<PostDecision, ToolError>> {
         Box::pin(async move {
             let decision = next.run().await?;
-            let PostDecision::Accept { content, value: None, additional_contexts } = decision else {
+            let PostDecision::Accept { content, value: None, additional_contexts } = decision
+            else {
                 return Ok(decision);
             };
             if !exec.is_direct() || exec.name == "read" {
                 return Ok(PostDecision::Accept { content, value: None, additional_contexts });
             }
             let blocks = content.as_deref().unwrap_or(result.result().content());
-            let Some(text) = blocks.iter().map(ContentBlock::as_text).collect::<Option<String>>() else {
+            let Some(text) = blocks.iter().map(ContentBlock::as_text).collect::<Option<String>>()
+            else {
                 return Ok(PostDecision::Accept { content, value: None, additional_contexts });
             };
             if text.len() <= self.max_inline_bytes {
@@ -271,10 +275,16 @@ mod tests {
     #[test]
     fn replacement_fits_the_cap() {
         let text = "x".repeat(10_000);
-        let receipt = SpillReceipt { locator: "/spill/f.txt".into(), bytes: 10_000, retrieval_hint: RETRIEVAL_HINT.into() };
+        let receipt = SpillReceipt {
+            locator: "/spill/f.txt".into(),
+            bytes: 10_000,
+            retrieval_hint: RETRIEVAL_HINT.into(),
+        };
         let rep = bounded_replacement(&text, 1000, &receipt).unwrap();
         assert!(rep.len() <= 1000, "{}", rep.len());
-        assert!(rep.ends_with(&format!("Full formatted result stored at: /spill/f.txt. {RETRIEVAL_HINT})")));
+        assert!(rep.ends_with(&format!(
+            "Full formatted result stored at: /spill/f.txt. {RETRIEVAL_HINT})"
+        )));
         assert!(bounded_replacement(&text, 20, &receipt).is_none());
     }
 }

@@ -62,7 +62,8 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
-type RawBody = dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+type RawBody =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 type RawRender = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type RawMeta = dyn Fn(&Value, &Value) -> Option<Value> + Send + Sync;
 type RawSafe = dyn Fn(&Value) -> bool + Send + Sync;
@@ -143,7 +144,10 @@ impl RawTool {
         self
     }
 
-    pub fn with_concurrency_safe(mut self, safe: impl Fn(&Value) -> bool + Send + Sync + 'static) -> Self {
+    pub fn with_concurrency_safe(
+        mut self,
+        safe: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.concurrency_safe = Some(Arc::new(safe));
         self
     }
@@ -204,7 +208,8 @@ impl schemars::transform::Transform for NonNullOptions {
     fn transform(&mut self, schema: &mut schemars::Schema) {
         if let Some(obj) = schema.as_object_mut() {
             if let Some(Value::Array(types)) = obj.get("type") {
-                let rest: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
+                let rest: Vec<Value> =
+                    types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
                 if rest.len() == 1 {
                     obj.insert("type".into(), rest[0].clone());
                 } else if rest.len() != types.len() {
@@ -256,7 +261,8 @@ impl<T: Tool> TypedTool<T> {
         let name = tool.name().to_owned();
         validate_timeout(&name, tool.timeout())?;
         let input = CompiledSchema::compile(&name, "inputSchema", derived_schema::<T::Args>(true))?;
-        let output = CompiledSchema::compile(&name, "outputSchema", derived_schema::<T::Output>(false))?;
+        let output =
+            CompiledSchema::compile(&name, "outputSchema", derived_schema::<T::Output>(false))?;
         Ok(TypedTool { tool: Arc::new(tool), name, input, output })
     }
 
@@ -293,7 +299,8 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
             return false;
         }
         match Self::typed_args(args) {
-            Ok(args) => catch_unwind(AssertUnwindSafe(|| self.tool.concurrency_safe(&args))).unwrap_or(false),
+            Ok(args) => catch_unwind(AssertUnwindSafe(|| self.tool.concurrency_safe(&args)))
+                .unwrap_or(false),
             Err(_) => false,
         }
     }
@@ -329,15 +336,17 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
 
     fn render(&self, args: &Value, value: &Value) -> Result<Vec<ContentBlock>, String> {
         let args = Self::typed_args(args).map_err(|e| format!("output.render failed: {e}"))?;
-        let output = T::Output::deserialize(value).map_err(|e| format!("output.render failed: {e}"))?;
+        let output =
+            T::Output::deserialize(value).map_err(|e| format!("output.render failed: {e}"))?;
         catch_unwind(AssertUnwindSafe(|| self.tool.render(&args, &output)))
             .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))
     }
 
     fn presentation_meta(&self, args: &Value, value: &Value) -> Result<Option<Value>, String> {
-        let args = Self::typed_args(args).map_err(|e| format!("output.presentationMeta failed: {e}"))?;
-        let output =
-            T::Output::deserialize(value).map_err(|e| format!("output.presentationMeta failed: {e}"))?;
+        let args =
+            Self::typed_args(args).map_err(|e| format!("output.presentationMeta failed: {e}"))?;
+        let output = T::Output::deserialize(value)
+            .map_err(|e| format!("output.presentationMeta failed: {e}"))?;
         catch_unwind(AssertUnwindSafe(|| self.tool.presentation_meta(&args, &output)))
             .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref())))
     }
@@ -358,7 +367,8 @@ impl ErasedRaw {
         else {
             return Err(RegistrationError::MissingOutput(name));
         };
-        let execute = raw.execute.clone().ok_or_else(|| RegistrationError::MissingOutput(name.clone()))?;
+        let execute =
+            raw.execute.clone().ok_or_else(|| RegistrationError::MissingOutput(name.clone()))?;
         validate_timeout(&name, raw.timeout)?;
         let input = CompiledSchema::compile(
             &name,
@@ -430,8 +440,9 @@ impl ErasedTool for ErasedRaw {
 
     fn presentation_meta(&self, args: &Value, value: &Value) -> Result<Option<Value>, String> {
         match &self.raw.presentation_meta {
-            Some(meta) => catch_unwind(AssertUnwindSafe(|| meta(args, value)))
-                .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))),
+            Some(meta) => catch_unwind(AssertUnwindSafe(|| meta(args, value))).map_err(|p| {
+                format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
+            }),
             None => Ok(None),
         }
     }

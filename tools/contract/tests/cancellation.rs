@@ -124,7 +124,9 @@ async fn cancellation_overtaking_approval_is_aborted_before_dispatch() {
         let registry = Registry::default();
         let calls = counter();
         let _d = registry.register_raw(instant_tool("approval-probe", &calls)).unwrap();
-        registry.add_pre_execute(pre(|_e, _n| Box::pin(async { Ok(PreDecision::Ask { reason: None }) })));
+        registry.add_pre_execute(pre(|_e, _n| {
+            Box::pin(async { Ok(PreDecision::Ask { reason: None }) })
+        }));
         registry.set_approval_channel(Some(Arc::new(CancellingApproval(outcome))));
         let res = registry.dispatch(call("approval-probe", json!({}))).await;
         assert_failure(&res, "tool call aborted before dispatch", Some("ABORTED_BEFORE_DISPATCH"));
@@ -133,7 +135,8 @@ async fn cancellation_overtaking_approval_is_aborted_before_dispatch() {
     // A rejection that settles after cancellation stays a denial.
     let registry = Registry::default();
     let _d = registry.register_raw(instant_tool("approval-probe", &counter())).unwrap();
-    registry.add_pre_execute(pre(|_e, _n| Box::pin(async { Ok(PreDecision::Ask { reason: None }) })));
+    registry
+        .add_pre_execute(pre(|_e, _n| Box::pin(async { Ok(PreDecision::Ask { reason: None }) })));
     registry.set_approval_channel(Some(Arc::new(CancellingApproval(ApprovalOutcome::Rejected))));
     let res = registry.dispatch(call("approval-probe", json!({}))).await;
     assert_failure(&res, r#"the user rejected tool "approval-probe""#, None);
@@ -267,7 +270,9 @@ async fn success_cancelled_during_post_execute_is_aborted_with_all_contexts() {
             Box::pin(async move {
                 let decision = next.run().await?;
                 exec.caller_signal().cancel();
-                let PostDecision::Accept { content, value, .. } = decision else { return Ok(decision) };
+                let PostDecision::Accept { content, value, .. } = decision else {
+                    return Ok(decision);
+                };
                 Ok(PostDecision::Accept { content, value, additional_contexts: vec![ctx("post")] })
             })
         }),
@@ -424,7 +429,9 @@ async fn pre_aborted_entry_publishes_one_result_and_enters_no_phase() {
     registry.add_result_observer(obs);
 
     let signal = cancelled_token();
-    let res = registry.dispatch(call_with_signal("domain-abort", json!({"nested": {"value": 1}}), &signal)).await;
+    let res = registry
+        .dispatch(call_with_signal("domain-abort", json!({"nested": {"value": 1}}), &signal))
+        .await;
     assert_eq!(
         wire(&res),
         json!({

@@ -46,7 +46,10 @@ fn failing_tool(name: &str) -> RawTool {
 #[tokio::test]
 async fn content_replacement_keeps_value_and_meta() {
     let registry = projected_registry();
-    registry.add_post_execute(post_fixed(accept_content(vec![ContentBlock::text("policy content")])), false);
+    registry.add_post_execute(
+        post_fixed(accept_content(vec![ContentBlock::text("policy content")])),
+        false,
+    );
     let res = registry.dispatch(call("projected", json!({}))).await;
     assert_eq!(
         wire(&res),
@@ -63,11 +66,15 @@ async fn content_replacement_keeps_value_and_meta() {
 async fn content_replacement_on_a_failure_stays_a_failure_with_the_same_error() {
     let registry = Registry::default();
     let _d = registry.register_raw(failing_tool("fails")).unwrap();
-    registry.add_post_execute(post_fixed(accept_content(vec![ContentBlock::text("reworded")])), false);
+    registry
+        .add_post_execute(post_fixed(accept_content(vec![ContentBlock::text("reworded")])), false);
     let res = registry.dispatch(call("fails", json!({}))).await;
     assert!(res.result.is_error());
     assert_eq!(message(&res), "outer failure");
-    assert_eq!(res.result.error().unwrap().info, Some(ErrorInfo::new("HarnessError", "TOOL_FAILURE")));
+    assert_eq!(
+        res.result.error().unwrap().info,
+        Some(ErrorInfo::new("HarnessError", "TOOL_FAILURE"))
+    );
     assert_eq!(res.result.content(), [ContentBlock::text("reworded")]);
     assert!(res.result.value().is_none());
 }
@@ -103,12 +110,17 @@ async fn invalid_replacement_value_is_invalid_tool_output() {
     let res = registry.dispatch(call("projected", json!({}))).await;
     assert!(res.result.is_error());
     assert_eq!(code(&res), Some("INVALID_TOOL_OUTPUT"));
-    assert!(message(&res).starts_with(r#"tool "projected" returned invalid output: "#), "{}", message(&res));
+    assert!(
+        message(&res).starts_with(r#"tool "projected" returned invalid output: "#),
+        "{}",
+        message(&res)
+    );
     assert!(res.result.value().is_none());
     assert!(res.result.meta().is_none());
 
     let registry = projected_registry();
-    registry.add_post_execute(post_fixed(accept_value(json!({"text": "ok", "extra": -0.0}))), false);
+    registry
+        .add_post_execute(post_fixed(accept_value(json!({"text": "ok", "extra": -0.0}))), false);
     let res = registry.dispatch(call("projected", json!({}))).await;
     assert_eq!(code(&res), Some("INVALID_TOOL_OUTPUT"));
 }
@@ -135,7 +147,11 @@ async fn replacing_both_value_and_content_is_a_failure() {
         false,
     );
     let res = registry.dispatch(call("echo", json!({}))).await;
-    assert_failure(&res, "tools/post-execute accept decision cannot replace both value and content", None);
+    assert_failure(
+        &res,
+        "tools/post-execute accept decision cannot replace both value and content",
+        None,
+    );
 }
 
 #[tokio::test]
@@ -162,7 +178,8 @@ async fn value_replacement_after_the_tool_was_disposed_is_unknown_tool() {
 async fn block_is_a_valueless_failure_with_verbatim_feedback() {
     let registry = Registry::default();
     let _d = registry.register(Echo::new("echo").with_meta()).unwrap();
-    registry.add_post_execute(post_fixed(block(vec![ContentBlock::text("blocked by policy")])), false);
+    registry
+        .add_post_execute(post_fixed(block(vec![ContentBlock::text("blocked by policy")])), false);
     let res = registry.dispatch(call("echo", json!({"text": "secret"}))).await;
     assert_eq!(
         wire(&res),
@@ -200,7 +217,7 @@ async fn block_with_a_non_text_block_names_its_type() {
     registry.add_post_execute(post_fixed(block(vec![image.clone()])), false);
     let res = registry.dispatch(call("echo", json!({}))).await;
     assert_eq!(message(&res), "[image content]");
-    assert_eq!(res.result.content(), [image.clone()]);
+    assert_eq!(res.result.content(), std::slice::from_ref(&image));
 
     let registry = Registry::default();
     let _d = registry.register(Echo::new("echo")).unwrap();
@@ -237,7 +254,10 @@ async fn panicking_listener_is_a_contained_failure() {
     let (obs, seen) = recording_observer();
     registry.add_result_observer(obs);
     let _d = registry.register(Echo::new("echo")).unwrap();
-    registry.add_post_execute(post(|_e, _r, _n| Box::pin(async { panic!("post hook exploded") })), false);
+    registry.add_post_execute(
+        post(|_e, _r, _n| Box::pin(async { panic!("post hook exploded") })),
+        false,
+    );
     let res = registry.dispatch(call("echo", json!({"text": "hi"}))).await;
     assert!(res.result.is_error());
     assert!(message(&res).contains("post hook exploded"), "{}", message(&res));
@@ -317,7 +337,8 @@ async fn contexts_are_deferred_then_wrapper_then_post_execute() {
         post(|_e, _r, next| {
             Box::pin(async move {
                 let downstream = next.run().await?;
-                let PostDecision::Accept { content, value, additional_contexts } = downstream else {
+                let PostDecision::Accept { content, value, additional_contexts } = downstream
+                else {
                     return Ok(downstream);
                 };
                 let mut contexts = vec![ctx("post")];
@@ -338,7 +359,11 @@ async fn plain_accept_contexts_follow_the_results() {
     let registry = Registry::default();
     let _d = registry.register_raw(composite_tool()).unwrap();
     registry.add_post_execute(
-        post_fixed(PostDecision::Accept { content: None, value: None, additional_contexts: vec![ctx("fyi")] }),
+        post_fixed(PostDecision::Accept {
+            content: None,
+            value: None,
+            additional_contexts: vec![ctx("fyi")],
+        }),
         false,
     );
     let res = registry.dispatch(call("composite", json!({}))).await;
@@ -353,7 +378,11 @@ async fn content_and_value_replacements_keep_deferred_contexts() {
             value: None,
             additional_contexts: vec![ctx("post")],
         },
-        PostDecision::Accept { content: None, value: Some(json!("v")), additional_contexts: vec![ctx("post")] },
+        PostDecision::Accept {
+            content: None,
+            value: Some(json!("v")),
+            additional_contexts: vec![ctx("post")],
+        },
     ] {
         let registry = Registry::default();
         let _d = registry.register_raw(composite_tool()).unwrap();

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use toolhost_contract::protocol::{ContentBlock, ErrorInfo, ToolErrorPayload, ToolExecutionResult};
 use toolhost_contract::{
     ApprovalOutcome, AuthoredResult, CanonicalResult, Disposer, ExecToken, PostDecision,
-    PreDecision, RawTool, Registry, RegistrationError, Tool, ToolContext, ToolError, WrapperOutcome,
+    PreDecision, RawTool, RegistrationError, Registry, Tool, ToolContext, ToolError,
+    WrapperOutcome,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -53,7 +54,9 @@ async fn raw_tool_success_has_the_same_shape() {
     let _d = registry
         .register_raw(
             RawTool::new("raw")
-                .with_output_schema(json!({"type": "object", "properties": {"n": {"type": "number"}}}))
+                .with_output_schema(
+                    json!({"type": "object", "properties": {"n": {"type": "number"}}}),
+                )
                 .with_render(|_args, value| vec![ContentBlock::text(value["n"].to_string())])
                 .with_execute(|_args, _cx| async { Ok(json!({"n": 42})) }),
         )
@@ -219,7 +222,11 @@ async fn panicking_render_is_one_contained_invalid_output_failure() {
     let _d = registry.register(BrokenProjection(Broken::RenderPanics)).unwrap();
     let res = registry.dispatch(call("bad-render", json!({}))).await;
     assert!(res.result.is_error());
-    assert!(message(&res).starts_with(r#"tool "bad-render" returned invalid output: "#), "{}", message(&res));
+    assert!(
+        message(&res).starts_with(r#"tool "bad-render" returned invalid output: "#),
+        "{}",
+        message(&res)
+    );
     assert!(message(&res).contains("renderer exploded"), "{}", message(&res));
     assert_eq!(code(&res), Some("INVALID_TOOL_OUTPUT"));
     assert_eq!(info_name(&res), Some("ToolOutputError"));
@@ -287,7 +294,10 @@ async fn nested_call_has_no_meta_and_keeps_its_value() {
     assert!(!nested.result.is_error());
     assert_eq!(nested.result.meta(), None);
     assert_eq!(nested.result.value(), Some(&json!("x")));
-    assert_eq!(wire(&nested), json!({"isError": false, "value": "x", "content": [{"type": "text", "text": "x"}]}));
+    assert_eq!(
+        wire(&nested),
+        json!({"isError": false, "value": "x", "content": [{"type": "text", "text": "x"}]})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,7 +352,10 @@ fn zero_timeout_is_refused() {
     let registry = Registry::default();
     let err = registry.register(ZeroTimeout).err().unwrap();
     assert_eq!(err, RegistrationError::InvalidTimeout("zero-timeout".to_owned()));
-    assert_eq!(err.to_string(), r#"tool "zero-timeout" timeoutMs must be a positive finite number"#);
+    assert_eq!(
+        err.to_string(),
+        r#"tool "zero-timeout" timeoutMs must be a positive finite number"#
+    );
     let raw = string_tool("raw-zero", json!("x")).with_timeout(Duration::ZERO);
     assert_eq!(
         registry.register_raw(raw).err().unwrap(),
@@ -367,7 +380,10 @@ fn duplicate_name_is_refused_and_the_first_stays() {
 #[test]
 fn run_code_is_reserved() {
     let registry = Registry::default();
-    assert_eq!(registry.register(Echo::new("run_code")).err().unwrap(), RegistrationError::Reserved);
+    assert_eq!(
+        registry.register(Echo::new("run_code")).err().unwrap(),
+        RegistrationError::Reserved
+    );
     assert_eq!(
         registry.register_raw(string_tool("run_code", json!("x"))).err().unwrap(),
         RegistrationError::Reserved
@@ -399,7 +415,8 @@ fn external_ref_in_output_schema_is_unsupported_naming_tool_and_path() {
 #[test]
 fn non_compiling_output_schema_is_unsupported_naming_tool_and_path() {
     let registry = Registry::default();
-    let tool = string_tool("bad-schema", json!("x")).with_output_schema(json!({"type": "nonsense"}));
+    let tool =
+        string_tool("bad-schema", json!("x")).with_output_schema(json!({"type": "nonsense"}));
     let err = registry.register_raw(tool).err().unwrap();
     assert_eq!(err.code(), "UNSUPPORTED_SCHEMA");
     match &err {
@@ -504,7 +521,11 @@ async fn invalid_args_use_the_seed_wording() {
     assert_failure(&wrong, r#"invalid arguments: "offset" must be a number"#, Some("INVALID_ARGS"));
 
     let raw = registry.dispatch(call("readlike", json!("{not json"))).await;
-    assert_failure(&raw, r#"invalid arguments: "arguments" must be an object"#, Some("INVALID_ARGS"));
+    assert_failure(
+        &raw,
+        r#"invalid arguments: "arguments" must be an object"#,
+        Some("INVALID_ARGS"),
+    );
 
     assert_eq!(count(&calls), 0, "the body never runs on invalid arguments");
 }
@@ -518,7 +539,11 @@ async fn several_argument_violations_are_joined_by_semicolons() {
     let rest = msg.strip_prefix("invalid arguments: ").unwrap();
     let mut parts: Vec<&str> = rest.split("; ").collect();
     parts.sort_unstable();
-    assert_eq!(parts, [r#""offset" must be a number"#, r#"missing required property "file_path""#], "{msg}");
+    assert_eq!(
+        parts,
+        [r#""offset" must be a number"#, r#"missing required property "file_path""#],
+        "{msg}"
+    );
     assert_eq!(code(&res), Some("INVALID_ARGS"));
 }
 
@@ -526,7 +551,9 @@ async fn several_argument_violations_are_joined_by_semicolons() {
 async fn extra_argument_keys_are_accepted() {
     let registry = Registry::default();
     let _d = registry.register(ReadLike { calls: counter() }).unwrap();
-    let res = registry.dispatch(call("readlike", json!({"file_path": "a", "offset": 3, "extra": true}))).await;
+    let res = registry
+        .dispatch(call("readlike", json!({"file_path": "a", "offset": 3, "extra": true})))
+        .await;
     assert_eq!(res.result.value(), Some(&json!("a@3")));
 }
 
@@ -822,7 +849,11 @@ async fn wrapper_authored_success_is_revalidated() {
     registry.add_execute_wrapper(wrapper(|_e, _s, _next| {
         Box::pin(async {
             Ok(WrapperOutcome::Authored(AuthoredResult {
-                result: ToolExecutionResult::Success { value: json!(7), content: vec![], meta: None },
+                result: ToolExecutionResult::Success {
+                    value: json!(7),
+                    content: vec![],
+                    meta: None,
+                },
                 additional_contexts: vec![],
             }))
         })
@@ -942,7 +973,11 @@ async fn cached_canonical_result_of_the_same_tool_is_rerendered_for_the_new_call
         .register_raw(
             string_tool("args-render", json!("x"))
                 .with_render(|args, value| {
-                    vec![ContentBlock::text(format!("{}:{}", args["text"].as_str().unwrap_or(""), value))]
+                    vec![ContentBlock::text(format!(
+                        "{}:{}",
+                        args["text"].as_str().unwrap_or(""),
+                        value
+                    ))]
                 })
                 .with_execute(|args, _cx| async move { Ok(args["text"].clone()) }),
         )
@@ -1005,11 +1040,16 @@ async fn wrapper_error_keeps_its_message_and_info() {
     let registry = Registry::default();
     let _d = registry.register(Echo::new("echo")).unwrap();
     registry.add_execute_wrapper(wrapper(|_e, _s, _n| {
-        Box::pin(async { Err(ToolError::typed("HarnessError", "WRAPPER_FAILURE", "wrapper failed")) })
+        Box::pin(async {
+            Err(ToolError::typed("HarnessError", "WRAPPER_FAILURE", "wrapper failed"))
+        })
     }));
     let res = registry.dispatch(call("echo", json!({}))).await;
     assert_failure(&res, "wrapper failed", Some("WRAPPER_FAILURE"));
-    assert_eq!(res.result.error().unwrap().info, Some(ErrorInfo::new("HarnessError", "WRAPPER_FAILURE")));
+    assert_eq!(
+        res.result.error().unwrap().info,
+        Some(ErrorInfo::new("HarnessError", "WRAPPER_FAILURE"))
+    );
 }
 
 #[tokio::test]

@@ -96,7 +96,10 @@ impl Tool for EditTool {
 
     fn render(&self, args: &EditArgs, out: &EditOutput) -> Vec<ContentBlock> {
         let text = if args.replace_all == Some(true) {
-            format!("The file {} has been updated. All occurrences were successfully replaced.", out.path)
+            format!(
+                "The file {} has been updated. All occurrences were successfully replaced.",
+                out.path
+            )
         } else {
             format!("The file {} has been updated successfully.", out.path)
         };

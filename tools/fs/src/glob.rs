@@ -55,7 +55,11 @@ fn first_segment<'a>(root: &str, path: &'a str) -> &'a str {
 
 /// The shown page: the first `cap` paths, or (sampling) a round-robin over top-level entries,
 /// emitted grouped. Returns the page and, when sampled, (groups sampled, groups total).
-pub(crate) fn glob_page(out: &GlobOutput, cap: usize, sample: bool) -> (Vec<String>, Option<(usize, usize)>) {
+pub(crate) fn glob_page(
+    out: &GlobOutput,
+    cap: usize,
+    sample: bool,
+) -> (Vec<String>, Option<(usize, usize)>) {
     if out.paths.len() <= cap {
         return (out.paths.clone(), None);
     }
@@ -92,7 +96,11 @@ pub(crate) fn glob_page(out: &GlobOutput, cap: usize, sample: bool) -> (Vec<Stri
         }
     }
     let sampled = taken.iter().filter(|t| **t > 0).count();
-    let page = groups.iter().zip(&taken).flat_map(|((_, m), t)| m[..*t].iter().map(|p| (*p).clone())).collect();
+    let page = groups
+        .iter()
+        .zip(&taken)
+        .flat_map(|((_, m), t)| m[..*t].iter().map(|p| (*p).clone()))
+        .collect();
     (page, Some((sampled, groups.len())))
 }
 
@@ -118,10 +126,19 @@ pub(crate) fn render_glob(out: &GlobOutput, limits: &FsLimits, recovery: Recover
         None => ".".to_owned(),
     };
     let recovery = match recovery {
-        Recovery::Stored { locator, hint } => format!("Full sorted result stored at: {locator}. {hint}"),
-        Recovery::Unsaved => "The complete result could not be saved; narrow pattern or path to see more.".to_owned(),
+        Recovery::Stored { locator, hint } => {
+            format!("Full sorted result stored at: {locator}. {hint}")
+        }
+        Recovery::Unsaved => {
+            "The complete result could not be saved; narrow pattern or path to see more.".to_owned()
+        }
     };
-    format!("{}\n\n(Showing {} of {} paths{basis} {recovery})", page.join("\n"), page.len(), out.paths.len())
+    format!(
+        "{}\n\n(Showing {} of {} paths{basis} {recovery})",
+        page.join("\n"),
+        page.len(),
+        out.paths.len()
+    )
 }
 
 /// Drops trailing items until the compact JSON of the meta fits `max` bytes (at least one kept).
@@ -188,7 +205,9 @@ impl Tool for GlobTool {
             search::glob(&GlobOptions::new(&workdir, &search_root, &pattern, &cancelled))
         })
         .await
-        .map_err(|e| ToolError::typed("SearchError", "SEARCH_FAILED", format!("glob search failed: {e}")))?
+        .map_err(|e| {
+            ToolError::typed("SearchError", "SEARCH_FAILED", format!("glob search failed: {e}"))
+        })?
         .map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))?;
         Ok(GlobOutput { root, paths })
     }
@@ -202,9 +221,12 @@ impl Tool for GlobTool {
         let (page, _) = glob_page(out, cap, self.limits.glob_sample_over_cap);
         let total = out.paths.len();
         let truncated = page.len() < total;
-        Some(bound_meta(page, truncated, self.limits.search_meta_max_bytes, |paths, truncated| {
-            json!({"shape": "paths", "paths": paths, "truncated": truncated, "total": total})
-        }))
+        Some(bound_meta(
+            page,
+            truncated,
+            self.limits.search_meta_max_bytes,
+            |paths, truncated| json!({"shape": "paths", "paths": paths, "truncated": truncated, "total": total}),
+        ))
     }
 
     fn timeout(&self) -> Option<Duration> {
@@ -228,13 +250,23 @@ mod tests {
             &limits,
             Recovery::Stored { locator: "/spill/glob-results.txt", hint: "<hint>" },
         );
-        assert_eq!(text, "a.ts\nb.ts\n\n(Showing 2 of 4 paths. Full sorted result stored at: /spill/glob-results.txt. <hint>)");
+        assert_eq!(
+            text,
+            "a.ts\nb.ts\n\n(Showing 2 of 4 paths. Full sorted result stored at: /spill/glob-results.txt. <hint>)"
+        );
     }
 
     #[test]
     fn pinned_sampling_example() {
         let limits = FsLimits { glob_max_results: 3, ..FsLimits::default() };
-        let value = out(&["vendor/a.ts", "vendor/b.ts", "vendor/c.ts", "src/d.ts", "guide/e.md", "top.txt"]);
+        let value = out(&[
+            "vendor/a.ts",
+            "vendor/b.ts",
+            "vendor/c.ts",
+            "src/d.ts",
+            "guide/e.md",
+            "top.txt",
+        ]);
         let text = render_glob(&value, &limits, Recovery::Unsaved);
         assert_eq!(
             text,
@@ -244,7 +276,10 @@ mod tests {
 
     #[test]
     fn empty_and_under_cap() {
-        assert_eq!(render_glob(&out(&[]), &FsLimits::default(), Recovery::Unsaved), "No files found");
+        assert_eq!(
+            render_glob(&out(&[]), &FsLimits::default(), Recovery::Unsaved),
+            "No files found"
+        );
         assert_eq!(render_glob(&out(&["a", "b"]), &FsLimits::default(), Recovery::Unsaved), "a\nb");
     }
 }

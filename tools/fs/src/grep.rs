@@ -95,9 +95,12 @@ pub(crate) fn render_grep(out: &GrepOutput, limits: &FsLimits, recovery: Recover
         return format!("{}\n\n{body}", found(total));
     }
     let recovery = match recovery {
-        Recovery::Stored { locator, hint } => format!("Full grep result stored at: {locator}. {hint}"),
+        Recovery::Stored { locator, hint } => {
+            format!("Full grep result stored at: {locator}. {hint}")
+        }
         Recovery::Unsaved => {
-            "The complete result could not be saved; narrow pattern, path, or include to see more.".to_owned()
+            "The complete result could not be saved; narrow pattern, path, or include to see more."
+                .to_owned()
         }
     };
     format!("Found {} of {total} matches\n\n{body}\n\n({recovery})", kept.len())
@@ -105,7 +108,11 @@ pub(crate) fn render_grep(out: &GrepOutput, limits: &FsLimits, recovery: Recover
 
 /// The complete formatted list (what the tool-owned spill stores).
 pub(crate) fn full_grep_text(out: &GrepOutput, limits: &FsLimits) -> String {
-    format!("{}\n\n{}", found(out.matches.len()), groups_text(&grouped(&out.matches, limits.grep_max_line_bytes)))
+    format!(
+        "{}\n\n{}",
+        found(out.matches.len()),
+        groups_text(&grouped(&out.matches, limits.grep_max_line_bytes))
+    )
 }
 
 fn validate_include(include: &str) -> Result<(), ToolError> {
@@ -170,10 +177,18 @@ impl Tool for GrepTool {
         let (pattern, include) = (args.pattern.clone(), args.include.clone());
         let found = tokio::task::spawn_blocking(move || {
             let cancelled = move || signal.is_cancelled();
-            search::grep(&GrepOptions::new(&workdir, &search_root, &pattern, include.as_deref(), &cancelled))
+            search::grep(&GrepOptions::new(
+                &workdir,
+                &search_root,
+                &pattern,
+                include.as_deref(),
+                &cancelled,
+            ))
         })
         .await
-        .map_err(|e| ToolError::typed("SearchError", "SEARCH_FAILED", format!("grep search failed: {e}")))?
+        .map_err(|e| {
+            ToolError::typed("SearchError", "SEARCH_FAILED", format!("grep search failed: {e}"))
+        })?
         .map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))?;
         Ok(GrepOutput {
             matches: found
@@ -193,15 +208,20 @@ impl Tool for GrepTool {
         let files: Vec<Value> = grouped(kept, self.limits.grep_max_line_bytes)
             .into_iter()
             .map(|(path, lines)| {
-                let matches: Vec<Value> =
-                    lines.into_iter().map(|(n, line)| json!({"lineNumber": n, "line": line})).collect();
+                let matches: Vec<Value> = lines
+                    .into_iter()
+                    .map(|(n, line)| json!({"lineNumber": n, "line": line}))
+                    .collect();
                 json!({"path": path, "matches": matches})
             })
             .collect();
         let truncated = kept.len() < total;
-        Some(bound_meta(files, truncated, self.limits.search_meta_max_bytes, |files, truncated| {
-            json!({"shape": "matches", "files": files, "truncated": truncated, "total": total})
-        }))
+        Some(bound_meta(
+            files,
+            truncated,
+            self.limits.search_meta_max_bytes,
+            |files, truncated| json!({"shape": "matches", "files": files, "truncated": truncated, "total": total}),
+        ))
     }
 
     fn timeout(&self) -> Option<Duration> {
@@ -220,16 +240,26 @@ mod tests {
     #[test]
     fn pinned_examples() {
         let out = GrepOutput {
-            matches: vec![m("a.ts", 3, "const x = 1"), m("a.ts", 9, "const y = 2"), m("b.ts", 1, "const z = 3")],
+            matches: vec![
+                m("a.ts", 3, "const x = 1"),
+                m("a.ts", 9, "const y = 2"),
+                m("b.ts", 1, "const z = 3"),
+            ],
         };
         assert_eq!(
             render_grep(&out, &FsLimits::default(), Recovery::Unsaved),
             "Found 3 matches\n\na.ts\nLine 3: const x = 1\nLine 9: const y = 2\n\nb.ts\nLine 1: const z = 3"
         );
-        let out = GrepOutput { matches: vec![m("a.ts", 1, "one"), m("a.ts", 2, "two"), m("b.ts", 1, "three")] };
+        let out = GrepOutput {
+            matches: vec![m("a.ts", 1, "one"), m("a.ts", 2, "two"), m("b.ts", 1, "three")],
+        };
         let limits = FsLimits { grep_max_matches: 2, ..FsLimits::default() };
         assert_eq!(
-            render_grep(&out, &limits, Recovery::Stored { locator: "/spill/grep-results.txt", hint: "<hint>" }),
+            render_grep(
+                &out,
+                &limits,
+                Recovery::Stored { locator: "/spill/grep-results.txt", hint: "<hint>" }
+            ),
             "Found 2 of 3 matches\n\na.ts\nLine 1: one\nLine 2: two\n\n(Full grep result stored at: /spill/grep-results.txt. <hint>)"
         );
         assert_eq!(
@@ -242,7 +272,10 @@ mod tests {
     fn singular_and_preview() {
         let out = GrepOutput { matches: vec![m("a", 1, "aéaéaéaé")] };
         let limits = FsLimits { grep_max_line_bytes: 7, ..FsLimits::default() };
-        assert_eq!(render_grep(&out, &limits, Recovery::Unsaved), "Found 1 match\n\na\nLine 1: aéaéa (line truncated)");
+        assert_eq!(
+            render_grep(&out, &limits, Recovery::Unsaved),
+            "Found 1 match\n\na\nLine 1: aéaéa (line truncated)"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use search_spill::SearchSpill;
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 
 use std::sync::Arc;
-use toolhost_contract::{Disposer, Registry, RegistrationError, ToolContext, ToolError};
+use toolhost_contract::{Disposer, RegistrationError, Registry, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
 /// Registers the five file tools and their tool-owned spill listener.

@@ -175,7 +175,11 @@ impl Tool for ReadTool {
         let limit = args.limit.filter(|l| *l >= 1.0).map_or(self.limits.read_limit, |l| l as u64);
         let end = out.lines.last().map_or(out.offset.saturating_sub(1), |l| l.number);
         let footer = if (out.lines.len() as u64) < limit && end < out.total_lines {
-            format!("(Output capped. Showing lines {}-{end}. Use offset={} to continue.)", out.offset, end + 1)
+            format!(
+                "(Output capped. Showing lines {}-{end}. Use offset={} to continue.)",
+                out.offset,
+                end + 1
+            )
         } else if end < out.total_lines {
             format!(
                 "(Showing lines {}-{end} of {}. Use offset={} to continue.)",

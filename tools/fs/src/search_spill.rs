@@ -5,7 +5,9 @@ use crate::FsLimits;
 use crate::glob::{GlobOutput, Recovery, render_glob};
 use crate::grep::{GrepOutput, full_grep_text, render_grep};
 use toolhost_contract::spill::{SpillHandle, SpillRequest};
-use toolhost_contract::{BoxFuture, CanonicalResult, Execution, PostDecision, PostExecute, PostNext, ToolError};
+use toolhost_contract::{
+    BoxFuture, CanonicalResult, Execution, PostDecision, PostExecute, PostNext, ToolError,
+};
 use toolhost_protocol::{ContentBlock, ToolExecutionResult};
 
 /// The post-execute listener (registered after the generic spill, so it runs inside it).
@@ -19,7 +21,12 @@ impl SearchSpill {
     }
 
     /// The full text to store and a renderer of the page with a given recovery, when over cap.
-    fn over_cap(&self, name: &str, value: &serde_json::Value) -> Option<(String, &'static str, Box<dyn Fn(Recovery<'_>) -> String + Send + Sync + '_>)> {
+    fn over_cap(
+        &self,
+        name: &str,
+        value: &serde_json::Value,
+    ) -> Option<(String, &'static str, Box<dyn Fn(Recovery<'_>) -> String + Send + Sync + '_>)>
+    {
         match name {
             "glob" => {
                 let out: GlobOutput = serde_json::from_value(value.clone()).ok()?;
@@ -27,7 +34,11 @@ impl SearchSpill {
                     return None;
                 }
                 let full = out.paths.join("\n");
-                Some((full, "glob-results.txt", Box::new(move |r| render_glob(&out, &self.limits, r))))
+                Some((
+                    full,
+                    "glob-results.txt",
+                    Box::new(move |r| render_glob(&out, &self.limits, r)),
+                ))
             }
             "grep" => {
                 let out: GrepOutput = serde_json::from_value(value.clone()).ok()?;
@@ -35,7 +46,11 @@ impl SearchSpill {
                     return None;
                 }
                 let full = full_grep_text(&out, &self.limits);
-                Some((full, "grep-results.txt", Box::new(move |r| render_grep(&out, &self.limits, r))))
+                Some((
+                    full,
+                    "grep-results.txt",
+                    Box::new(move |r| render_grep(&out, &self.limits, r)),
+                ))
             }
             _ => None,
         }
@@ -51,10 +66,8 @@ impl PostExecute for SearchSpill {
     ) -> BoxFuture<'a, Result<PostDecision, ToolError>> {
         Box::pin(async move {
             let decision = next.run().await?;
-            let plain_accept = matches!(
-                &decision,
-                PostDecision::Accept { content: None, value: None, .. }
-            );
+            let plain_accept =
+                matches!(&decision, PostDecision::Accept { content: None, value: None, .. });
             if !plain_accept || !exec.is_direct() {
                 return Ok(decision);
             }
@@ -64,7 +77,8 @@ impl PostExecute for SearchSpill {
             let Some((full, file_name, render)) = self.over_cap(&exec.name, value) else {
                 return Ok(decision);
             };
-            let (Some(store), Some(session_id)) = (exec.capability::<SpillHandle>(), exec.session_id.clone())
+            let (Some(store), Some(session_id)) =
+                (exec.capability::<SpillHandle>(), exec.session_id.clone())
             else {
                 return Ok(decision);
             };
@@ -79,11 +93,18 @@ impl PostExecute for SearchSpill {
             let Ok(receipt) = store.save_text(request).await else {
                 return Ok(decision);
             };
-            let text = render(Recovery::Stored { locator: &receipt.locator, hint: &receipt.retrieval_hint });
+            let text = render(Recovery::Stored {
+                locator: &receipt.locator,
+                hint: &receipt.retrieval_hint,
+            });
             let PostDecision::Accept { additional_contexts, .. } = decision else {
                 return Ok(decision);
             };
-            Ok(PostDecision::Accept { content: Some(vec![ContentBlock::text(text)]), value: None, additional_contexts })
+            Ok(PostDecision::Accept {
+                content: Some(vec![ContentBlock::text(text)]),
+                value: None,
+                additional_contexts,
+            })
         })
     }
 }

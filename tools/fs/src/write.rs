@@ -53,7 +53,8 @@ impl Tool for WriteTool {
     async fn call(&self, args: WriteArgs, cx: ToolContext) -> Result<WriteOutput, ToolError> {
         require_non_empty(&args.file_path, "file_path")?;
         let ws = workspace(&cx)?;
-        let outcome = ws.write_file(&args.file_path, args.content.as_bytes()).await.map_err(fs_failure)?;
+        let outcome =
+            ws.write_file(&args.file_path, args.content.as_bytes()).await.map_err(fs_failure)?;
         Ok(WriteOutput {
             path: outcome.display,
             operation: match outcome.operation {

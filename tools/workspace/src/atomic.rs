@@ -85,8 +85,12 @@ fn sync_dir(dir: &Dir) -> io::Result<()> {
     // cap-std holds directories as O_PATH descriptors, which fsync rejects (EBADF); reopen "."
     // for reading, which names the same directory and cannot leave it.
     use rustix::fs::{Mode, OFlags};
-    let readable =
-        rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let readable = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
     match rustix::fs::fsync(&readable) {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => Ok(()),

@@ -168,7 +168,9 @@ impl FsError {
     pub(crate) fn from_io(op: Op, path: &str, err: &io::Error) -> Self {
         let path = path.to_owned();
         match classify(err) {
-            IoClass::Escape => FsError::SandboxDenied { path, reason: SandboxReason::SymlinkEscape },
+            IoClass::Escape => {
+                FsError::SandboxDenied { path, reason: SandboxReason::SymlinkEscape }
+            }
             IoClass::NotFound => FsError::NotFound { op, path },
             IoClass::NotDirectory => FsError::NotDirectory { op, path },
             IoClass::PermissionDenied => FsError::PermissionDenied { op, path },
@@ -284,7 +286,10 @@ mod tests {
                 "\"/w/a.txt\" has unsaved changes in the editor; save or revert it, then retry",
             ),
             (
-                FsError::SandboxDenied { path: "/etc/passwd".into(), reason: SandboxReason::Outside },
+                FsError::SandboxDenied {
+                    path: "/etc/passwd".into(),
+                    reason: SandboxReason::Outside,
+                },
                 "FS_SANDBOX_DENIED",
                 "path \"/etc/passwd\" is outside the workspace",
             ),

@@ -34,7 +34,11 @@ pub(crate) fn normalize_absolute(path: &Path) -> PathBuf {
 /// `base` first.
 pub(crate) fn resolve_lexical(base: &Path, input: &str) -> PathBuf {
     let input = Path::new(input);
-    if input.is_absolute() { normalize_absolute(input) } else { normalize_absolute(&base.join(input)) }
+    if input.is_absolute() {
+        normalize_absolute(input)
+    } else {
+        normalize_absolute(&base.join(input))
+    }
 }
 
 /// A parsed protected pattern: a root-relative path, either exact or a directory prefix.
@@ -71,7 +75,8 @@ impl Protected {
                 _ => None,
             })
             .collect();
-        if rel.len() < self.components.len() || (!self.dir_prefix && rel.len() != self.components.len())
+        if rel.len() < self.components.len()
+            || (!self.dir_prefix && rel.len() != self.components.len())
         {
             return false;
         }

@@ -164,7 +164,8 @@ impl EscapeCorpus {
             symlink(target, root.join(link))?;
         }
 
-        let base_name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let base_name =
+            base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let o_noslash = o.trim_start_matches('/').to_owned();
         let mut cases = Vec::new();
         let mut add = |name: &str, path: String, kind: CaseKind| {

@@ -205,7 +205,11 @@ impl Workspace {
     }
 
     /// As [`Workspace::read_file`], refusing files over `max_bytes` with `FS_TOO_LARGE`.
-    pub async fn read_file_limited(&self, input: &str, max_bytes: u64) -> Result<ReadFile, FsError> {
+    pub async fn read_file_limited(
+        &self,
+        input: &str,
+        max_bytes: u64,
+    ) -> Result<ReadFile, FsError> {
         self.read_impl(input, Some(max_bytes)).await
     }
 
@@ -284,7 +288,9 @@ impl Workspace {
         let mut best: Option<(usize, PathBuf)> = None;
         for (index, root) in self.shared.roots.iter().enumerate() {
             if let Some(rel) = root.relative(&absolute) {
-                let deeper = best.as_ref().is_none_or(|(_, b)| rel.components().count() <= b.components().count());
+                let deeper = best
+                    .as_ref()
+                    .is_none_or(|(_, b)| rel.components().count() <= b.components().count());
                 if deeper {
                     best = Some((index, rel.to_path_buf()));
                 }
@@ -357,7 +363,11 @@ impl Workspace {
         Ok(())
     }
 
-    fn read_blocking(&self, target: &ResolvedPath, limit: Option<u64>) -> Result<ReadFile, FsError> {
+    fn read_blocking(
+        &self,
+        target: &ResolvedPath,
+        limit: Option<u64>,
+    ) -> Result<ReadFile, FsError> {
         let path = &target.display;
         let not_found = || {
             self.ledger.record(&target.key(), Observation::Absent);
@@ -405,12 +415,7 @@ impl Workspace {
         let text = String::from_utf8(bytes)
             .map_err(|_| FsError::InvalidUtf8 { op: Op::Read, path: path.clone() })?;
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
-        Ok(ReadFile {
-            display: path.clone(),
-            real_path: target.real_path.clone(),
-            text,
-            version,
-        })
+        Ok(ReadFile { display: path.clone(), real_path: target.real_path.clone(), text, version })
     }
 
     fn edit_load_blocking(&self, target: &ResolvedPath, expected: &str) -> Result<String, FsError> {
@@ -443,7 +448,8 @@ impl Workspace {
         if bytes.contains(&0) {
             return Err(FsError::Binary { op: Op::Edit, path: path.clone() });
         }
-        String::from_utf8(bytes).map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+        String::from_utf8(bytes)
+            .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
     }
 
     /// The replace step shared by write and edit commit. Runs under the path lock.
@@ -514,7 +520,8 @@ impl Workspace {
             .map_err(io_err)?;
         let version = content_version(content);
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
-        let operation = if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+        let operation =
+            if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
         let before = match prior {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,
@@ -580,7 +587,9 @@ impl EditTxn {
 /// non-blocking so a FIFO swapped in after resolution cannot hang the call.
 fn open_regular(dir: &Dir, rel: &Path) -> io::Result<Option<File>> {
     let mut options = OpenOptions::new();
-    options.read(true).custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32);
+    options
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32);
     let file = dir.open_with(rel, &options)?.into_std();
     if !file.metadata()?.is_file() {
         return Ok(None);

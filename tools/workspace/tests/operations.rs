@@ -60,7 +60,10 @@ async fn read_reports_and_records() {
 
     let missing = err(f.ws.read_file("nope.txt").await);
     assert_eq!(missing.code(), "FS_NOT_FOUND");
-    assert_eq!(missing.to_string(), format!("cannot read \"{}\": not found", f.display("nope.txt")));
+    assert_eq!(
+        missing.to_string(),
+        format!("cannot read \"{}\": not found", f.display("nope.txt"))
+    );
     assert_eq!(f.ws.ledger().get(&f.display("nope.txt")), Some(Observation::Absent));
 
     // A path through a regular file is simply absent.
@@ -68,7 +71,10 @@ async fn read_reports_and_records() {
 
     fs::create_dir(f.root.join("dir")).unwrap();
     let dir = err(f.ws.read_file("dir").await);
-    assert_eq!(dir.to_string(), format!("cannot read \"{}\": not a regular file", f.display("dir")));
+    assert_eq!(
+        dir.to_string(),
+        format!("cannot read \"{}\": not a regular file", f.display("dir"))
+    );
     assert_eq!(err(f.ws.read_file(".").await).code(), "FS_NOT_REGULAR_FILE");
 }
 
@@ -77,7 +83,10 @@ async fn read_rejects_binary_invalid_utf8_and_oversize() {
     let f = fixture();
     f.put("nul.bin", b"ab\0cd");
     let e = err(f.ws.read_file("nul.bin").await);
-    assert_eq!((e.code(), e.to_string()), ("FS_NOT_TEXT", format!("cannot read \"{}\": binary file", f.display("nul.bin"))));
+    assert_eq!(
+        (e.code(), e.to_string()),
+        ("FS_NOT_TEXT", format!("cannot read \"{}\": binary file", f.display("nul.bin")))
+    );
     assert_eq!(f.ws.ledger().get(&f.display("nul.bin")), None, "no observation for a refused read");
 
     let mut late_nul = vec![b'a'; 9000];
@@ -87,7 +96,10 @@ async fn read_rejects_binary_invalid_utf8_and_oversize() {
 
     f.put("latin1.txt", b"caf\xe9\n");
     let e = err(f.ws.read_file("latin1.txt").await);
-    assert_eq!(e.to_string(), format!("cannot read \"{}\": invalid UTF-8 text", f.display("latin1.txt")));
+    assert_eq!(
+        e.to_string(),
+        format!("cannot read \"{}\": invalid UTF-8 text", f.display("latin1.txt"))
+    );
     assert_eq!(e.code(), "FS_NOT_TEXT");
 
     f.put("big.txt", &[b'x'; 100]);
@@ -168,14 +180,20 @@ async fn write_requires_observation_of_existing_files() {
     f.put("a.txt", b"changed\n");
     let e = err(f.ws.write_file("a.txt", b"new\n").await);
     assert_eq!(e.code(), "FS_STALE_VERSION");
-    assert_eq!(e.to_string(), format!("cannot write \"{}\": file changed since it was read", f.display("a.txt")));
+    assert_eq!(
+        e.to_string(),
+        format!("cannot write \"{}\": file changed since it was read", f.display("a.txt"))
+    );
 
     // Read, deleted outside: gone.
     f.ws.read_file("a.txt").await.unwrap();
     fs::remove_file(f.root.join("a.txt")).unwrap();
     let e = err(f.ws.write_file("a.txt", b"new\n").await);
     assert_eq!(e.code(), "FS_STALE_VERSION");
-    assert_eq!(e.to_string(), format!("cannot write \"{}\": file no longer exists", f.display("a.txt")));
+    assert_eq!(
+        e.to_string(),
+        format!("cannot write \"{}\": file no longer exists", f.display("a.txt"))
+    );
     assert!(!f.root.join("a.txt").exists());
 }
 
@@ -184,21 +202,36 @@ async fn edit_requires_observation_and_detects_staleness() {
     let f = fixture();
     f.put("a.txt", b"one\n");
     let e = err(f.ws.begin_edit("a.txt").await);
-    assert_eq!((e.code(), e.to_string()), ("FS_NOT_OBSERVED", format!("edit requires reading \"{}\" first", f.display("a.txt"))));
+    assert_eq!(
+        (e.code(), e.to_string()),
+        ("FS_NOT_OBSERVED", format!("edit requires reading \"{}\" first", f.display("a.txt")))
+    );
 
     assert!(f.ws.read_file("absent.txt").await.is_err());
     let e = err(f.ws.begin_edit("absent.txt").await);
-    assert_eq!((e.code(), e.to_string()), ("FS_NOT_FOUND", format!("cannot edit \"{}\": not found", f.display("absent.txt"))));
+    assert_eq!(
+        (e.code(), e.to_string()),
+        ("FS_NOT_FOUND", format!("cannot edit \"{}\": not found", f.display("absent.txt")))
+    );
 
     f.ws.read_file("a.txt").await.unwrap();
     f.put("a.txt", b"two\n");
     let e = err(f.ws.begin_edit("a.txt").await);
-    assert_eq!((e.code(), e.to_string()), ("FS_STALE_VERSION", format!("cannot edit \"{}\": file changed since it was read", f.display("a.txt"))));
+    assert_eq!(
+        (e.code(), e.to_string()),
+        (
+            "FS_STALE_VERSION",
+            format!("cannot edit \"{}\": file changed since it was read", f.display("a.txt"))
+        )
+    );
 
     f.ws.read_file("a.txt").await.unwrap();
     fs::remove_file(f.root.join("a.txt")).unwrap();
     let e = err(f.ws.begin_edit("a.txt").await);
-    assert_eq!(e.to_string(), format!("cannot edit \"{}\": file changed since it was read", f.display("a.txt")));
+    assert_eq!(
+        e.to_string(),
+        format!("cannot edit \"{}\": file changed since it was read", f.display("a.txt"))
+    );
 
     // Stale is reported before the content is judged: a file that became binary is stale.
     f.put("c.txt", b"text\n");
@@ -249,12 +282,18 @@ async fn edit_rejects_binary_and_invalid_utf8() {
     f.put("late.txt", &late_nul);
     f.ws.read_file("late.txt").await.unwrap();
     let e = err(f.ws.begin_edit("late.txt").await);
-    assert_eq!((e.code(), e.to_string()), ("FS_NOT_TEXT", format!("cannot edit \"{}\": binary file", f.display("late.txt"))));
+    assert_eq!(
+        (e.code(), e.to_string()),
+        ("FS_NOT_TEXT", format!("cannot edit \"{}\": binary file", f.display("late.txt")))
+    );
 
     f.put("l1.txt", b"caf\xe9");
     f.ws.ledger().record(&f.display("l1.txt"), Observation::Present(content_version(b"caf\xe9")));
     let e = err(f.ws.begin_edit("l1.txt").await);
-    assert_eq!(e.to_string(), format!("cannot edit \"{}\": invalid UTF-8 text", f.display("l1.txt")));
+    assert_eq!(
+        e.to_string(),
+        format!("cannot edit \"{}\": invalid UTF-8 text", f.display("l1.txt"))
+    );
 
     fs::create_dir(f.root.join("d")).unwrap();
     f.ws.ledger().record(&f.display("d"), Observation::Present("x".into()));
@@ -344,7 +383,8 @@ async fn atomic_write_keeps_mode_and_new_files_are_not_executable() {
     for mode in [0o600, 0o755, 0o640] {
         f.put("m.sh", b"old\n");
         fs::set_permissions(f.root.join("m.sh"), fs::Permissions::from_mode(mode)).unwrap();
-        let ino_before = std::os::unix::fs::MetadataExt::ino(&fs::metadata(f.root.join("m.sh")).unwrap());
+        let ino_before =
+            std::os::unix::fs::MetadataExt::ino(&fs::metadata(f.root.join("m.sh")).unwrap());
         f.ws.read_file("m.sh").await.unwrap();
         f.ws.write_file("m.sh", b"new\n").await.unwrap();
         let meta = fs::metadata(f.root.join("m.sh")).unwrap();
@@ -380,7 +420,8 @@ async fn protected_paths_refuse_writes_even_when_read() {
     assert!(f.ws.write_file("sub/toolhost.toml", b"").await.is_ok());
 
     // Custom patterns replace the defaults.
-    let config = WorkspaceConfig { protected: vec!["secrets/".into()], ..WorkspaceConfig::new(&f.root) };
+    let config =
+        WorkspaceConfig { protected: vec!["secrets/".into()], ..WorkspaceConfig::new(&f.root) };
     let custom = Workspace::new(config).unwrap();
     assert_eq!(err(custom.write_file("secrets/k", b"x").await).code(), "FS_SANDBOX_DENIED");
     assert!(custom.write_file(".git/new", b"x").await.is_ok());
@@ -397,7 +438,10 @@ async fn dirty_buffers_block_writes_and_edits() {
     assert_eq!(e.code(), "FS_DIRTY_BUFFER");
     assert_eq!(
         e.to_string(),
-        format!("\"{}\" has unsaved changes in the editor; save or revert it, then retry", f.display("d.txt"))
+        format!(
+            "\"{}\" has unsaved changes in the editor; save or revert it, then retry",
+            f.display("d.txt")
+        )
     );
     assert_eq!(err(f.ws.begin_edit("d.txt").await).code(), "FS_DIRTY_BUFFER");
     // The buffer is found through a link too.
@@ -425,7 +469,8 @@ async fn a_held_edit_blocks_other_writers_until_dropped() {
     let blocked = tokio::time::timeout(Duration::from_millis(200), f.ws.lock("l.txt")).await;
     assert!(blocked.is_err(), "the path lock is held by the edit");
     drop(txn);
-    let lock = tokio::time::timeout(Duration::from_secs(5), f.ws.lock("l.txt")).await.unwrap().unwrap();
+    let lock =
+        tokio::time::timeout(Duration::from_secs(5), f.ws.lock("l.txt")).await.unwrap().unwrap();
     assert_eq!(lock.key(), f.display("l.txt"));
 }
 

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::protocol::content::joined_text;
 use toolhost_contract::{
-    AdditionalContext, ApprovalChannel, ApprovalOutcome, BoxFuture, CallInput, CanonicalResult,
-    Capabilities, CancellationToken, ExecNext, ExecuteWrapper, Execution, Finalized, Guard,
+    AdditionalContext, ApprovalChannel, ApprovalOutcome, BoxFuture, CallInput, CancellationToken,
+    CanonicalResult, Capabilities, ExecNext, ExecuteWrapper, Execution, Finalized, Guard,
     PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, Tool,
     ToolContext, ToolError, WrapperOutcome,
 };
@@ -318,7 +318,9 @@ impl<F: Fn(&Execution, &Finalized) + Send + Sync> ResultObserver for ObserveFn<F
 }
 
 /// A `tools/result` observer from a closure.
-pub fn observer(f: impl Fn(&Execution, &Finalized) + Send + Sync + 'static) -> Arc<dyn ResultObserver> {
+pub fn observer(
+    f: impl Fn(&Execution, &Finalized) + Send + Sync + 'static,
+) -> Arc<dyn ResultObserver> {
     Arc::new(ObserveFn(f))
 }
 

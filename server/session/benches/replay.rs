@@ -1,0 +1,2 @@
+//! Replay benchmark (placeholder).
+fn main() {}

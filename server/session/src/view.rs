@@ -1,0 +1,138 @@
+//! Read-only views of a session: `read_session` parses a log that may be live in another process
+//! and never writes — a torn tail is ignored in memory and unfinished calls are shown as pending.
+
+use crate::base64;
+use crate::blob::{BlobStore, parse_blob_reference};
+use crate::error::SessionError;
+use crate::paths::BLOB_DIR_NAME;
+use crate::scan::{Event, Scan, scan};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use toolhost_protocol::ContentBlock;
+use toolhost_protocol::session_log::{SessionHeader, ToolResultEvent};
+
+/// One tool call of a session, in log order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    /// Seq of the `tool/call` event.
+    pub seq: u64,
+    pub call_id: String,
+    pub name: String,
+    /// The JSON arguments (a string only when they were not JSON).
+    pub arguments: Value,
+    /// `None` while the call is open (pending, or interrupted before repair).
+    pub result: Option<ToolResultEvent>,
+}
+
+/// Everything replay and listing need from one log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionView {
+    pub header: SessionHeader,
+    pub calls: Vec<CallRecord>,
+    /// The ledger's last recorded version per path (`fs/observed`, last wins), in order of first
+    /// appearance.
+    pub observed: Vec<(String, Option<String>)>,
+    /// Number of envelopes read, i.e. the seq the next append would get.
+    pub next_seq: u64,
+    /// Bytes of a torn tail that were ignored (a live writer mid-append, or a crash not yet
+    /// repaired).
+    pub torn_tail_bytes: u64,
+}
+
+impl SessionView {
+    /// Calls without a result.
+    pub fn open_calls(&self) -> impl Iterator<Item = &CallRecord> {
+        self.calls.iter().filter(|c| c.result.is_none())
+    }
+}
+
+/// Reads the log at `path` without locking or writing anything. Image references are resolved
+/// from the `blobs/` folder beside the log when the blob exists (else the reference stays).
+pub fn read_session(path: &Path) -> Result<SessionView, SessionError> {
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SessionError::NotFound(path.to_owned()),
+        _ => SessionError::io(format!("cannot read {}", path.display()), e),
+    })?;
+    let scanned = scan(&bytes)?;
+    let blobs = path.parent().map(|dir| BlobStore::new(dir.join(BLOB_DIR_NAME)));
+    build_view(scanned, blobs.as_ref())
+}
+
+/// Assembles the view from a scan.
+pub(crate) fn build_view(
+    scan: Scan,
+    blobs: Option<&BlobStore>,
+) -> Result<SessionView, SessionError> {
+    let Some(header) = scan.header else {
+        return Err(SessionError::Corrupt {
+            line: 1,
+            expected_seq: 0,
+            detail: "the log has no complete session header".to_owned(),
+        });
+    };
+    let mut calls: Vec<CallRecord> = Vec::new();
+    // callId → index of its still-open call; ids may be reused by clients, so a result closes the
+    // most recent open call with its id.
+    let mut open: HashMap<String, usize> = HashMap::new();
+    let mut observed: Vec<(String, Option<String>)> = Vec::new();
+    let mut observed_at: HashMap<String, usize> = HashMap::new();
+    for record in scan.records {
+        match record.event {
+            Event::Call(call) => {
+                open.insert(call.call_id.clone(), calls.len());
+                calls.push(CallRecord {
+                    seq: record.seq,
+                    call_id: call.call_id,
+                    name: call.name,
+                    arguments: call.arguments,
+                    result: None,
+                });
+            }
+            Event::Result(mut result) => {
+                if let Some(blobs) = blobs {
+                    restore_images(&mut result.content, blobs);
+                }
+                match open.remove(&result.call_id) {
+                    Some(index) => calls[index].result = Some(result),
+                    // A result without its call (hand-edited log): keep it visible rather than
+                    // drop it, with unknown arguments.
+                    None => calls.push(CallRecord {
+                        seq: record.seq,
+                        call_id: result.call_id.clone(),
+                        name: result.name.clone(),
+                        arguments: Value::Null,
+                        result: Some(result),
+                    }),
+                }
+            }
+            Event::Observed(obs) => match observed_at.get(&obs.path) {
+                Some(&index) => observed[index].1 = obs.version,
+                None => {
+                    observed_at.insert(obs.path.clone(), observed.len());
+                    observed.push((obs.path, obs.version));
+                }
+            },
+            Event::Ignored => {}
+        }
+    }
+    Ok(SessionView {
+        header,
+        calls,
+        observed,
+        next_seq: scan.next_seq,
+        torn_tail_bytes: scan.torn_len as u64,
+    })
+}
+
+/// Puts base64 image data back in place of blob references whose blob is present.
+fn restore_images(content: &mut [ContentBlock], blobs: &BlobStore) {
+    for block in content {
+        if let ContentBlock::Image { data, .. } = block
+            && let Some(hash) = parse_blob_reference(data)
+            && let Ok(bytes) = blobs.get_bytes(hash)
+        {
+            *data = base64::encode(&bytes);
+        }
+    }
+}

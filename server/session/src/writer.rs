@@ -1,0 +1,541 @@
+//! The session log writer: opening (create or continue) under an exclusive lock, crash repair,
+//! and durable appends by one writer thread.
+//!
+//! Durability policy: every awaited append returns only after its line was written and
+//! `sync_data`'d. Appends that arrive while a sync is in progress are committed together by the
+//! next write + sync (group commit), so concurrent callers share one sync without weakening the
+//! guarantee. `observe` enqueues an `fs/observed` line without waiting; it is committed (and
+//! synced) with the next batch, and because the writer drains one FIFO queue, every later
+//! append is ordered after it.
+//!
+//! A failed write is rolled back to the last committed length and stops the writer (later
+//! appends fail with `WriterClosed`): an fsync error leaves the page cache in an unknown state, so
+//! continuing would risk acknowledging lines that never reach the disk. Reopen to continue.
+
+use crate::base64;
+use crate::blob::{BlobStore, blob_reference, parse_blob_reference};
+use crate::error::SessionError;
+use crate::paths::{
+    BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, create_private_dir_all, now_ms,
+    open_private_append, sync_dir, validate_session_id, workspace_key,
+};
+use crate::scan::{FS_OBSERVED, TOOL_CALL, TOOL_RESULT, scan};
+use crate::view::{SessionView, build_view};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fs::{File, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+use toolhost_protocol::session_log::{
+    Envelope, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
+};
+use toolhost_protocol::{ContentBlock, ErrorInfo};
+
+/// Error name and code of the synthetic result crash repair gives an interrupted call.
+pub const OUTCOME_UNKNOWN_NAME: &str = "ToolOutcomeUnknownError";
+pub const OUTCOME_UNKNOWN_CODE: &str = "TOOL_OUTCOME_UNKNOWN";
+
+/// A sync `fs/observed` sink with the shape of the workspace ledger's observer hook.
+pub type ObserveFn = Arc<dyn Fn(&str, Option<&str>) + Send + Sync>;
+
+/// Most commands committed by one write + sync; bounds the latency of the first in a burst.
+const MAX_BATCH: usize = 1024;
+
+/// Bytes cut from the end of the log by crash repair.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the cut started (the log's length afterwards).
+    pub offset: u64,
+    /// The bytes removed; also appended to `session.torn` beside the log.
+    pub bytes: Vec<u8>,
+}
+
+/// What `SessionLog::open` found and repaired.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenReport {
+    /// The log was new (or had no complete header) and a header was written.
+    pub created: bool,
+    /// The torn last line that was cut, if any.
+    pub torn_tail: Option<TornTail>,
+    /// Call ids that got a synthetic `TOOL_OUTCOME_UNKNOWN` result.
+    pub synthetic_results: Vec<String>,
+    /// `fs/observed` entries to restore into the ledger (last wins per path).
+    pub observed: Vec<(String, Option<String>)>,
+    /// The session after repair (every call has a result).
+    pub view: SessionView,
+}
+
+/// The synthetic failed result of a call whose outcome is unknown (the process stopped while it
+/// ran). Its text tells the model not to assume either outcome.
+pub fn outcome_unknown_result(call_id: &str, name: &str) -> ToolResultEvent {
+    let message = format!(
+        "The outcome of this {name} call is unknown: toolhost stopped before the call finished, so \
+         it may or may not have taken effect. Check the current state (for example, read the file \
+         again) before retrying anything that is not idempotent."
+    );
+    ToolResultEvent {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        content: vec![ContentBlock::text(format!("Error: {message}"))],
+        is_error: true,
+        error: Some(ErrorInfo::new(OUTCOME_UNKNOWN_NAME, OUTCOME_UNKNOWN_CODE)),
+        meta: None,
+        renderer_version: 0,
+    }
+}
+
+/// One line to commit.
+struct Item {
+    kind: String,
+    data: Value,
+    ignorable: bool,
+    /// Fixed time (repair uses the last event's, so repair is deterministic); else now.
+    time: Option<u64>,
+}
+
+type AppendReply = oneshot::Sender<Result<u64, SessionError>>;
+
+enum Command {
+    Append(Item, Option<AppendReply>),
+    Flush(oneshot::Sender<Result<(), SessionError>>),
+    Shutdown,
+}
+
+/// The state owned by the writer thread.
+struct Writer {
+    file: File,
+    blobs: BlobStore,
+    next_seq: u64,
+    /// Committed length: everything before it ends with a newline and is synced.
+    len: u64,
+}
+
+impl Writer {
+    /// Writes `items` as one batch and syncs. Items fail individually when their images cannot
+    /// be stored (nothing of theirs is written); the whole batch fails when the write or sync
+    /// does, after rolling the file back to the committed length.
+    fn commit(&mut self, items: Vec<Item>) -> Result<Vec<Result<u64, SessionError>>, SessionError> {
+        let now = now_ms();
+        let mut buf = Vec::new();
+        let mut outcomes = Vec::with_capacity(items.len());
+        let mut seq = self.next_seq;
+        for mut item in items {
+            if item.kind == TOOL_RESULT
+                && let Err(e) = externalize_images(&mut item.data, &self.blobs)
+            {
+                outcomes.push(Err(e));
+                continue;
+            }
+            let env = Envelope {
+                kind: item.kind,
+                seq,
+                time: item.time.unwrap_or(now),
+                data: item.data,
+                ignorable: item.ignorable,
+            };
+            match serde_json::to_vec(&env) {
+                Ok(line) => {
+                    buf.extend_from_slice(&line);
+                    buf.push(b'\n');
+                    outcomes.push(Ok(seq));
+                    seq += 1;
+                }
+                Err(e) => outcomes.push(Err(SessionError::InvalidEvent {
+                    kind: env.kind,
+                    detail: e.to_string(),
+                })),
+            }
+        }
+        if !buf.is_empty() {
+            if let Err(e) = self.file.write_all(&buf).and_then(|()| self.file.sync_data()) {
+                // Best effort: a partial line must not stay for the next append to glue onto;
+                // if even this fails, the next open's repair cuts it as a torn tail.
+                let _ = self.file.set_len(self.len).and_then(|()| self.file.sync_data());
+                return Err(SessionError::io("cannot append to the session log", e));
+            }
+            self.len += buf.len() as u64;
+            self.next_seq = seq;
+        }
+        Ok(outcomes)
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Command>) {
+        while let Ok(first) = rx.recv() {
+            let mut commands = vec![first];
+            while commands.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(cmd) => commands.push(cmd),
+                    Err(_) => break,
+                }
+            }
+            let mut items = Vec::new();
+            let mut replies = Vec::new();
+            let mut flushes = Vec::new();
+            let mut shutdown = false;
+            for cmd in commands {
+                match cmd {
+                    Command::Append(item, reply) => {
+                        items.push(item);
+                        replies.push(reply);
+                    }
+                    Command::Flush(reply) => flushes.push(reply),
+                    Command::Shutdown => shutdown = true,
+                }
+            }
+            match self.commit(items) {
+                Ok(outcomes) => {
+                    for (outcome, reply) in outcomes.into_iter().zip(replies) {
+                        if let Some(reply) = reply {
+                            let _ = reply.send(outcome);
+                        }
+                    }
+                    for reply in flushes {
+                        let _ = reply.send(Ok(()));
+                    }
+                }
+                Err(err) => {
+                    for reply in replies.into_iter().flatten() {
+                        let _ = reply.send(Err(err.duplicate()));
+                    }
+                    for reply in flushes {
+                        let _ = reply.send(Err(err.duplicate()));
+                    }
+                    return;
+                }
+            }
+            if shutdown {
+                return;
+            }
+        }
+    }
+}
+
+/// Replaces the base64 `data` of image blocks in a `tool/result`'s `content` by a blob reference,
+/// storing the decoded bytes first (so a reference in a synced line always has its blob). Data
+/// that is not canonical base64 stays inline: storing it would not round-trip byte-exactly.
+fn externalize_images(data: &mut Value, blobs: &BlobStore) -> Result<(), SessionError> {
+    let Some(blocks) = data.get_mut("content").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    for block in blocks {
+        if block.get("type").and_then(Value::as_str) != Some("image") {
+            continue;
+        }
+        let Some(Value::String(text)) = block.get_mut("data") else { continue };
+        if parse_blob_reference(text).is_some() {
+            continue;
+        }
+        if let Some(bytes) = base64::decode_canonical(text) {
+            *text = blob_reference(&blobs.put_bytes(&bytes)?);
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `data` has the shape readers expect for `kind`, so an append can never make the
+/// log unreadable.
+fn validate_event(kind: &str, data: &Value, ignorable: bool) -> Result<(), SessionError> {
+    let invalid = |e: serde_json::Error| SessionError::InvalidEvent {
+        kind: kind.to_owned(),
+        detail: e.to_string(),
+    };
+    match kind {
+        TOOL_CALL => ToolCallEvent::deserialize(data).map(drop).map_err(invalid),
+        TOOL_RESULT => ToolResultEvent::deserialize(data).map(drop).map_err(invalid),
+        FS_OBSERVED => FsObservedEvent::deserialize(data).map(drop).map_err(invalid),
+        _ if ignorable => Ok(()),
+        _ => Err(SessionError::InvalidEvent {
+            kind: kind.to_owned(),
+            detail:
+                "unknown event types must be marked ignorable, or readers could not load the log"
+                    .to_owned(),
+        }),
+    }
+}
+
+/// An open, locked session log with its writer thread. Dropping it commits what is queued,
+/// stops the writer and releases the lock.
+pub struct SessionLog {
+    id: String,
+    dir: PathBuf,
+    log_path: PathBuf,
+    blobs: BlobStore,
+    tx: mpsc::Sender<Command>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SessionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLog")
+            .field("id", &self.id)
+            .field("log_path", &self.log_path)
+            .finish()
+    }
+}
+
+fn io_at(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> SessionError {
+    let context = format!("cannot {what} {}", path.display());
+    move |e| SessionError::io(context, e)
+}
+
+impl SessionLog {
+    /// Opens the session `id` of the workspace at `workspace_root` under `sessions_dir`
+    /// (`<sessions_dir>/<workspace key>/<id>/session.jsonl`). With `create`, a missing session
+    /// is created and an existing one continued; without, a missing one is `NotFound`.
+    ///
+    /// Takes the session's exclusive lock (`Locked` if another holder exists), then repairs: a
+    /// torn last line is cut (its bytes saved to `session.torn` and reported), and every call
+    /// without a result gets a synthetic `TOOL_OUTCOME_UNKNOWN` result. Corruption before the
+    /// tail is an error and nothing is changed.
+    pub fn open(
+        sessions_dir: &Path,
+        workspace_root: &Path,
+        id: &str,
+        create: bool,
+    ) -> Result<(SessionLog, OpenReport), SessionError> {
+        validate_session_id(id)?;
+        let root =
+            std::fs::canonicalize(workspace_root).unwrap_or_else(|_| workspace_root.to_owned());
+        let dir = sessions_dir.join(workspace_key(&root)).join(id);
+        let log_path = dir.join(LOG_FILE_NAME);
+        if create {
+            create_private_dir_all(&dir)?;
+        }
+        let mut file = match open_private_append(&log_path, create) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SessionError::NotFound(log_path));
+            }
+            Err(e) => return Err(io_at(&log_path, "open")(e)),
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(SessionError::Locked(log_path)),
+            Err(TryLockError::Error(e)) => return Err(io_at(&log_path, "lock")(e)),
+        }
+
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(io_at(&log_path, "read"))?;
+        let mut scanned = scan(&bytes)?;
+
+        let torn_tail = if scanned.torn_len > 0 {
+            let tail = bytes[scanned.good_len..].to_vec();
+            save_torn(&dir.join(TORN_FILE_NAME), &tail)?;
+            file.set_len(scanned.good_len as u64)
+                .and_then(|()| file.sync_data())
+                .map_err(io_at(&log_path, "truncate the torn tail of"))?;
+            Some(TornTail { offset: scanned.good_len as u64, bytes: tail })
+        } else {
+            None
+        };
+
+        let mut len = scanned.good_len as u64;
+        let created = scanned.header.is_none();
+        match &scanned.header {
+            None => {
+                // New, or the crash hit the very first write: nothing was ever acknowledged.
+                let header = SessionHeader {
+                    kind: "session".to_owned(),
+                    version: LOG_VERSION,
+                    id: id.to_owned(),
+                    cwd: root.to_string_lossy().into_owned(),
+                    created_at: now_ms(),
+                };
+                let mut line = serde_json::to_vec(&header).map_err(|e| {
+                    SessionError::InvalidEvent { kind: "session".into(), detail: e.to_string() }
+                })?;
+                line.push(b'\n');
+                file.write_all(&line)
+                    .and_then(|()| file.sync_data())
+                    .map_err(io_at(&log_path, "write"))?;
+                sync_dir(&dir)?;
+                len = line.len() as u64;
+                scanned.last_time = header.created_at;
+                scanned.header = Some(header);
+            }
+            Some(header) if header.id != id => {
+                return Err(SessionError::Corrupt {
+                    line: 1,
+                    expected_seq: 0,
+                    detail: format!("the header names session {:?}, not {id:?}", header.id),
+                });
+            }
+            Some(_) => {}
+        }
+
+        let blobs = BlobStore::new(dir.join(BLOB_DIR_NAME));
+        let last_time = scanned.last_time;
+        let mut writer = Writer { file, blobs: blobs.clone(), next_seq: scanned.next_seq, len };
+        let mut view = build_view(scanned, Some(&blobs))?;
+
+        let mut synthetic_results = Vec::new();
+        let mut items = Vec::new();
+        for call in view.calls.iter_mut().filter(|c| c.result.is_none()) {
+            let result = outcome_unknown_result(&call.call_id, &call.name);
+            let data = serde_json::to_value(&result).map_err(|e| SessionError::InvalidEvent {
+                kind: TOOL_RESULT.into(),
+                detail: e.to_string(),
+            })?;
+            items.push(Item {
+                kind: TOOL_RESULT.to_owned(),
+                data,
+                ignorable: false,
+                time: Some(last_time),
+            });
+            synthetic_results.push(call.call_id.clone());
+            call.result = Some(result);
+        }
+        if !items.is_empty() {
+            for outcome in writer.commit(items)? {
+                outcome?;
+            }
+            view.next_seq = writer.next_seq;
+        }
+
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("toolhost-session-writer".to_owned())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| SessionError::io("cannot start the session writer thread", e))?;
+        let report = OpenReport {
+            created,
+            torn_tail,
+            synthetic_results,
+            observed: view.observed.clone(),
+            view,
+        };
+        let log = SessionLog { id: id.to_owned(), dir, log_path, blobs, tx, thread: Some(thread) };
+        Ok((log, report))
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session's directory (log, blobs, torn sidecar).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The path of `session.jsonl`.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The session's blob store (spill files, images).
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    /// Appends one event and returns its seq once it is durable. `data` is checked against the
+    /// event's shape for the known types; any other type must be `ignorable` (readers skip it).
+    /// Image blocks of a `tool/result` are moved to the blob store.
+    pub async fn append(
+        &self,
+        kind: &str,
+        data: Value,
+        ignorable: bool,
+    ) -> Result<u64, SessionError> {
+        validate_event(kind, &data, ignorable)?;
+        self.send_append(Item { kind: kind.to_owned(), data, ignorable, time: None }).await
+    }
+
+    /// Appends `tool/call` (when a call starts).
+    pub async fn append_tool_call(&self, event: &ToolCallEvent) -> Result<u64, SessionError> {
+        self.append_typed(TOOL_CALL, event, false).await
+    }
+
+    /// Appends `tool/result` (when a call ends).
+    pub async fn append_tool_result(&self, event: &ToolResultEvent) -> Result<u64, SessionError> {
+        self.append_typed(TOOL_RESULT, event, false).await
+    }
+
+    /// Appends an ignorable `fs/observed` and waits until it is durable.
+    pub async fn append_fs_observed(
+        &self,
+        path: &str,
+        version: Option<&str>,
+    ) -> Result<u64, SessionError> {
+        let event = FsObservedEvent { path: path.to_owned(), version: version.map(str::to_owned) };
+        self.append_typed(FS_OBSERVED, &event, true).await
+    }
+
+    /// Enqueues an ignorable `fs/observed` without waiting (for the ledger's sync hook). It is
+    /// committed with the next batch, before any append enqueued after it. Errors surface on the
+    /// next awaited append or [`flush`](Self::flush); after close it is dropped.
+    pub fn observe(&self, path: &str, version: Option<&str>) {
+        let _ = self.tx.send(observed_command(path, version));
+    }
+
+    /// A `'static` observer closure for `Ledger::with_observer` (same semantics as
+    /// [`observe`](Self::observe)).
+    pub fn observer(&self) -> ObserveFn {
+        let tx = self.tx.clone();
+        Arc::new(move |path: &str, version: Option<&str>| {
+            let _ = tx.send(observed_command(path, version));
+        })
+    }
+
+    /// Waits until everything enqueued before it (including `observe`d entries) is durable.
+    pub async fn flush(&self) -> Result<(), SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Command::Flush(reply)).map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+
+    async fn append_typed<T: serde::Serialize>(
+        &self,
+        kind: &str,
+        event: &T,
+        ignorable: bool,
+    ) -> Result<u64, SessionError> {
+        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
+            kind: kind.to_owned(),
+            detail: e.to_string(),
+        })?;
+        self.send_append(Item { kind: kind.to_owned(), data, ignorable, time: None }).await
+    }
+
+    async fn send_append(&self, item: Item) -> Result<u64, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Command::Append(item, Some(reply))).map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+}
+
+fn observed_command(path: &str, version: Option<&str>) -> Command {
+    let data = serde_json::json!({ "path": path, "version": version });
+    Command::Append(Item { kind: FS_OBSERVED.to_owned(), data, ignorable: true, time: None }, None)
+}
+
+fn closed() -> SessionError {
+    SessionError::WriterClosed(
+        "it stopped after an I/O error or was closed; reopen the session".to_owned(),
+    )
+}
+
+/// Keeps cut bytes for a human to inspect (never silently lost), one record per cut.
+fn save_torn(path: &Path, tail: &[u8]) -> Result<(), SessionError> {
+    let mut file = open_private_append(path, true).map_err(io_at(path, "open"))?;
+    file.write_all(tail)
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_data())
+        .map_err(io_at(path, "write"))
+}
+
+impl Drop for SessionLog {
+    fn drop(&mut self) {
+        // Shutdown is queued behind everything already sent, so queued lines are committed; the
+        // join makes "dropped" mean "unlocked", so a reopen right after cannot see `Locked`.
+        let _ = self.tx.send(Command::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
