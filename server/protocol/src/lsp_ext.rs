@@ -42,3 +42,75 @@ pub struct CallToolResult {
     pub result: ToolExecutionResult,
     pub card: Card,
 }
+
+/// Params of `toolhost/listSessions`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListSessionsParams {
+    /// Every workspace's sessions instead of this workspace's.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// One session in a listing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub id: String,
+    pub cwd: String,
+    /// Epoch milliseconds.
+    pub created_at: u64,
+    pub calls: u64,
+}
+
+/// Result of `toolhost/listSessions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListSessionsResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// Params of `toolhost/replaySession`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaySessionParams {
+    pub session_id: String,
+}
+
+/// Result of `toolhost/replaySession`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplaySessionResult {
+    pub cards: Vec<Card>,
+}
+
+/// Params of the server→client `toolhost/lspQuery` (0-based UTF-16 position).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LspQueryParams {
+    pub operation: String,
+    pub uri: String,
+    pub position: LspPosition,
+}
+
+/// A 0-based position in UTF-16 code units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LspPosition {
+    pub line: u32,
+    pub character: u32,
+}
+
+/// The experimental capability block toolhost reports in its initialize result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolhostServerCapability {
+    pub version: String,
+    pub session_id: String,
+}
+
+/// The custom method names.
+pub mod methods {
+    pub const LIST_TOOLS: &str = "toolhost/listTools";
+    pub const CALL_TOOL: &str = "toolhost/callTool";
+    pub const LIST_SESSIONS: &str = "toolhost/listSessions";
+    pub const REPLAY_SESSION: &str = "toolhost/replaySession";
+    pub const CARD: &str = "toolhost/card";
+    pub const LSP_QUERY: &str = "toolhost/lspQuery";
+    pub const CALL_TOOL_COMMAND: &str = "toolhost.callTool";
+}

@@ -4,6 +4,7 @@
 
 use crate::config::{self, Config, Sources};
 use crate::host::{Host, HostOptions, new_call_id};
+use crate::session;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::{Card, CardKind};
-use toolhost_protocol::lsp_ext::{CallToolResult, ListToolsResult};
+use toolhost_protocol::lsp_ext::{CallToolResult, ListSessionsResult, ListToolsResult, SessionInfo};
 use toolhost_workspace::Ledger;
 
 /// The agent tool runtime that lives in the editor.
@@ -45,6 +46,47 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the sessions of this workspace (or of every workspace with --all), or prune them.
+    Sessions {
+        #[command(flatten)]
+        common: Common,
+        /// Every workspace's sessions.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+        /// Delete sessions older than --older-than (default 30d).
+        #[arg(long)]
+        prune: bool,
+        /// Age for --prune, e.g. 30d, 12h.
+        #[arg(long, value_name = "DURATION", default_value = "30d")]
+        older_than: String,
+        /// Delete one session of this workspace.
+        #[arg(long, value_name = "ID")]
+        delete: Option<String>,
+    },
+    /// Print the cards of a session (by id, or a path to its session.jsonl), rebuilt from the log.
+    Replay {
+        /// A session id of this workspace, or a path to a session.jsonl.
+        session: String,
+        #[command(flatten)]
+        common: Common,
+        /// One JSON card per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the LSP server over stdio (what editors start).
+    Serve {
+        /// Accepted for compatibility with clients that pass it; stdio is the only transport.
+        #[arg(long)]
+        stdio: bool,
+        /// Session directory override.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+        /// Cap on one incoming message body (bytes).
+        #[arg(long, value_name = "BYTES", default_value_t = crate::framing::DEFAULT_MAX_BODY, hide = true)]
+        max_message_bytes: usize,
+    },
     /// Trust this workspace: its toolhost.toml may then configure language-server commands.
     Trust {
         #[command(flatten)]
@@ -57,6 +99,12 @@ struct Common {
     /// The workspace root (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Continue (or create) this session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Where session logs live (default: $XDG_STATE_HOME/toolhost/sessions).
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<PathBuf>,
 }
 
 /// A failure outside the tool result, with its exit code.
@@ -148,9 +196,26 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let args = parse_args_text(args.as_deref())?;
             let root = workspace_root(&common)?;
             let config = load_config(&root)?;
-            let host = open_host(&config, &root, None)?;
+            let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            let id = match &common.session {
+                Some(id) => id.clone(),
+                None => toolhost_session::new_session_id(),
+            };
+            let opened = session::open_session(&sessions, &root, &id).map_err(|e| Failure::env(e.to_string()))?;
+            if opened.report.created {
+                eprintln!("toolhost: session {id}");
+            }
+            if let Some(torn) = &opened.report.torn_tail {
+                eprintln!("toolhost: repaired session {id}: cut a torn last line of {} bytes", torn.bytes.len());
+            }
+            let host = open_host(&config, &root, Some(&opened), Some(id))?;
             let call_id = new_call_id();
-            let outcome = host.call(&call_id, &tool, args, CancellationToken::new()).await;
+            let outcome = host
+                .call(&call_id, &tool, args, CancellationToken::new())
+                .await
+                .map_err(|e| Failure::env(e.to_string()))?;
+            opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
             let is_error = outcome.finalized.result.is_error();
             let mut stdout = std::io::stdout().lock();
             if json {
@@ -175,7 +240,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Tools { common, json } => {
             let root = workspace_root(&common)?;
             let config = load_config(&root)?;
-            let host = open_host(&config, &root, None)?;
+            let host = open_host(&config, &root, None, None)?;
             let tools = host.registry().descriptors();
             let mut stdout = std::io::stdout().lock();
             if json {
@@ -189,6 +254,81 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 }
             }
             Ok(0)
+        }
+        Command::Sessions { common, all, json, prune, older_than, delete } => {
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let dir = session::sessions_dir(&config, common.session_dir.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            let key = toolhost_session::workspace_key(&canonical(&root));
+            if prune {
+                let age = toolhost_session::parse_duration(&older_than).map_err(|e| Failure::usage(e.to_string()))?;
+                let n = toolhost_session::prune_sessions(&dir, age).map_err(|e| Failure::env(e.to_string()))?;
+                println!("pruned {n} session(s) older than {older_than}");
+                return Ok(0);
+            }
+            if let Some(id) = delete {
+                toolhost_session::delete_session(&dir, &key, &id).map_err(|e| Failure::env(e.to_string()))?;
+                println!("deleted session {id}");
+                return Ok(0);
+            }
+            let rows = toolhost_session::list_sessions(&dir, if all { None } else { Some(&key) });
+            let list: Vec<SessionInfo> = rows
+                .iter()
+                .map(|r| SessionInfo { id: r.id.clone(), cwd: r.cwd.clone(), created_at: r.created_at, calls: r.calls })
+                .collect();
+            if json {
+                let text = serde_json::to_string(&ListSessionsResult { sessions: list })
+                    .map_err(|e| Failure::env(e.to_string()))?;
+                println!("{text}");
+            } else if list.is_empty() {
+                println!("no sessions");
+            } else {
+                for row in list {
+                    println!("{}  {} call(s)  {}", row.id, row.calls, row.cwd);
+                }
+            }
+            Ok(0)
+        }
+        Command::Replay { session: which, common, json } => {
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let path = if which.ends_with(".jsonl") || which.contains('/') {
+                PathBuf::from(&which)
+            } else {
+                let dir = session::sessions_dir(&config, common.session_dir.as_deref())
+                    .map_err(|e| Failure::env(e.to_string()))?;
+                let key = toolhost_session::workspace_key(&canonical(&root));
+                toolhost_session::session_dir(&dir, &key, &which)
+                    .map_err(|e| Failure::usage(e.to_string()))?
+                    .join(toolhost_session::LOG_FILE_NAME)
+            };
+            let view = toolhost_session::read_session(&path).map_err(|e| Failure::env(e.to_string()))?;
+            let host = open_host(&config, &root, None, None)?;
+            let registry = host.registry().clone();
+            let cwd = view.header.cwd.clone();
+            let calls = toolhost_session::replay_cards(&view, &cwd, |tool| {
+                registry.contains(tool).then(|| registry.renderer_version(tool))
+            });
+            let mut stdout = std::io::stdout().lock();
+            let color = stdout.is_terminal();
+            for (idx, call) in calls.iter().enumerate() {
+                if json {
+                    let text = serde_json::to_string(&call.card).map_err(|e| Failure::env(e.to_string()))?;
+                    let _ = writeln!(stdout, "{text}");
+                } else {
+                    if idx > 0 {
+                        let _ = writeln!(stdout);
+                    }
+                    let text = if color { colored_card(&call.card) } else { call.card.rendered.clone() };
+                    let _ = writeln!(stdout, "{text}");
+                }
+            }
+            Ok(0)
+        }
+        Command::Serve { stdio: _, session_dir, max_message_bytes } => {
+            let code = crate::lsp::serve(crate::lsp::ServeOptions { session_dir, max_message_bytes }).await;
+            Ok(code)
         }
         Command::Trust { common } => {
             let root = workspace_root(&common)?;
@@ -204,18 +344,35 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-fn open_host(config: &Config, root: &Path, session_id: Option<String>) -> Result<Host, Failure> {
-    Host::new(
-        config,
-        HostOptions {
+fn open_host(
+    config: &Config,
+    root: &Path,
+    opened: Option<&session::OpenedSession>,
+    session_id: Option<String>,
+) -> Result<Host, Failure> {
+    let options = match opened {
+        Some(opened) => HostOptions {
+            roots: vec![root.to_path_buf()],
+            read_only_roots: vec![opened.blob_dir()],
+            session_id,
+            ledger: Arc::clone(&opened.ledger),
+            spill: Some(opened.spill()),
+            session: Some(Arc::clone(&opened.log)),
+        },
+        None => HostOptions {
             roots: vec![root.to_path_buf()],
             read_only_roots: Vec::new(),
             session_id,
             ledger: Arc::new(Ledger::new()),
             spill: None,
+            session: None,
         },
-    )
-    .map_err(|e| Failure::env(e.to_string()))
+    };
+    Host::new(config, options).map_err(|e| Failure::env(e.to_string()))
+}
+
+fn canonical(root: &Path) -> PathBuf {
+    root.canonicalize().unwrap_or_else(|_| root.to_path_buf())
 }
 
 /// `card::to_text` with ANSI colors on `+`/`-` lines and hunk headers.

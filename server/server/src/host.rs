@@ -11,6 +11,8 @@ use toolhost_contract::{
 };
 use toolhost_protocol::card::{self, Card, CardOutcome};
 use toolhost_tools_fs::FsLimits;
+use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
+use toolhost_session::{SessionError, SessionLog};
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
 
 /// Why a host could not be set up.
@@ -20,6 +22,8 @@ pub enum HostError {
     Workspace { path: String, detail: String },
     #[error("cannot register tools: {0}")]
     Registration(#[from] toolhost_contract::RegistrationError),
+    #[error("cannot write the session log: {0}")]
+    Session(#[from] SessionError),
 }
 
 /// What the host needs besides the configuration.
@@ -33,6 +37,8 @@ pub struct HostOptions {
     pub ledger: Arc<Ledger>,
     /// Where spills go (the session blob store; a private temp dir when `None`).
     pub spill: Option<SpillHandle>,
+    /// The session log every call is appended to.
+    pub session: Option<Arc<SessionLog>>,
 }
 
 /// One call's outcome as clients see it.
@@ -49,6 +55,7 @@ pub struct Host {
     workspace: Workspace,
     root_display: String,
     session_id: Option<String>,
+    session: Option<Arc<SessionLog>>,
 }
 
 fn fs_limits(config: &Config) -> FsLimits {
@@ -100,6 +107,7 @@ impl Host {
             workspace,
             root_display,
             session_id: options.session_id,
+            session: options.session,
         })
     }
 
@@ -129,14 +137,27 @@ impl Host {
         card::build(call_id, name, args, &self.root_display, CardOutcome::Pending)
     }
 
-    /// Runs one direct call through the full pipeline and builds its card.
+    pub fn session(&self) -> Option<&Arc<SessionLog>> {
+        self.session.as_ref()
+    }
+
+    /// Runs one direct call through the full pipeline and builds its card. With a session, the
+    /// call is logged (`tool/call` before, `tool/result` after, durable before this returns).
     pub async fn call(
         &self,
         call_id: &str,
         name: &str,
         args: Value,
         signal: CancellationToken,
-    ) -> CallOutcome {
+    ) -> Result<CallOutcome, HostError> {
+        if let Some(log) = &self.session {
+            log.append_tool_call(&ToolCallEvent {
+                call_id: call_id.to_owned(),
+                name: name.to_owned(),
+                arguments: args.clone(),
+            })
+            .await?;
+        }
         let input = CallInput {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
@@ -147,6 +168,18 @@ impl Host {
             capabilities: Arc::clone(&self.capabilities),
         };
         let finalized = self.registry.dispatch(input).await;
+        if let Some(log) = &self.session {
+            log.append_tool_result(&ToolResultEvent {
+                call_id: call_id.to_owned(),
+                name: name.to_owned(),
+                content: finalized.result.content().to_vec(),
+                is_error: finalized.result.is_error(),
+                error: finalized.result.error().and_then(|e| e.info.clone()),
+                meta: finalized.result.meta().cloned(),
+                renderer_version: finalized.renderer_version,
+            })
+            .await?;
+        }
         let card = card::build(
             call_id,
             name,
@@ -158,7 +191,7 @@ impl Host {
                 meta: finalized.result.meta(),
             },
         );
-        CallOutcome { call_id: call_id.to_owned(), finalized, card }
+        Ok(CallOutcome { call_id: call_id.to_owned(), finalized, card })
     }
 }
 

@@ -3,4 +3,8 @@
 
 pub mod cli;
 pub mod config;
+pub mod framing;
 pub mod host;
+pub mod lsp;
+pub mod session;
+pub mod watcher;

@@ -129,6 +129,7 @@ fn kill_9_at_random_moments() {
     let started = Instant::now();
     let (mut total_reported, mut torn_injected, mut torn_by_kill, mut max_lines) =
         (0usize, 0, 0, 0);
+    let mut silent_children = 0;
 
     for session in 0..KILLS / KILLS_PER_SESSION {
         let id = format!("crash-{session}");
@@ -153,7 +154,9 @@ fn kill_9_at_random_moments() {
             std::thread::sleep(Duration::from_micros(rng.random_range(3_000..45_000)));
             child.kill().unwrap(); // SIGKILL
             child.wait().unwrap();
-            for line in reader.join().unwrap() {
+            let lines = reader.join().unwrap();
+            silent_children += usize::from(!lines.iter().any(|l| l.starts_with("SEQ ")));
+            for line in lines {
                 assert!(!line.contains("ERR"), "child failed: {line}");
                 if let Some(rest) = line.strip_prefix("SEQ ") {
                     let (seq, tag) = rest.split_once(' ').unwrap();
@@ -235,7 +238,7 @@ fn kill_9_at_random_moments() {
     eprintln!(
         "crash test: {KILLS} kills in {:.1?}, {total_reported} acknowledged appends verified, \
          {torn_injected} injected torn tails, {torn_by_kill} torn tails left by kills, \
-         largest log {max_lines} lines",
+         largest log {max_lines} lines, {silent_children} children killed before their first ack",
         started.elapsed()
     );
 }

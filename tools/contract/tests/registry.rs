@@ -726,6 +726,46 @@ async fn failing_pre_execute_listener_is_a_final_result_that_skips_post_execute(
     assert_eq!(info_name(&res), Some("HarnessError"));
 }
 
+/// An approval channel that fails.
+struct BrokenApproval;
+
+impl toolhost_contract::ApprovalChannel for BrokenApproval {
+    fn request<'a>(
+        &'a self,
+        _exec: &'a toolhost_contract::Execution,
+        _reason: Option<&'a str>,
+    ) -> toolhost_contract::BoxFuture<'a, Result<ApprovalOutcome, ToolError>> {
+        Box::pin(async { Err(ToolError::plain("approval service down")) })
+    }
+}
+
+#[tokio::test]
+async fn failing_approval_channel_or_guard_is_a_final_result() {
+    for broken in ["approval", "guard"] {
+        let registry = Registry::default();
+        let (calls, posted) = (counter(), counter());
+        let _d = registry.register(Echo::new("echo").counting(&calls)).unwrap();
+        if broken == "approval" {
+            registry.add_pre_execute(asking(None));
+            registry.set_approval_channel(Some(Arc::new(BrokenApproval)));
+        } else {
+            registry.add_guard(guard(|_e| Err(ToolError::plain("guard crashed"))));
+        }
+        let p = Arc::clone(&posted);
+        registry.add_post_execute(
+            post(move |_e, _r, next| {
+                bump(&p);
+                Box::pin(next.run())
+            }),
+            false,
+        );
+        let res = registry.dispatch(call("echo", json!({}))).await;
+        let expected = if broken == "approval" { "approval service down" } else { "guard crashed" };
+        assert_failure(&res, expected, None);
+        assert_eq!((count(&calls), count(&posted)), (0, 0), "{broken}: final result");
+    }
+}
+
 #[tokio::test]
 async fn panicking_pre_execute_listener_is_contained() {
     let registry = Registry::default();

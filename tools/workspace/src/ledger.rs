@@ -133,7 +133,8 @@ mod tests {
 
     #[test]
     fn records_restores_and_reports() {
-        let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+        type Events = Vec<(String, Option<String>)>;
+        let seen: Arc<Mutex<Events>> = Arc::default();
         let sink = seen.clone();
         let ledger = Ledger::with_observer(Arc::new(move |p: &str, v: Option<&str>| {
             lock(&sink).push((p.to_owned(), v.map(str::to_owned)));

@@ -1,6 +1,8 @@
 //! Confinement: the testkit corpus × read, write and edit must never touch anything outside the
 //! roots or inside protected paths; symlinks that stay inside keep working.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on purpose
+
 use std::os::unix::fs::symlink;
 
 use toolhost_workspace::testkit::{EscapeCorpus, INSIDE, SECRET};

@@ -2,10 +2,13 @@
 //! variable) alternates a 1 MiB file between two contents through `write_file`; the parent
 //! SIGKILLs it at random moments and checks the file is always exactly one of the two.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on purpose
+
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -78,8 +81,19 @@ fn kill_9_never_tears() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let ready = BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line == READY);
-        assert!(ready, "kill {kill}: the child died before it was ready");
+        let (ready_tx, ready_rx) = mpsc::channel();
+        // libtest may print the marker after its own "test crash_child ... " prefix.
+        std::thread::spawn(move || {
+            let found =
+                BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains(READY));
+            let _ = ready_tx.send(found);
+        });
+        let ready = ready_rx.recv_timeout(Duration::from_secs(30));
+        if ready != Ok(true) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kill {kill}: the child did not become ready: {ready:?}");
+        }
         std::thread::sleep(Duration::from_micros(rng.random_range(0..40_000)));
         child.kill().unwrap();
         child.wait().unwrap();

@@ -1,6 +1,8 @@
 //! Read, write and edit semantics: the ledger (read-before-write by content hash), stale and
 //! concurrent edits, atomic writes keeping the mode, protected paths and dirty buffers.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on purpose
+
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
@@ -342,7 +344,8 @@ async fn ledger_reports_to_the_observer_and_restores() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     fs::write(root.join("a.txt"), "a\n").unwrap();
-    let events: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    type Events = Vec<(String, Option<String>)>;
+    let events: Arc<Mutex<Events>> = Arc::default();
     let sink = events.clone();
     let ledger = Arc::new(Ledger::with_observer(Arc::new(move |p: &str, v: Option<&str>| {
         sink.lock().unwrap().push((p.to_owned(), v.map(str::to_owned)));

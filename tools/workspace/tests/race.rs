@@ -3,6 +3,8 @@
 //! it. Resolution may see the directory and the open the symlink; the open beneath the root
 //! handle must still refuse. Zero escapes allowed.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on purpose
+
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -1,0 +1,4 @@
+fn main() {
+	let s = "héllo wörld";
+	println!("{}", s); // 日本語
+}

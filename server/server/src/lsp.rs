@@ -1,0 +1,622 @@
+//! `toolhost serve`: the LSP server (design.md §4).
+//!
+//! Layout of one connection:
+//!
+//! ```text
+//! stdin ─▶ framing filter ─┬─ requests/notifications ─▶ queue ─▶ tower-lsp-server ─▶ output pump ─▶ stdout
+//!                          └─ responses (to our requests) ─▶ the waiting server→client request
+//! ```
+//!
+//! The filter caps frames and routes client responses directly, so a handler awaiting an editor
+//! reply never starves the reader. Tool calls run as spawned tasks: a cancelled request
+//! (`$/cancelRequest`) cancels the call's token, the body is still awaited and logged, and the
+//! client gets `-32800`. On `exit`, stdin EOF or a dead client every call is cancelled, the server
+//! waits at most 1.5 s, flushes the session log and exits (0 after `shutdown`, 1 otherwise).
+
+use crate::config::{PartialConfig, Sources};
+use crate::framing::{self, Frame, FrameReader, FramingError};
+use crate::host::{Host, HostOptions, new_call_id};
+use crate::session::{self, OpenedSession};
+use futures::{FutureExt, SinkExt, StreamExt};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Notify;
+use toolhost_contract::CancellationToken;
+use toolhost_protocol::card::Card;
+use toolhost_protocol::lsp_ext::{
+    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult, ReplaySessionParams,
+    ReplaySessionResult, SessionInfo, methods,
+};
+use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Response};
+use tower_lsp_server::gen_lsp_types as lsp;
+use tower_lsp_server::{Client, ClientSocket, LanguageServer, Loopback, LspService, Server};
+
+/// How long exit waits for running calls before abandoning them.
+pub const EXIT_GRACE: Duration = Duration::from_millis(1500);
+
+/// Options of `toolhost serve`.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub session_dir: Option<PathBuf>,
+    pub max_message_bytes: usize,
+}
+
+/// The `toolhost/card` notification.
+enum CardNotification {}
+
+impl lsp::Notification for CardNotification {
+    type Params = Card;
+    const METHOD: lsp::LspNotificationMethod<'static> = lsp::LspNotificationMethod::Custom(methods::CARD);
+    const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::ServerToClient;
+}
+
+/// Connection-wide state shared by the backend and the transport.
+pub struct ServerState {
+    options: ServeOptions,
+    host: OnceLock<Arc<Host>>,
+    opened: OnceLock<OpenedSession>,
+    shutdown_requested: AtomicBool,
+    calls: Mutex<HashMap<String, CancellationToken>>,
+    active: AtomicUsize,
+    idle: Notify,
+    /// Safe calls take it shared, every other call exclusively (design.md §3).
+    barrier: Arc<tokio::sync::RwLock<()>>,
+    /// Highest version seen per document (notifications may be handled out of order).
+    versions: Mutex<HashMap<String, i32>>,
+    lsp_provider: AtomicBool,
+    client_pid: Mutex<Option<i32>>,
+    /// Fired to stop the connection (exit, EOF, fatal framing, dead client).
+    stop: CancellationToken,
+}
+
+impl ServerState {
+    fn new(options: ServeOptions) -> Self {
+        ServerState {
+            options,
+            host: OnceLock::new(),
+            opened: OnceLock::new(),
+            shutdown_requested: AtomicBool::new(false),
+            calls: Mutex::new(HashMap::new()),
+            active: AtomicUsize::new(0),
+            idle: Notify::new(),
+            barrier: Arc::new(tokio::sync::RwLock::new(())),
+            versions: Mutex::new(HashMap::new()),
+            lsp_provider: AtomicBool::new(false),
+            client_pid: Mutex::new(None),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    fn host(&self) -> Result<Arc<Host>, RpcError> {
+        self.host.get().cloned().ok_or_else(|| RpcError {
+            code: ErrorCode::ServerError(-32002),
+            message: "server not initialized".into(),
+            data: None,
+        })
+    }
+
+    fn cancel_all(&self) {
+        if let Ok(calls) = self.calls.lock() {
+            for token in calls.values() {
+                token.cancel();
+            }
+        }
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.active.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The LSP backend.
+pub struct Backend {
+    client: Client,
+    state: Arc<ServerState>,
+}
+
+fn internal(message: impl Into<String>) -> RpcError {
+    RpcError { code: ErrorCode::InternalError, message: message.into().into(), data: None }
+}
+
+fn invalid_params(message: impl Into<String>) -> RpcError {
+    RpcError { code: ErrorCode::InvalidParams, message: message.into().into(), data: None }
+}
+
+/// Runs a handler future, turning a panic into an internal-error reply.
+async fn guarded<T>(fut: impl std::future::Future<Output = Result<T, RpcError>>) -> Result<T, RpcError> {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(res) => res,
+        Err(_) => Err(internal("internal error: the request handler panicked")),
+    }
+}
+
+fn uri_to_path(uri: &lsp::Uri) -> Option<PathBuf> {
+    uri.to_file_path().ok()
+}
+
+impl Backend {
+    async fn do_initialize(&self, params: lsp::InitializeParams) -> Result<lsp::InitializeResult, RpcError> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        if let Some(lsp::WorkspaceFolders::WorkspaceFolderList(folders)) =
+            &params.workspace_folders_initialize_params.workspace_folders
+        {
+            roots.extend(folders.iter().filter_map(|f| uri_to_path(&f.uri)));
+        }
+        #[allow(deprecated)]
+        if roots.is_empty()
+            && let Some(uri) = &params.root_uri
+            && let Some(path) = uri_to_path(uri)
+        {
+            roots.push(path);
+        }
+        if roots.is_empty() {
+            roots.push(std::env::current_dir().map_err(|e| internal(format!("no workspace: {e}")))?);
+        }
+        let primary = roots[0].clone();
+        let init = PartialConfig::from_json(
+            "initializationOptions",
+            params.initialization_options.as_ref().unwrap_or(&Value::Null),
+        )
+        .map_err(|e| invalid_params(e.to_string()))?;
+        let requested = init.session_id().map(str::to_owned);
+        let mut sources = Sources::load(&primary, crate::config::user_config_path().as_deref())
+            .map_err(|e| invalid_params(e.to_string()))?;
+        sources.init_options = Some(init);
+        let config = sources.resolve(&primary);
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
+        let sessions = session::sessions_dir(&config, self.state.options.session_dir.as_deref())
+            .map_err(|e| internal(e.to_string()))?;
+        let id = requested.unwrap_or_else(toolhost_session::new_session_id);
+        let opened = session::open_session(&sessions, &primary, &id).map_err(|e| RpcError {
+            code: ErrorCode::ServerError(-32001),
+            message: format!("cannot open session {id}: {e}").into(),
+            data: Some(json!({"code": e.code()})),
+        })?;
+        let host = Host::new(
+            &config,
+            HostOptions {
+                roots,
+                read_only_roots: vec![opened.blob_dir()],
+                session_id: Some(id.clone()),
+                ledger: Arc::clone(&opened.ledger),
+                spill: Some(opened.spill()),
+                session: Some(Arc::clone(&opened.log)),
+            },
+        )
+        .map_err(|e| internal(e.to_string()))?;
+        let host = Arc::new(host);
+        crate::watcher::spawn(Arc::clone(&host), self.state.stop.clone());
+        let _ = self.state.host.set(host);
+        let _ = self.state.opened.set(opened);
+        let provider = params
+            .capabilities
+            .experimental
+            .as_ref()
+            .and_then(|e| e.pointer("/toolhost/lspProvider"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        self.state.lsp_provider.store(provider, Ordering::SeqCst);
+        if let Ok(mut pid) = self.state.client_pid.lock() {
+            *pid = params.process_id;
+        }
+        let result = json!({
+            "capabilities": {
+                "textDocumentSync": {"openClose": true, "change": 1, "save": {"includeText": false}},
+                "executeCommandProvider": {"commands": [methods::CALL_TOOL_COMMAND]},
+                "experimental": {"toolhost": {"version": env!("CARGO_PKG_VERSION"), "sessionId": id}}
+            },
+            "serverInfo": {"name": "toolhost", "version": env!("CARGO_PKG_VERSION")}
+        });
+        serde_json::from_value(result).map_err(|e| internal(e.to_string()))
+    }
+
+    /// Runs one tool call as a spawned task (so a cancelled request never abandons the body).
+    async fn run_call(&self, name: String, arguments: Value, call_id: Option<String>) -> Result<CallToolResult, RpcError> {
+        let host = self.state.host()?;
+        let call_id = call_id.unwrap_or_else(new_call_id);
+        let token = CancellationToken::new();
+        {
+            let mut calls = self.state.calls.lock().map_err(|_| internal("call table poisoned"))?;
+            if calls.contains_key(&call_id) {
+                return Err(invalid_params(format!("call id {call_id:?} is already running")));
+            }
+            calls.insert(call_id.clone(), token.clone());
+        }
+        // Dropping this handler future (on $/cancelRequest) cancels the call.
+        let guard = token.clone().drop_guard();
+        self.state.active.fetch_add(1, Ordering::SeqCst);
+        let state = Arc::clone(&self.state);
+        let client = self.client.clone();
+        let task_id = call_id.clone();
+        let task_host = Arc::clone(&host);
+        let task = tokio::spawn(async move {
+            let host = task_host;
+            let safe = host.registry().concurrency_safe(&name, &arguments);
+            let barrier = Arc::clone(&state.barrier);
+            let outcome = {
+                let _permit = if safe {
+                    Permit::Shared(barrier.read_owned().await)
+                } else {
+                    Permit::Exclusive(barrier.write_owned().await)
+                };
+                client.send_notification::<CardNotification>(host.pending_card(&task_id, &name, &arguments)).await;
+                host.call(&task_id, &name, arguments, token).await
+            };
+            if let Ok(outcome) = &outcome {
+                client.send_notification::<CardNotification>(outcome.card.clone()).await;
+            }
+            if let Ok(mut calls) = state.calls.lock() {
+                calls.remove(&task_id);
+            }
+            if state.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+                state.idle.notify_waiters();
+            }
+            outcome
+        });
+        let joined = task.await;
+        guard.disarm();
+        let outcome = match joined {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(err)) => return Err(internal(err.to_string())),
+            Err(err) => return Err(internal(format!("internal error: the call task failed: {err}"))),
+        };
+        Ok(CallToolResult {
+            session_id: host.session_id().map(str::to_owned),
+            call_id: outcome.call_id,
+            result: outcome.finalized.result,
+            card: outcome.card,
+        })
+    }
+
+    async fn list_tools(&self, _params: Value) -> Result<ListToolsResult, RpcError> {
+        guarded(async { Ok(ListToolsResult { tools: self.state.host()?.registry().descriptors() }) }).await
+    }
+
+    async fn call_tool(&self, params: CallToolParams) -> Result<CallToolResult, RpcError> {
+        guarded(self.run_call(params.name, params.arguments, params.call_id)).await
+    }
+
+    async fn list_sessions(&self, params: ListSessionsParams) -> Result<ListSessionsResult, RpcError> {
+        guarded(async {
+            let host = self.state.host()?;
+            let opened = self.state.opened.get().ok_or_else(|| internal("no session"))?;
+            let dir = opened.log.dir().parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default();
+            let key = toolhost_session::workspace_key(&host.root().canonicalize().unwrap_or_else(|_| host.root().to_path_buf()));
+            let rows = toolhost_session::list_sessions(&dir, if params.all { None } else { Some(&key) });
+            Ok(ListSessionsResult {
+                sessions: rows
+                    .into_iter()
+                    .map(|r| SessionInfo { id: r.id, cwd: r.cwd, created_at: r.created_at, calls: r.calls })
+                    .collect(),
+            })
+        })
+        .await
+    }
+
+    async fn replay_session(&self, params: ReplaySessionParams) -> Result<ReplaySessionResult, RpcError> {
+        guarded(async {
+            let host = self.state.host()?;
+            let opened = self.state.opened.get().ok_or_else(|| internal("no session"))?;
+            let path = if params.session_id == opened.log.id() {
+                opened.log.log_path().to_path_buf()
+            } else {
+                let dir = opened.log.dir().parent().map(PathBuf::from).unwrap_or_default();
+                toolhost_session::validate_session_id(&params.session_id).map_err(|e| invalid_params(e.to_string()))?;
+                dir.join(&params.session_id).join(toolhost_session::LOG_FILE_NAME)
+            };
+            let view = toolhost_session::read_session(&path).map_err(|e| RpcError {
+                code: ErrorCode::ServerError(-32001),
+                message: format!("cannot replay session {}: {e}", params.session_id).into(),
+                data: Some(json!({"code": e.code()})),
+            })?;
+            let registry = host.registry().clone();
+            let cwd = view.header.cwd.clone();
+            let calls = toolhost_session::replay_cards(&view, &cwd, |tool| {
+                registry.contains(tool).then(|| registry.renderer_version(tool))
+            });
+            Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect() })
+        })
+        .await
+    }
+
+    fn track_document(&self, uri: &lsp::Uri, version: Option<i32>, text: Option<&str>, closed: bool) {
+        let Ok(host) = self.state.host() else { return };
+        let Some(path) = uri_to_path(uri) else { return };
+        let key = uri.to_string();
+        if let (Some(version), Ok(mut versions)) = (version, self.state.versions.lock()) {
+            let last = versions.get(&key).copied().unwrap_or(i32::MIN);
+            if version < last {
+                return;
+            }
+            versions.insert(key.clone(), version);
+        }
+        let dirty = match (closed, text) {
+            (true, _) => false,
+            (false, Some(text)) => std::fs::read(&path).map_or(!text.is_empty(), |disk| disk != text.as_bytes()),
+            (false, None) => false,
+        };
+        if closed && let Ok(mut versions) = self.state.versions.lock() {
+            versions.remove(&key);
+        }
+        host.workspace().dirty_buffers().set(path, dirty);
+    }
+}
+
+/// A barrier permit, held (never read) until the call ends.
+#[allow(dead_code)]
+enum Permit {
+    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
+    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: lsp::InitializeParams) -> tower_lsp_server::jsonrpc::Result<lsp::InitializeResult> {
+        guarded(self.do_initialize(params)).await
+    }
+
+    async fn shutdown(&self) -> tower_lsp_server::jsonrpc::Result<()> {
+        self.state.shutdown_requested.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
+        let doc = params.text_document;
+        self.track_document(&doc.uri, Some(doc.version), Some(&doc.text), false);
+    }
+
+    async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
+        // Full sync: the last change holds the whole text.
+        let text = params.content_changes.iter().rev().find_map(|change| match change {
+            lsp::TextDocumentContentChangeEvent::TextDocumentContentChangeWholeDocument(whole) => {
+                Some(whole.text.clone())
+            }
+            lsp::TextDocumentContentChangeEvent::TextDocumentContentChangePartial(_) => None,
+        });
+        // A partial change we cannot apply still means "modified": never assume clean.
+        let modified = text.is_none() && !params.content_changes.is_empty();
+        let doc = &params.text_document;
+        if modified {
+            self.track_document(&doc.text_document_identifier.uri, Some(doc.version), Some("\u{0}unknown"), false);
+        } else {
+            self.track_document(&doc.text_document_identifier.uri, Some(doc.version), text.as_deref(), false);
+        }
+    }
+
+    async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
+        let Ok(host) = self.state.host() else { return };
+        if let Some(path) = uri_to_path(&params.text_document.uri) {
+            host.workspace().dirty_buffers().set(path, false);
+        }
+    }
+
+    async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
+        self.track_document(&params.text_document.uri, None, None, true);
+    }
+
+    async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> tower_lsp_server::jsonrpc::Result<Option<lsp::LspAny>> {
+        guarded(async {
+            if params.command != methods::CALL_TOOL_COMMAND {
+                return Err(invalid_params(format!("unknown command {:?}", params.command)));
+            }
+            let mut args = params.arguments.unwrap_or_default().into_iter();
+            let Some(Value::String(name)) = args.next() else {
+                return Err(invalid_params("toolhost.callTool expects arguments [name, argumentsObject]"));
+            };
+            let arguments = args.next().unwrap_or_else(|| json!({}));
+            let result = self.run_call(name, arguments, None).await?;
+            serde_json::to_value(result).map(Some).map_err(|e| internal(e.to_string()))
+        })
+        .await
+    }
+}
+
+/// The loopback handed to the framework: server→client requests come from the socket; client
+/// responses are routed by the framing filter, so the framework's own sink is never fed.
+struct RoutedLoopback {
+    requests: futures::stream::SplitStream<ClientSocket>,
+}
+
+impl Loopback for RoutedLoopback {
+    type RequestStream = futures::stream::SplitStream<ClientSocket>;
+    type ResponseSink = futures::sink::Drain<Response>;
+
+    fn split(self) -> (Self::RequestStream, Self::ResponseSink) {
+        (self.requests, futures::sink::drain())
+    }
+}
+
+type SharedStdout = Arc<tokio::sync::Mutex<tokio::io::Stdout>>;
+
+async fn write_error(stdout: &SharedStdout, code: i64, message: &str) {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    let mut out = stdout.lock().await;
+    let _ = framing::write_frame(&mut *out, body.to_string().as_bytes()).await;
+}
+
+/// What ended the connection.
+enum Ending {
+    Eof,
+    Exit,
+    Fatal(String),
+    ClientDied,
+}
+
+/// Serves one LSP connection over stdio and returns the process exit code.
+pub async fn serve(options: ServeOptions) -> u8 {
+    let max_body = options.max_message_bytes;
+    let state = Arc::new(ServerState::new(options));
+    let (service, socket) = {
+        let state = Arc::clone(&state);
+        LspService::build(move |client| Backend { client, state })
+            .custom_method(methods::LIST_TOOLS, Backend::list_tools)
+            .custom_method(methods::CALL_TOOL, Backend::call_tool)
+            .custom_method(methods::LIST_SESSIONS, Backend::list_sessions)
+            .custom_method(methods::REPLAY_SESSION, Backend::replay_session)
+            .finish()
+    };
+    let (mut responses, requests) = StreamExt::split(socket);
+    let stdout: SharedStdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+    let (to_server_write, to_server_read) = tokio::io::duplex(1 << 20);
+    let (from_server_write, from_server_read) = tokio::io::duplex(1 << 20);
+
+    // Output pump: whole frames from the framework to stdout, interleaved safely with ours.
+    let pump = {
+        let stdout = Arc::clone(&stdout);
+        tokio::spawn(async move {
+            let mut frames = FrameReader::new(from_server_read, usize::MAX);
+            while let Ok(Some(Frame::Body(body))) = frames.next().await {
+                let mut out = stdout.lock().await;
+                if framing::write_frame(&mut *out, &body).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+
+    // Inbound queue: the reader never waits on the framework's request processing.
+    let (queue_tx, mut queue_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(10_000);
+    let feeder = tokio::spawn(async move {
+        let mut writer = to_server_write;
+        while let Some(body) = queue_rx.recv().await {
+            if framing::write_frame(&mut writer, &body).await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+
+    // The framing filter.
+    let reader = {
+        let stdout = Arc::clone(&stdout);
+        let stop = state.stop.clone();
+        tokio::spawn(async move {
+            let mut frames = FrameReader::new(tokio::io::stdin(), max_body);
+            let ending = loop {
+                match frames.next().await {
+                    Ok(None) => break Ending::Eof,
+                    Ok(Some(Frame::Oversized(len))) => {
+                        let message = format!("message body of {len} bytes exceeds the {max_body}-byte limit");
+                        write_error(&stdout, -32600, &message).await;
+                    }
+                    Ok(Some(Frame::Body(body))) => {
+                        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+                        if let Some(value) = &parsed
+                            && framing::is_response(value)
+                        {
+                            if let Ok(response) = serde_json::from_value::<Response>(value.clone()) {
+                                let _ = responses.send(response).await;
+                            }
+                            continue;
+                        }
+                        let is_exit = parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str) == Some("exit");
+                        let body = normalize_params(parsed, body);
+                        if queue_tx.send(body).await.is_err() {
+                            break Ending::Eof;
+                        }
+                        if is_exit {
+                            break Ending::Exit;
+                        }
+                    }
+                    Err(FramingError::Fatal(reason)) => break Ending::Fatal(reason),
+                    Err(FramingError::Io(err)) => break Ending::Fatal(err.to_string()),
+                }
+            };
+            stop.cancel();
+            ending
+        })
+    };
+
+    let monitor = spawn_client_monitor(Arc::clone(&state));
+    let server = Server::new(to_server_read, from_server_write, RoutedLoopback { requests })
+        .concurrency_level(256)
+        .serve(service);
+    tokio::select! {
+        () = server => {}
+        () = state.stop.cancelled() => {}
+    }
+    // Wind down: cancel every call, give them EXIT_GRACE, flush the log.
+    state.cancel_all();
+    let _ = tokio::time::timeout(EXIT_GRACE, state.wait_idle()).await;
+    if let Some(opened) = state.opened.get() {
+        let _ = tokio::time::timeout(Duration::from_millis(500), opened.log.flush()).await;
+    }
+    let ending = if reader.is_finished() {
+        reader.await.unwrap_or(Ending::Eof)
+    } else if monitor.is_finished() {
+        Ending::ClientDied
+    } else {
+        Ending::Exit
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        let _ = feeder.await;
+        let _ = pump.await;
+    })
+    .await;
+    {
+        let mut out = stdout.lock().await;
+        let _ = out.flush().await;
+    }
+    match ending {
+        Ending::Fatal(reason) => {
+            eprintln!("toolhost: closing the connection: {reason}");
+            1
+        }
+        Ending::ClientDied => {
+            eprintln!("toolhost: the client process died");
+            1
+        }
+        Ending::Exit | Ending::Eof => {
+            if state.shutdown_requested.load(Ordering::SeqCst) && matches!(ending, Ending::Exit) {
+                0
+            } else {
+                1
+            }
+        }
+    }
+}
+
+/// Parameterless custom methods accept a missing or null `params` as `{}`, whatever the client
+/// library sends for "no params".
+fn normalize_params(parsed: Option<Value>, body: Vec<u8>) -> Vec<u8> {
+    let Some(Value::Object(mut map)) = parsed else { return body };
+    let custom = map.get("method").and_then(Value::as_str).is_some_and(|m| m.starts_with("toolhost/"));
+    if custom && map.get("params").is_none_or(Value::is_null) {
+        map.insert("params".to_owned(), json!({}));
+        return serde_json::to_vec(&Value::Object(map)).unwrap_or(body);
+    }
+    body
+}
+
+/// Watches the client's process id (from initialize) and stops the server when it dies.
+fn spawn_client_monitor(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = state.stop.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+            let pid = state.client_pid.lock().ok().and_then(|p| *p);
+            if let Some(pid) = pid.filter(|p| *p > 0)
+                && let Some(pid) = rustix::process::Pid::from_raw(pid)
+                && rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
+            {
+                state.stop.cancel();
+                return;
+            }
+        }
+    })
+}
