@@ -10,7 +10,7 @@ use toolhost_contract::CancellationToken;
 use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
-use toolhost_workspace::Ledger;
+use toolhost_server::session::open_session;
 
 fn conformance_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../editor-clients/conformance")
@@ -23,8 +23,12 @@ fn program_exists(name: &str) -> bool {
 
 async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let root = dir.path().join("workspace");
+    std::fs::create_dir(&root).unwrap();
+    let root = root.canonicalize().unwrap();
     scenario.prepare(&root).unwrap();
+    // A real session, as the server opens one: spills go to its blob store (a read-only root).
+    let opened = open_session(&dir.path().join("sessions"), &root, "conformance").unwrap();
     let mut config = Config::default();
     if let Some(overrides) = scenario_config(scenario) {
         config = overrides;
@@ -33,10 +37,11 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
         &config,
         HostOptions {
             roots: vec![root.clone()],
-            read_only_roots: Vec::new(),
+            read_only_roots: vec![opened.blob_dir()],
             session_id: Some("conformance".to_owned()),
-            ledger: Arc::new(Ledger::new()),
-            spill: None,
+            ledger: Arc::clone(&opened.ledger),
+            spill: Some(opened.spill()),
+            session: Some(Arc::clone(&opened.log)),
         },
     )
     .unwrap();
@@ -48,7 +53,8 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
             Step::Tool { tool, args, expect } => {
                 let outcome = host
                     .call(&format!("call_{idx}"), tool, args.clone(), CancellationToken::new())
-                    .await;
+                    .await
+                    .unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
                 let card = serde_json::to_value(&outcome.card).unwrap();
                 for p in check_step(expect, &result, &card, &workspace) {

@@ -90,55 +90,12 @@ fn test(extra: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The main job on the embedded default: copies the sample workspace into a temp folder and runs a
-/// short real session through the `toolhost` binary, printing each call's card.
+/// The main job on the embedded default: the harness copies the sample workspace into a temp
+/// folder, starts the real server and runs a short session, printing each call's card.
 fn demo() -> Result<()> {
-    run(cargo().args(["build", "--quiet", "-p", "toolhost-server"]))?;
-    let bin = project_root().join("target/debug/toolhost");
-    let sample = project_root().join("examples/sample-workspace");
-    let dir = std::env::temp_dir().join(format!("toolhost-demo-{}", std::process::id()));
-    copy_tree(&sample, &dir)?;
-    println!("sample workspace copied to {}\n", dir.display());
-    let steps: [(&str, &str); 5] = [
-        ("glob", r#"{"pattern": "**/*.c"}"#),
-        ("read", r#"{"file_path": "src/greet.c"}"#),
-        (
-            "edit",
-            r#"{"file_path": "src/greet.c", "old_string": "Hello", "new_string": "Hello, toolhost"}"#,
-        ),
-        ("grep", r#"{"pattern": "greet\\(", "include": "*.c"}"#),
-        (
-            "edit",
-            r#"{"file_path": "src/main.c", "old_string": "return 0;", "new_string": "return 1;"}"#,
-        ),
-    ];
-    for (tool, args) in steps {
-        let out = Command::new(&bin)
-            .args(["call", tool, args, "--json"])
-            .current_dir(&dir)
-            .output()
-            .with_context(|| format!("cannot run {}", bin.display()))?;
-        let value: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
-            format!("toolhost printed no JSON: {}", String::from_utf8_lossy(&out.stderr))
-        })?;
-        println!("{}\n", value["card"]["rendered"].as_str().unwrap_or_default());
-    }
-    println!("(the workspace is left in {} for inspection)", dir.display());
-    Ok(())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in
-        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
-    {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
+    run(cargo().args(["build", "--quiet", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
+    let root = project_root();
+    run(Command::new(root.join("target/debug/toolhost-harness"))
+        .args(["demo", "--bin"])
+        .arg(root.join("target/debug/toolhost")))
 }

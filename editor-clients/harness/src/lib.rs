@@ -1,5 +1,7 @@
 //! Headless client of `toolhost`: the conformance scenario format shared by every client runner
-//! (Rust in-process, this harness over stdio, Neovim, VS Code) and, in wave 1 · 4/7, the stdio LSP
-//! client that drives `toolhost serve`.
+//! (Rust in-process, this harness over stdio, Neovim, VS Code), a synchronous stdio LSP client of
+//! `toolhost serve`, and the scenario runner over the wire.
 
+pub mod client;
+pub mod runner;
 pub mod scenario;

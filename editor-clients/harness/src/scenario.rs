@@ -45,7 +45,7 @@ pub struct External {
 #[serde(untagged)]
 pub enum Step {
     External { external: External },
-    Tool { tool: String, args: Value, expect: Expect },
+    Tool { tool: String, args: Value, expect: Box<Expect> },
 }
 
 /// One scenario folder.

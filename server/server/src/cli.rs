@@ -13,7 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::{Card, CardKind};
-use toolhost_protocol::lsp_ext::{CallToolResult, ListSessionsResult, ListToolsResult, SessionInfo};
+use toolhost_protocol::lsp_ext::{
+    CallToolResult, ListSessionsResult, ListToolsResult, SessionInfo,
+};
 use toolhost_workspace::Ledger;
 
 /// The agent tool runtime that lives in the editor.
@@ -202,12 +204,16 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 Some(id) => id.clone(),
                 None => toolhost_session::new_session_id(),
             };
-            let opened = session::open_session(&sessions, &root, &id).map_err(|e| Failure::env(e.to_string()))?;
+            let opened = session::open_session(&sessions, &root, &id)
+                .map_err(|e| Failure::env(e.to_string()))?;
             if opened.report.created {
                 eprintln!("toolhost: session {id}");
             }
             if let Some(torn) = &opened.report.torn_tail {
-                eprintln!("toolhost: repaired session {id}: cut a torn last line of {} bytes", torn.bytes.len());
+                eprintln!(
+                    "toolhost: repaired session {id}: cut a torn last line of {} bytes",
+                    torn.bytes.len()
+                );
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
             let call_id = new_call_id();
@@ -262,20 +268,28 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 .map_err(|e| Failure::env(e.to_string()))?;
             let key = toolhost_session::workspace_key(&canonical(&root));
             if prune {
-                let age = toolhost_session::parse_duration(&older_than).map_err(|e| Failure::usage(e.to_string()))?;
-                let n = toolhost_session::prune_sessions(&dir, age).map_err(|e| Failure::env(e.to_string()))?;
+                let age = toolhost_session::parse_duration(&older_than)
+                    .map_err(|e| Failure::usage(e.to_string()))?;
+                let n = toolhost_session::prune_sessions(&dir, age)
+                    .map_err(|e| Failure::env(e.to_string()))?;
                 println!("pruned {n} session(s) older than {older_than}");
                 return Ok(0);
             }
             if let Some(id) = delete {
-                toolhost_session::delete_session(&dir, &key, &id).map_err(|e| Failure::env(e.to_string()))?;
+                toolhost_session::delete_session(&dir, &key, &id)
+                    .map_err(|e| Failure::env(e.to_string()))?;
                 println!("deleted session {id}");
                 return Ok(0);
             }
             let rows = toolhost_session::list_sessions(&dir, if all { None } else { Some(&key) });
             let list: Vec<SessionInfo> = rows
                 .iter()
-                .map(|r| SessionInfo { id: r.id.clone(), cwd: r.cwd.clone(), created_at: r.created_at, calls: r.calls })
+                .map(|r| SessionInfo {
+                    id: r.id.clone(),
+                    cwd: r.cwd.clone(),
+                    created_at: r.created_at,
+                    calls: r.calls,
+                })
                 .collect();
             if json {
                 let text = serde_json::to_string(&ListSessionsResult { sessions: list })
@@ -303,7 +317,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     .map_err(|e| Failure::usage(e.to_string()))?
                     .join(toolhost_session::LOG_FILE_NAME)
             };
-            let view = toolhost_session::read_session(&path).map_err(|e| Failure::env(e.to_string()))?;
+            let view =
+                toolhost_session::read_session(&path).map_err(|e| Failure::env(e.to_string()))?;
             let host = open_host(&config, &root, None, None)?;
             let registry = host.registry().clone();
             let cwd = view.header.cwd.clone();
@@ -314,20 +329,24 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let color = stdout.is_terminal();
             for (idx, call) in calls.iter().enumerate() {
                 if json {
-                    let text = serde_json::to_string(&call.card).map_err(|e| Failure::env(e.to_string()))?;
+                    let text = serde_json::to_string(&call.card)
+                        .map_err(|e| Failure::env(e.to_string()))?;
                     let _ = writeln!(stdout, "{text}");
                 } else {
                     if idx > 0 {
                         let _ = writeln!(stdout);
                     }
-                    let text = if color { colored_card(&call.card) } else { call.card.rendered.clone() };
+                    let text =
+                        if color { colored_card(&call.card) } else { call.card.rendered.clone() };
                     let _ = writeln!(stdout, "{text}");
                 }
             }
             Ok(0)
         }
         Command::Serve { stdio: _, session_dir, max_message_bytes } => {
-            let code = crate::lsp::serve(crate::lsp::ServeOptions { session_dir, max_message_bytes }).await;
+            let code =
+                crate::lsp::serve(crate::lsp::ServeOptions { session_dir, max_message_bytes })
+                    .await;
             Ok(code)
         }
         Command::Trust { common } => {

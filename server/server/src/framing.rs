@@ -7,7 +7,9 @@
 //! request, so they are never stuck behind busy handlers.
 
 use std::io;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 
 /// Default cap on one message body (64 MiB).
 pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
@@ -67,7 +69,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
-async fn read_headers<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Option<usize>, FramingError> {
+async fn read_headers<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<usize>, FramingError> {
     let mut total = 0usize;
     let mut lines = 0usize;
     let mut length: Option<usize> = None;
@@ -83,7 +87,9 @@ async fn read_headers<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Option<
         }
         total += n;
         if total > MAX_HEADER_BYTES || !line.ends_with(b"\n") {
-            return Err(FramingError::Fatal(format!("header section longer than {MAX_HEADER_BYTES} bytes")));
+            return Err(FramingError::Fatal(format!(
+                "header section longer than {MAX_HEADER_BYTES} bytes"
+            )));
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -115,7 +121,10 @@ async fn read_headers<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Option<
     }
 }
 
-async fn drain<R: AsyncRead + Unpin>(reader: &mut R, mut remaining: usize) -> Result<(), FramingError> {
+async fn drain<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut remaining: usize,
+) -> Result<(), FramingError> {
     let mut chunk = vec![0u8; 64 * 1024];
     while remaining > 0 {
         let want = remaining.min(chunk.len());
@@ -190,7 +199,11 @@ mod tests {
             b"Content-Length: 10\r\n\r\n{}",
         ] {
             let got = frames(input, 100).await;
-            assert!(got.last().unwrap().is_err(), "{:?} gave {got:?}", String::from_utf8_lossy(input));
+            assert!(
+                got.last().unwrap().is_err(),
+                "{:?} gave {got:?}",
+                String::from_utf8_lossy(input)
+            );
         }
         let long = format!("X-Pad: {}\r\n", "a".repeat(9000));
         assert!(frames(long.as_bytes(), 100).await.last().unwrap().is_err());

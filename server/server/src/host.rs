@@ -10,9 +10,9 @@ use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
 use toolhost_protocol::card::{self, Card, CardOutcome};
-use toolhost_tools_fs::FsLimits;
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
+use toolhost_tools_fs::FsLimits;
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
 
 /// Why a host could not be set up.

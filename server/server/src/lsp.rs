@@ -30,11 +30,11 @@ use tokio::sync::Notify;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{
-    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult, ReplaySessionParams,
-    ReplaySessionResult, SessionInfo, methods,
+    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
+    ReplaySessionParams, ReplaySessionResult, SessionInfo, methods,
 };
-use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Response};
 use tower_lsp_server::gen_lsp_types as lsp;
+use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Response};
 use tower_lsp_server::{Client, ClientSocket, LanguageServer, Loopback, LspService, Server};
 
 /// How long exit waits for running calls before abandoning them.
@@ -52,7 +52,8 @@ enum CardNotification {}
 
 impl lsp::Notification for CardNotification {
     type Params = Card;
-    const METHOD: lsp::LspNotificationMethod<'static> = lsp::LspNotificationMethod::Custom(methods::CARD);
+    const METHOD: lsp::LspNotificationMethod<'static> =
+        lsp::LspNotificationMethod::Custom(methods::CARD);
     const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::ServerToClient;
 }
 
@@ -135,7 +136,9 @@ fn invalid_params(message: impl Into<String>) -> RpcError {
 }
 
 /// Runs a handler future, turning a panic into an internal-error reply.
-async fn guarded<T>(fut: impl std::future::Future<Output = Result<T, RpcError>>) -> Result<T, RpcError> {
+async fn guarded<T>(
+    fut: impl std::future::Future<Output = Result<T, RpcError>>,
+) -> Result<T, RpcError> {
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(res) => res,
         Err(_) => Err(internal("internal error: the request handler panicked")),
@@ -147,7 +150,10 @@ fn uri_to_path(uri: &lsp::Uri) -> Option<PathBuf> {
 }
 
 impl Backend {
-    async fn do_initialize(&self, params: lsp::InitializeParams) -> Result<lsp::InitializeResult, RpcError> {
+    async fn do_initialize(
+        &self,
+        params: lsp::InitializeParams,
+    ) -> Result<lsp::InitializeResult, RpcError> {
         let mut roots: Vec<PathBuf> = Vec::new();
         if let Some(lsp::WorkspaceFolders::WorkspaceFolderList(folders)) =
             &params.workspace_folders_initialize_params.workspace_folders
@@ -162,7 +168,8 @@ impl Backend {
             roots.push(path);
         }
         if roots.is_empty() {
-            roots.push(std::env::current_dir().map_err(|e| internal(format!("no workspace: {e}")))?);
+            roots
+                .push(std::env::current_dir().map_err(|e| internal(format!("no workspace: {e}")))?);
         }
         let primary = roots[0].clone();
         let init = PartialConfig::from_json(
@@ -225,7 +232,12 @@ impl Backend {
     }
 
     /// Runs one tool call as a spawned task (so a cancelled request never abandons the body).
-    async fn run_call(&self, name: String, arguments: Value, call_id: Option<String>) -> Result<CallToolResult, RpcError> {
+    async fn run_call(
+        &self,
+        name: String,
+        arguments: Value,
+        call_id: Option<String>,
+    ) -> Result<CallToolResult, RpcError> {
         let host = self.state.host()?;
         let call_id = call_id.unwrap_or_else(new_call_id);
         let token = CancellationToken::new();
@@ -253,7 +265,11 @@ impl Backend {
                 } else {
                     Permit::Exclusive(barrier.write_owned().await)
                 };
-                client.send_notification::<CardNotification>(host.pending_card(&task_id, &name, &arguments)).await;
+                client
+                    .send_notification::<CardNotification>(
+                        host.pending_card(&task_id, &name, &arguments),
+                    )
+                    .await;
                 host.call(&task_id, &name, arguments, token).await
             };
             if let Ok(outcome) = &outcome {
@@ -272,7 +288,9 @@ impl Backend {
         let outcome = match joined {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(err)) => return Err(internal(err.to_string())),
-            Err(err) => return Err(internal(format!("internal error: the call task failed: {err}"))),
+            Err(err) => {
+                return Err(internal(format!("internal error: the call task failed: {err}")));
+            }
         };
         Ok(CallToolResult {
             session_id: host.session_id().map(str::to_owned),
@@ -283,31 +301,54 @@ impl Backend {
     }
 
     async fn list_tools(&self, _params: Value) -> Result<ListToolsResult, RpcError> {
-        guarded(async { Ok(ListToolsResult { tools: self.state.host()?.registry().descriptors() }) }).await
+        guarded(async {
+            Ok(ListToolsResult { tools: self.state.host()?.registry().descriptors() })
+        })
+        .await
     }
 
     async fn call_tool(&self, params: CallToolParams) -> Result<CallToolResult, RpcError> {
         guarded(self.run_call(params.name, params.arguments, params.call_id)).await
     }
 
-    async fn list_sessions(&self, params: ListSessionsParams) -> Result<ListSessionsResult, RpcError> {
+    async fn list_sessions(
+        &self,
+        params: ListSessionsParams,
+    ) -> Result<ListSessionsResult, RpcError> {
         guarded(async {
             let host = self.state.host()?;
             let opened = self.state.opened.get().ok_or_else(|| internal("no session"))?;
-            let dir = opened.log.dir().parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default();
-            let key = toolhost_session::workspace_key(&host.root().canonicalize().unwrap_or_else(|_| host.root().to_path_buf()));
-            let rows = toolhost_session::list_sessions(&dir, if params.all { None } else { Some(&key) });
+            let dir = opened
+                .log
+                .dir()
+                .parent()
+                .and_then(|p| p.parent())
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let key = toolhost_session::workspace_key(
+                &host.root().canonicalize().unwrap_or_else(|_| host.root().to_path_buf()),
+            );
+            let rows =
+                toolhost_session::list_sessions(&dir, if params.all { None } else { Some(&key) });
             Ok(ListSessionsResult {
                 sessions: rows
                     .into_iter()
-                    .map(|r| SessionInfo { id: r.id, cwd: r.cwd, created_at: r.created_at, calls: r.calls })
+                    .map(|r| SessionInfo {
+                        id: r.id,
+                        cwd: r.cwd,
+                        created_at: r.created_at,
+                        calls: r.calls,
+                    })
                     .collect(),
             })
         })
         .await
     }
 
-    async fn replay_session(&self, params: ReplaySessionParams) -> Result<ReplaySessionResult, RpcError> {
+    async fn replay_session(
+        &self,
+        params: ReplaySessionParams,
+    ) -> Result<ReplaySessionResult, RpcError> {
         guarded(async {
             let host = self.state.host()?;
             let opened = self.state.opened.get().ok_or_else(|| internal("no session"))?;
@@ -315,7 +356,8 @@ impl Backend {
                 opened.log.log_path().to_path_buf()
             } else {
                 let dir = opened.log.dir().parent().map(PathBuf::from).unwrap_or_default();
-                toolhost_session::validate_session_id(&params.session_id).map_err(|e| invalid_params(e.to_string()))?;
+                toolhost_session::validate_session_id(&params.session_id)
+                    .map_err(|e| invalid_params(e.to_string()))?;
                 dir.join(&params.session_id).join(toolhost_session::LOG_FILE_NAME)
             };
             let view = toolhost_session::read_session(&path).map_err(|e| RpcError {
@@ -333,7 +375,13 @@ impl Backend {
         .await
     }
 
-    fn track_document(&self, uri: &lsp::Uri, version: Option<i32>, text: Option<&str>, closed: bool) {
+    fn track_document(
+        &self,
+        uri: &lsp::Uri,
+        version: Option<i32>,
+        text: Option<&str>,
+        closed: bool,
+    ) {
         let Ok(host) = self.state.host() else { return };
         let Some(path) = uri_to_path(uri) else { return };
         let key = uri.to_string();
@@ -346,7 +394,9 @@ impl Backend {
         }
         let dirty = match (closed, text) {
             (true, _) => false,
-            (false, Some(text)) => std::fs::read(&path).map_or(!text.is_empty(), |disk| disk != text.as_bytes()),
+            (false, Some(text)) => {
+                std::fs::read(&path).map_or(!text.is_empty(), |disk| disk != text.as_bytes())
+            }
             (false, None) => false,
         };
         if closed && let Ok(mut versions) = self.state.versions.lock() {
@@ -364,7 +414,10 @@ enum Permit {
 }
 
 impl LanguageServer for Backend {
-    async fn initialize(&self, params: lsp::InitializeParams) -> tower_lsp_server::jsonrpc::Result<lsp::InitializeResult> {
+    async fn initialize(
+        &self,
+        params: lsp::InitializeParams,
+    ) -> tower_lsp_server::jsonrpc::Result<lsp::InitializeResult> {
         guarded(self.do_initialize(params)).await
     }
 
@@ -390,9 +443,19 @@ impl LanguageServer for Backend {
         let modified = text.is_none() && !params.content_changes.is_empty();
         let doc = &params.text_document;
         if modified {
-            self.track_document(&doc.text_document_identifier.uri, Some(doc.version), Some("\u{0}unknown"), false);
+            self.track_document(
+                &doc.text_document_identifier.uri,
+                Some(doc.version),
+                Some("\u{0}unknown"),
+                false,
+            );
         } else {
-            self.track_document(&doc.text_document_identifier.uri, Some(doc.version), text.as_deref(), false);
+            self.track_document(
+                &doc.text_document_identifier.uri,
+                Some(doc.version),
+                text.as_deref(),
+                false,
+            );
         }
     }
 
@@ -407,14 +470,19 @@ impl LanguageServer for Backend {
         self.track_document(&params.text_document.uri, None, None, true);
     }
 
-    async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> tower_lsp_server::jsonrpc::Result<Option<lsp::LspAny>> {
+    async fn execute_command(
+        &self,
+        params: lsp::ExecuteCommandParams,
+    ) -> tower_lsp_server::jsonrpc::Result<Option<lsp::LspAny>> {
         guarded(async {
             if params.command != methods::CALL_TOOL_COMMAND {
                 return Err(invalid_params(format!("unknown command {:?}", params.command)));
             }
             let mut args = params.arguments.unwrap_or_default().into_iter();
             let Some(Value::String(name)) = args.next() else {
-                return Err(invalid_params("toolhost.callTool expects arguments [name, argumentsObject]"));
+                return Err(invalid_params(
+                    "toolhost.callTool expects arguments [name, argumentsObject]",
+                ));
             };
             let arguments = args.next().unwrap_or_else(|| json!({}));
             let result = self.run_call(name, arguments, None).await?;
@@ -509,7 +577,9 @@ pub async fn serve(options: ServeOptions) -> u8 {
                 match frames.next().await {
                     Ok(None) => break Ending::Eof,
                     Ok(Some(Frame::Oversized(len))) => {
-                        let message = format!("message body of {len} bytes exceeds the {max_body}-byte limit");
+                        let message = format!(
+                            "message body of {len} bytes exceeds the {max_body}-byte limit"
+                        );
                         write_error(&stdout, -32600, &message).await;
                     }
                     Ok(Some(Frame::Body(body))) => {
@@ -517,12 +587,15 @@ pub async fn serve(options: ServeOptions) -> u8 {
                         if let Some(value) = &parsed
                             && framing::is_response(value)
                         {
-                            if let Ok(response) = serde_json::from_value::<Response>(value.clone()) {
+                            if let Ok(response) = serde_json::from_value::<Response>(value.clone())
+                            {
                                 let _ = responses.send(response).await;
                             }
                             continue;
                         }
-                        let is_exit = parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str) == Some("exit");
+                        let is_exit =
+                            parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str)
+                                == Some("exit");
                         let body = normalize_params(parsed, body);
                         if queue_tx.send(body).await.is_err() {
                             break Ending::Eof;
@@ -593,7 +666,8 @@ pub async fn serve(options: ServeOptions) -> u8 {
 /// library sends for "no params".
 fn normalize_params(parsed: Option<Value>, body: Vec<u8>) -> Vec<u8> {
     let Some(Value::Object(mut map)) = parsed else { return body };
-    let custom = map.get("method").and_then(Value::as_str).is_some_and(|m| m.starts_with("toolhost/"));
+    let custom =
+        map.get("method").and_then(Value::as_str).is_some_and(|m| m.starts_with("toolhost/"));
     if custom && map.get("params").is_none_or(Value::is_null) {
         map.insert("params".to_owned(), json!({}));
         return serde_json::to_vec(&Value::Object(map)).unwrap_or(body);
@@ -612,7 +686,8 @@ fn spawn_client_monitor(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> 
             let pid = state.client_pid.lock().ok().and_then(|p| *p);
             if let Some(pid) = pid.filter(|p| *p > 0)
                 && let Some(pid) = rustix::process::Pid::from_raw(pid)
-                && rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
+                && rustix::process::test_kill_process(pid)
+                    .is_err_and(|e| e == rustix::io::Errno::SRCH)
             {
                 state.stop.cancel();
                 return;

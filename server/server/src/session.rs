@@ -35,12 +35,19 @@ pub fn sessions_dir(config: &Config, flag: Option<&Path>) -> Result<PathBuf, Ses
     }
     toolhost_session::state_dir().ok_or_else(|| SessionError::Io {
         context: "cannot locate the state directory".to_owned(),
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, "neither XDG_STATE_HOME nor HOME is set"),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "neither XDG_STATE_HOME nor HOME is set",
+        ),
     })
 }
 
 /// Opens (or creates) session `id` of the workspace at `root`.
-pub fn open_session(sessions_dir: &Path, root: &Path, id: &str) -> Result<OpenedSession, SessionError> {
+pub fn open_session(
+    sessions_dir: &Path,
+    root: &Path,
+    id: &str,
+) -> Result<OpenedSession, SessionError> {
     let (log, report) = SessionLog::open(sessions_dir, root, id, true)?;
     let log = Arc::new(log);
     let ledger = Arc::new(Ledger::with_observer(log.observer()));
@@ -52,9 +59,12 @@ pub fn open_session(sessions_dir: &Path, root: &Path, id: &str) -> Result<Opened
         use std::os::unix::fs::DirBuilderExt;
         let dir = blobs.blob_dir();
         if !dir.is_dir() {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|source| {
-                SessionError::Io { context: format!("cannot create {}", dir.display()), source }
-            })?;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(
+                |source| SessionError::Io {
+                    context: format!("cannot create {}", dir.display()),
+                    source,
+                },
+            )?;
         }
     }
     Ok(OpenedSession { log, report, ledger, blobs })

@@ -15,7 +15,8 @@ use tokio::sync::broadcast;
 use toolhost_contract::CancellationToken;
 
 /// Folders never watched.
-pub const SKIPPED_DIRS: [&str; 8] = ["target", "node_modules", ".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+pub const SKIPPED_DIRS: [&str; 8] =
+    ["target", "node_modules", ".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
 /// A file changed outside toolhost (or by it; consumers compare contents when it matters).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +78,11 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                         }
                         continue;
                     }
-                    if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(toolhost_workspace::TEMP_PREFIX)) {
+                    if path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(toolhost_workspace::TEMP_PREFIX))
+                    {
                         continue;
                     }
                     let real = path.canonicalize().unwrap_or_else(|_| path.clone());

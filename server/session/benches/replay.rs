@@ -9,7 +9,9 @@ use std::io::{BufWriter, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost_protocol::ContentBlock;
-use toolhost_protocol::session_log::{Envelope, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent};
+use toolhost_protocol::session_log::{
+    Envelope, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
+};
 use toolhost_session::{SessionLog, read_session, replay_cards};
 
 const PAIRS: usize = 50_000;
@@ -19,7 +21,11 @@ fn edit_pair(i: usize) -> (ToolCallEvent, ToolResultEvent) {
     let line = 10 + i % 400;
     let old = format!("    let value = compute_{i}(input, &config);");
     let new = format!("    let value = compute_{i}(input, &config).context(\"compute {i}\")?;");
-    let ctx_before = ["    let config = Config::load(path)?;", "    // Read the input once.", "    let input = read(path)?;"];
+    let ctx_before = [
+        "    let config = Config::load(path)?;",
+        "    // Read the input once.",
+        "    let input = read(path)?;",
+    ];
     let ctx_after = ["    if value.is_empty() {", "        return Ok(None);", "    }"];
     let mut patch = format!("--- a/{path}\n+++ b/{path}\n@@ -{},7 +{},7 @@\n", line - 3, line - 3);
     for c in ctx_before {
@@ -40,7 +46,9 @@ fn edit_pair(i: usize) -> (ToolCallEvent, ToolResultEvent) {
     let result = ToolResultEvent {
         call_id,
         name: "edit".into(),
-        content: vec![ContentBlock::text(format!("The file /work/project/{path} has been updated successfully."))],
+        content: vec![ContentBlock::text(format!(
+            "The file /work/project/{path} has been updated successfully."
+        ))],
         is_error: false,
         error: None,
         meta: Some(json!({
@@ -69,8 +77,17 @@ fn write_log(path: &std::path::Path) -> u64 {
     let mut seq = 0;
     for i in 0..PAIRS {
         let (call, result) = edit_pair(i);
-        for (kind, data) in [("tool/call", serde_json::to_value(call).unwrap()), ("tool/result", serde_json::to_value(result).unwrap())] {
-            let env = Envelope { kind: kind.into(), seq, time: 1_760_000_000_000 + seq, data, ignorable: false };
+        for (kind, data) in [
+            ("tool/call", serde_json::to_value(call).unwrap()),
+            ("tool/result", serde_json::to_value(result).unwrap()),
+        ] {
+            let env = Envelope {
+                kind: kind.into(),
+                seq,
+                time: 1_760_000_000_000 + seq,
+                data,
+                ignorable: false,
+            };
             serde_json::to_writer(&mut out, &env).unwrap();
             out.write_all(b"\n").unwrap();
             seq += 1;
@@ -107,11 +124,16 @@ fn main() {
         read.as_secs_f64() * 1e3,
         replay.as_secs_f64() * 1e3,
         events as f64 / total.as_secs_f64(),
-        if total < Duration::from_secs(1) { "  [target < 1 s: met]" } else { "  [target < 1 s: MISSED]" }
+        if total < Duration::from_secs(1) {
+            "  [target < 1 s: met]"
+        } else {
+            "  [target < 1 s: MISSED]"
+        }
     );
 
     // Durable appends through the writer thread.
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let sessions = tmp.path().join("sessions");
     let (log, _) = SessionLog::open(&sessions, tmp.path(), "appends", true).unwrap();
     let (call, result) = edit_pair(1);

@@ -36,7 +36,7 @@ fn value(c: u8) -> Option<u32> {
 /// produce for the decoded bytes (no whitespace, correct padding, zero trailing bits).
 pub fn decode_canonical(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(bytes.len() / 4 * 3);

@@ -116,12 +116,16 @@ impl SpillStore for BlobStore {
         let store = self.clone();
         Box::pin(async move {
             let bytes = request.content.len() as u64;
-            // Spills can be megabytes and are fsync'd: keep that off the async worker threads.
-            let hash =
-                tokio::task::spawn_blocking(move || store.put_bytes(request.content.as_bytes()))
-                    .await
-                    .map_err(|e| SpillError(e.to_string()))?
-                    .map_err(|e| SpillError(e.to_string()))?;
+            // Spills can be megabytes and are fsync'd: keep that off the async worker threads
+            // when there is a tokio runtime to hand it to (inline otherwise).
+            let put = move || store.put_bytes(request.content.as_bytes());
+            let stored = match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn_blocking(put).await.map_err(|e| SpillError(e.to_string()))?
+                }
+                Err(_) => put(),
+            };
+            let hash = stored.map_err(|e| SpillError(e.to_string()))?;
             Ok(SpillReceipt {
                 locator: self.dir.join(hash).to_string_lossy().into_owned(),
                 bytes,

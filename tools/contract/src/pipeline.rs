@@ -151,20 +151,24 @@ pub struct ExecNext<'a> {
 
 impl<'a> ExecNext<'a> {
     /// Runs the inner wrappers and the body under `signal` (fused with the caller's signal).
-    pub fn run(self, signal: CancellationToken) -> BoxFuture<'a, CanonicalResult> {
+    /// An error escaping a wrapper propagates (like a throw) and ends as a final result that skips
+    /// post-execute; wrappers pass it on with `?`.
+    pub fn run(
+        self,
+        signal: CancellationToken,
+    ) -> BoxFuture<'a, Result<CanonicalResult, ToolError>> {
         Box::pin(async move {
             let Some((first, rest)) = self.chain.split_first() else {
-                return invoke_body(self.registry, self.exec, signal).await;
+                return Ok(invoke_body(self.registry, self.exec, signal).await);
             };
             let next = ExecNext { chain: rest, exec: self.exec, registry: self.registry };
             let outcome =
                 contain("tools/execute wrapper", first.wrap(self.exec, signal, next)).await;
-            match outcome {
-                Ok(WrapperOutcome::Canonical(res)) => res,
-                Ok(WrapperOutcome::Authored(authored)) => {
-                    settle_authored(self.registry, self.exec, authored)
+            match outcome? {
+                WrapperOutcome::Canonical(res) => Ok(res),
+                WrapperOutcome::Authored(authored) => {
+                    Ok(settle_authored(self.registry, self.exec, authored))
                 }
-                Err(err) => CanonicalResult::bound(self.exec.token, failure_of(err)),
             }
         })
     }
@@ -532,7 +536,10 @@ async fn run(registry: &RegistryInner, exec: &Execution) -> CanonicalResult {
         Gate::Proceed => {
             let wrappers = registry.wrappers();
             let next = ExecNext { chain: &wrappers, exec, registry };
-            let res = next.run(exec.caller.child_token()).await;
+            let res = match next.run(exec.caller.child_token()).await {
+                Ok(res) => res,
+                Err(err) => return CanonicalResult::bound(exec.token, failure_of(err)),
+            };
             let mut res = trusted_or_renormalized(registry, exec, res);
             let mut contexts = exec.side.take_deferred();
             contexts.append(&mut res.additional_contexts);
@@ -561,7 +568,7 @@ impl ExecuteWrapper for TimeoutWrapper {
     ) -> BoxFuture<'a, Result<WrapperOutcome, ToolError>> {
         Box::pin(async move {
             let Some(timeout) = exec.timeout else {
-                return Ok(WrapperOutcome::Canonical(next.run(signal).await));
+                return Ok(WrapperOutcome::Canonical(next.run(signal).await?));
             };
             let deadline = signal.child_token();
             let fired = Arc::new(AtomicBool::new(false));
@@ -575,6 +582,7 @@ impl ExecuteWrapper for TimeoutWrapper {
             };
             let res = next.run(deadline).await;
             timer.abort();
+            let res = res?;
             if fired.load(Ordering::SeqCst) {
                 let result = failure_of(ToolError::timed_out(timeout.as_millis()));
                 return Ok(WrapperOutcome::Authored(AuthoredResult {

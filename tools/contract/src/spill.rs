@@ -101,6 +101,11 @@ impl TempDirSpillStore {
     }
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn random_hex(bytes: usize) -> String {
     (0..bytes).map(|_| format!("{:02x}", rand::random::<u8>())).collect()
 }
@@ -115,7 +120,8 @@ impl SpillStore for TempDirSpillStore {
         Box::pin(async move {
             use std::os::unix::fs::OpenOptionsExt;
             let root = self.root()?;
-            let dir = root.join(format!("session-{}", encode_segment(&request.session_id)));
+            let dir =
+                root.join(format!("session-{}", &sha256_hex(request.session_id.as_bytes())[..12]));
             match create_private_dir(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -167,19 +173,16 @@ fn notice(omitted: usize, receipt: &SpillReceipt) -> String {
 /// The head…tail replacement of `text` bounded to `cap` bytes, or `None` when even the notice
 /// does not fit (then the original is kept).
 pub fn bounded_replacement(text: &str, cap: usize, receipt: &SpillReceipt) -> Option<String> {
-    const ELLIPSIS: &str = "\u{2026}";
     let total = text.len();
+    // The notice's digits can only shrink once bytes are omitted, so `+ 2` covers the blank line.
     let reserve = notice(total, receipt).len() + 2;
-    let budget = cap.saturating_sub(reserve + ELLIPSIS.len() + 2);
+    let budget = cap.saturating_sub(reserve);
     let head = head_bytes(text, budget.div_ceil(2));
     let tail = tail_bytes(text, budget / 2);
     let omitted = total - head.len() - tail.len();
     let note = notice(omitted, receipt);
-    let replacement = if head.is_empty() && tail.is_empty() {
-        note
-    } else {
-        format!("{head}{ELLIPSIS}{tail}\n\n{note}")
-    };
+    let replacement =
+        if head.is_empty() && tail.is_empty() { note } else { format!("{head}{tail}\n\n{note}") };
     (replacement.len() <= cap && replacement.len() < total).then_some(replacement)
 }
 

@@ -3,6 +3,7 @@
 //! started body is always awaited; a pre-aborted entry publishes one result and runs no phase.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;
@@ -151,7 +152,7 @@ async fn wrapper_supplying_an_already_cancelled_signal_skips_the_body() {
         Box::pin(async move {
             let replacement = CancellationToken::new();
             replacement.cancel();
-            Ok(WrapperOutcome::Canonical(next.run(replacement).await))
+            Ok(WrapperOutcome::Canonical(next.run(replacement).await?))
         })
     }));
     let signal = CancellationToken::new();
@@ -171,7 +172,7 @@ async fn caller_cancel_inside_a_wrapper_before_next_skips_the_body() {
         Box::pin(async move {
             exec.caller_signal().cancel();
             // The wrapper delegates under a fresh, uncancelled signal; the caller's is re-fused.
-            Ok(WrapperOutcome::Canonical(next.run(CancellationToken::new()).await))
+            Ok(WrapperOutcome::Canonical(next.run(CancellationToken::new()).await?))
         })
     }));
     let res = registry.dispatch(call("must-not-run", json!({}))).await;
@@ -246,7 +247,7 @@ async fn success_cancelled_while_a_wrapper_settles_is_aborted() {
         .unwrap();
     registry.add_execute_wrapper(wrapper(|exec, signal, next| {
         Box::pin(async move {
-            let res = next.run(signal).await;
+            let res = next.run(signal).await?;
             exec.caller_signal().cancel();
             Ok(WrapperOutcome::Canonical(res))
         })
@@ -346,7 +347,7 @@ async fn caller_cancellation_reaches_the_body_through_a_wrapper_signal() {
     let installed = replacement.clone();
     registry.add_execute_wrapper(wrapper(move |_exec, _signal, next| {
         let installed = installed.clone();
-        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(installed).await)) })
+        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(installed).await?)) })
     }));
     let signal = CancellationToken::new();
     let input = call_with_signal("cooperative", json!({}), &signal);
@@ -415,7 +416,7 @@ async fn pre_aborted_entry_publishes_one_result_and_enters_no_phase() {
     let a = Arc::clone(&around);
     registry.add_execute_wrapper(wrapper(move |_e, signal, next| {
         bump(&a);
-        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(signal).await)) })
+        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(signal).await?)) })
     }));
     let q = Arc::clone(&posted);
     registry.add_post_execute(

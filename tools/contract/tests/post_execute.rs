@@ -3,6 +3,7 @@
 //! turns the result into a valueless failure, and listener failures are contained.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;
@@ -324,7 +325,7 @@ async fn contexts_are_deferred_then_wrapper_then_post_execute() {
     let _d = registry.register_raw(composite_tool()).unwrap();
     registry.add_execute_wrapper(wrapper(|_e, signal, next| {
         Box::pin(async move {
-            let res = next.run(signal).await;
+            let res = next.run(signal).await?;
             let mut contexts = res.additional_contexts().to_vec();
             contexts.push(ctx("wrapper"));
             Ok(WrapperOutcome::Authored(AuthoredResult {
@@ -409,7 +410,7 @@ async fn block_keeps_only_its_own_contexts() {
         let _d = registry.register_raw(tool).unwrap();
         registry.add_execute_wrapper(wrapper(|_e, signal, next| {
             Box::pin(async move {
-                let res = next.run(signal).await;
+                let res = next.run(signal).await?;
                 Ok(WrapperOutcome::Authored(AuthoredResult {
                     result: res.result().clone(),
                     additional_contexts: vec![ctx("wrapper")],
@@ -437,7 +438,7 @@ async fn wrapper_authored_failure_contexts_follow_deferred_ones() {
     registry.add_execute_wrapper(wrapper(|_e, signal, next| {
         Box::pin(async move {
             // Run the body (which defers), then author a failure with its own context.
-            let _ = next.run(signal).await;
+            let _ = next.run(signal).await?;
             Ok(WrapperOutcome::Authored(AuthoredResult {
                 result: ToolExecutionResult::failure("wrapped failure", None),
                 additional_contexts: vec![ctx("wrapper")],

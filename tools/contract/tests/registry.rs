@@ -4,6 +4,7 @@
 //! nested calls.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;
@@ -653,7 +654,7 @@ async fn pre_execute_deny_is_a_code_less_denial_that_reaches_post_execute() {
     let w = Arc::clone(&wrapped);
     registry.add_execute_wrapper(wrapper(move |_e, signal, next| {
         bump(&w);
-        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(signal).await)) })
+        Box::pin(async move { Ok(WrapperOutcome::Canonical(next.run(signal).await?)) })
     }));
     let p = Arc::clone(&posted);
     registry.add_post_execute(
@@ -982,7 +983,7 @@ async fn cached_canonical_result_reused_for_another_tool_is_revalidated() {
         let store = Arc::clone(&store);
         Box::pin(async move {
             if exec.name == "string-output" {
-                let res = next.run(signal).await;
+                let res = next.run(signal).await?;
                 *store.lock().unwrap() = Some(res.clone());
                 return Ok(WrapperOutcome::Canonical(res));
             }
@@ -1031,7 +1032,7 @@ async fn cached_canonical_result_of_the_same_tool_is_rerendered_for_the_new_call
             if let Some(res) = cached {
                 return Ok(WrapperOutcome::Canonical(res));
             }
-            let res = next.run(signal).await;
+            let res = next.run(signal).await?;
             *store.lock().unwrap() = Some(res.clone());
             Ok(WrapperOutcome::Canonical(res))
         })
@@ -1123,7 +1124,7 @@ async fn pipeline_phase_order() {
         let o = Arc::clone(&o);
         Box::pin(async move {
             o.lock().unwrap().push("execute:before");
-            let r = next.run(signal).await;
+            let r = next.run(signal).await?;
             o.lock().unwrap().push("execute:after");
             Ok(WrapperOutcome::Canonical(r))
         })

@@ -4,6 +4,7 @@
 //! into a failure.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;

@@ -1,7 +1,8 @@
 //! `edit`: replace a literal string in a file that was read in this session (seed §5.3).
 //!
 //! Line endings are normalized for matching and written back in the file's majority style; a
-//! UTF-8 BOM is kept (a deliberate departure from the seed, which drops it).
+//! UTF-8 BOM is kept on write-back (a deliberate departure from the seed, which drops it); it is
+//! not part of `before`/`after`.
 
 use crate::diff::diff_meta;
 use crate::{crlf_to_lf, fs_failure, require_non_empty, workspace};
@@ -67,8 +68,10 @@ impl Tool for EditTool {
         let ws = workspace(&cx)?;
         let txn = ws.begin_edit(&args.file_path).await.map_err(fs_failure)?;
         let display = txn.display().to_owned();
-        let crlf = uses_crlf(txn.text());
-        let before = crlf_to_lf(txn.text());
+        // The BOM is kept on write-back but is no part of the text being matched or diffed.
+        let (bom, text) = crate::strip_bom(txn.text());
+        let crlf = uses_crlf(text);
+        let before = crlf_to_lf(text);
         let old = crlf_to_lf(&args.old_string);
         let new = crlf_to_lf(&args.new_string);
         let count = before.matches(old.as_str()).count();
@@ -89,7 +92,8 @@ impl Tool for EditTool {
             ));
         }
         let after = before.replace(old.as_str(), &new);
-        let bytes = if crlf { after.replace('\n', "\r\n") } else { after.clone() };
+        let body = if crlf { after.replace('\n', "\r\n") } else { after.clone() };
+        let bytes = format!("{bom}{body}");
         txn.commit(bytes.into_bytes()).await.map_err(fs_failure)?;
         Ok(EditOutput { path: display, before, after })
     }

@@ -68,3 +68,11 @@ pub(crate) fn require_non_empty(value: &str, what: &str) -> Result<(), ToolError
 pub(crate) fn crlf_to_lf(text: &str) -> String {
     text.replace("\r\n", "\n")
 }
+
+/// Splits a leading UTF-8 BOM off `text`: `(bom, rest)` with `bom` empty when there is none.
+pub(crate) fn strip_bom(text: &str) -> (&str, &str) {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    }
+}

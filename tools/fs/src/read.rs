@@ -160,7 +160,9 @@ impl Tool for ReadTool {
         }
         let ws = workspace(&cx)?;
         let file = ws.read_file(&args.file_path).await.map_err(fs_failure)?;
-        let (lines, total, capped) = window(&file.text, offset, limit, &self.limits);
+        // A UTF-8 BOM is an encoding mark, not text the model should see.
+        let text = crate::strip_bom(&file.text).1;
+        let (lines, total, capped) = window(text, offset, limit, &self.limits);
         if offset > total && !(total == 0 && offset == 1) && !capped {
             return Err(ToolError::typed(
                 "FsError",

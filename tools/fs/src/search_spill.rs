@@ -20,39 +20,51 @@ impl SearchSpill {
         SearchSpill { limits }
     }
 
-    /// The full text to store and a renderer of the page with a given recovery, when over cap.
-    fn over_cap(
-        &self,
-        name: &str,
-        value: &serde_json::Value,
-    ) -> Option<(String, &'static str, Box<dyn Fn(Recovery<'_>) -> String + Send + Sync + '_>)>
-    {
+    /// The canonical value of a glob/grep result when it is over its item cap.
+    fn over_cap(&self, name: &str, value: &serde_json::Value) -> Option<OverCap> {
         match name {
             "glob" => {
                 let out: GlobOutput = serde_json::from_value(value.clone()).ok()?;
-                if out.paths.len() as u64 <= self.limits.glob_max_results {
-                    return None;
-                }
-                let full = out.paths.join("\n");
-                Some((
-                    full,
-                    "glob-results.txt",
-                    Box::new(move |r| render_glob(&out, &self.limits, r)),
-                ))
+                (out.paths.len() as u64 > self.limits.glob_max_results)
+                    .then_some(OverCap::Glob(out))
             }
             "grep" => {
                 let out: GrepOutput = serde_json::from_value(value.clone()).ok()?;
-                if out.matches.len() as u64 <= self.limits.grep_max_matches {
-                    return None;
-                }
-                let full = full_grep_text(&out, &self.limits);
-                Some((
-                    full,
-                    "grep-results.txt",
-                    Box::new(move |r| render_grep(&out, &self.limits, r)),
-                ))
+                (out.matches.len() as u64 > self.limits.grep_max_matches)
+                    .then_some(OverCap::Grep(out))
             }
             _ => None,
+        }
+    }
+}
+
+/// An over-cap search result.
+enum OverCap {
+    Glob(GlobOutput),
+    Grep(GrepOutput),
+}
+
+impl OverCap {
+    /// The complete formatted list to store.
+    fn full_text(&self, limits: &FsLimits) -> String {
+        match self {
+            OverCap::Glob(out) => out.paths.join("\n"),
+            OverCap::Grep(out) => full_grep_text(out, limits),
+        }
+    }
+
+    fn file_name(&self) -> &'static str {
+        match self {
+            OverCap::Glob(_) => "glob-results.txt",
+            OverCap::Grep(_) => "grep-results.txt",
+        }
+    }
+
+    /// The capped page with the given recovery footer.
+    fn render(&self, limits: &FsLimits, recovery: Recovery<'_>) -> String {
+        match self {
+            OverCap::Glob(out) => render_glob(out, limits, recovery),
+            OverCap::Grep(out) => render_grep(out, limits, recovery),
         }
     }
 }
@@ -74,7 +86,7 @@ impl PostExecute for SearchSpill {
             let ToolExecutionResult::Success { value, .. } = result.result() else {
                 return Ok(decision);
             };
-            let Some((full, file_name, render)) = self.over_cap(&exec.name, value) else {
+            let Some(over) = self.over_cap(&exec.name, value) else {
                 return Ok(decision);
             };
             let (Some(store), Some(session_id)) =
@@ -87,16 +99,16 @@ impl PostExecute for SearchSpill {
                 tool_name: exec.name.clone(),
                 call_id: exec.call_id.clone(),
                 label: "result".to_owned(),
-                suggested_name: file_name.to_owned(),
-                content: full,
+                suggested_name: over.file_name().to_owned(),
+                content: over.full_text(&self.limits),
             };
             let Ok(receipt) = store.save_text(request).await else {
                 return Ok(decision);
             };
-            let text = render(Recovery::Stored {
-                locator: &receipt.locator,
-                hint: &receipt.retrieval_hint,
-            });
+            let text = over.render(
+                &self.limits,
+                Recovery::Stored { locator: &receipt.locator, hint: &receipt.retrieval_hint },
+            );
             let PostDecision::Accept { additional_contexts, .. } = decision else {
                 return Ok(decision);
             };

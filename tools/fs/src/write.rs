@@ -61,7 +61,7 @@ impl Tool for WriteTool {
                 WriteOperation::Create => Operation::Create,
                 WriteOperation::Update => Operation::Update,
             },
-            before: outcome.before,
+            before: outcome.before.map(|b| crate::strip_bom(&b).1.to_owned()),
             after: crlf_to_lf(&args.content),
         })
     }

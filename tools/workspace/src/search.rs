@@ -112,7 +112,7 @@ impl fmt::Display for SearchTool {
 #[non_exhaustive]
 pub enum SearchError {
     /// The glob (pattern or include) or the regex does not compile.
-    #[error("{0} pattern rejected: {1}")]
+    #[error("{0} pattern rejected by ripgrep: {1}")]
     InvalidPattern(SearchTool, String),
     /// The search could not run, e.g. the search root is missing or unreadable.
     #[error("{0} search failed: {1}")]
@@ -279,7 +279,15 @@ pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
         .octal(false)
         .line_terminator(Some(b'\n'))
         .build(opts.pattern)
-        .map_err(|err| SearchError::InvalidPattern(tool, err.to_string()))?;
+        .map_err(|err| {
+            // grep-regex reports errors against its wrapped pattern (`(?:…)`); parse the
+            // original so the message points into what the model wrote, as ripgrep does.
+            let detail = match regex_syntax::Parser::new().parse(opts.pattern) {
+                Err(original) => original.to_string(),
+                Ok(_) => err.to_string(),
+            };
+            SearchError::InvalidPattern(tool, detail)
+        })?;
     let overrides = match opts.include {
         Some(include) => include_overrides(opts.workdir, include)?,
         None => Override::empty(),

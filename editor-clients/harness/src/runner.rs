@@ -1,0 +1,91 @@
+//! Runs conformance scenarios over the wire: one `toolhost serve` per scenario (one session),
+//! each tool step a `toolhost/callTool`, comparing value, content, meta, card and workspace-after.
+
+use crate::client::{Client, ClientError};
+use crate::scenario::{Scenario, Step, apply_external, check_step};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Whether `program` is on PATH.
+pub fn program_exists(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// Runs one scenario against the server binary `bin`; returns the mismatches.
+pub fn run_scenario(
+    bin: &Path,
+    scenario: &Scenario,
+    scratch: &Path,
+) -> Result<Vec<String>, ClientError> {
+    let root = scratch.join("workspace");
+    let sessions = scratch.join("sessions");
+    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&sessions)?;
+    let root = root.canonicalize()?;
+    scenario.prepare(&root).map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
+    let init = match std::fs::read_to_string(scenario.dir.join("config.json")) {
+        Ok(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    let sessions_arg = sessions.display().to_string();
+    let mut client =
+        Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], Client::no_handler())?;
+    client.initialize(&root, init, json!({}))?;
+    let workspace = root.display().to_string();
+    let mut problems = Vec::new();
+    for (idx, step) in scenario.steps.iter().enumerate() {
+        match step {
+            Step::External { external } => apply_external(&root, external)
+                .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?,
+            Step::Tool { tool, args, expect } => {
+                let response = client.call_tool(tool, args.clone())?;
+                for p in check_step(expect, &response["result"], &response["card"], &workspace) {
+                    problems.push(format!("step {idx} ({tool}): {p}"));
+                }
+            }
+        }
+    }
+    let _ = client.shutdown();
+    problems.extend(
+        scenario
+            .check_after(&root)
+            .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?,
+    );
+    Ok(problems)
+}
+
+/// Summary of a run.
+pub struct RunSummary {
+    pub passed: usize,
+    pub failed: Vec<String>,
+}
+
+/// Runs every scenario under `dir`. A scenario whose required program is missing fails.
+pub fn run_all(bin: &Path, dir: &Path, filter: Option<&str>) -> Result<RunSummary, ClientError> {
+    let scenarios = Scenario::load_all(dir)
+        .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
+    let mut summary = RunSummary { passed: 0, failed: Vec::new() };
+    for scenario in scenarios.iter().filter(|s| filter.is_none_or(|f| s.name.contains(f))) {
+        if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
+            summary
+                .failed
+                .push(format!("{}: required program `{missing}` is not installed", scenario.name));
+            continue;
+        }
+        let scratch = std::env::temp_dir().join(format!(
+            "toolhost-harness-{}-{}",
+            std::process::id(),
+            scenario.name
+        ));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let problems = run_scenario(bin, scenario, &scratch);
+        let _ = std::fs::remove_dir_all(&scratch);
+        match problems {
+            Ok(p) if p.is_empty() => summary.passed += 1,
+            Ok(p) => summary.failed.push(format!("{}:\n  {}", scenario.name, p.join("\n  "))),
+            Err(e) => summary.failed.push(format!("{}: {e}", scenario.name)),
+        }
+    }
+    Ok(summary)
+}
