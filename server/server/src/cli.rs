@@ -70,7 +70,8 @@ enum Command {
     /// Print the cards of a session (by id, or a path to its session.jsonl), rebuilt from the log.
     Replay {
         /// A session id of this workspace, or a path to a session.jsonl.
-        session: String,
+        #[arg(value_name = "SESSION")]
+        which: String,
         #[command(flatten)]
         common: Common,
         /// One JSON card per line.
@@ -304,7 +305,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
-        Command::Replay { session: which, common, json } => {
+        Command::Replay { which, common, json } => {
             let root = workspace_root(&common)?;
             let config = load_config(&root)?;
             let path = if which.ends_with(".jsonl") || which.contains('/') {
@@ -411,4 +412,23 @@ pub fn colored_card(card: &Card) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn argument_text_parsing() {
+        assert_eq!(parse_args_text(None).unwrap(), json!({}));
+        assert_eq!(parse_args_text(Some("  ")).unwrap(), json!({}));
+        assert_eq!(parse_args_text(Some("{\"a\":1}")).unwrap(), json!({"a": 1}));
+        assert_eq!(parse_args_text(Some("{a")).unwrap_err().code, 2);
+    }
 }

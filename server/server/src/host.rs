@@ -97,6 +97,12 @@ impl Host {
             );
         }
         let _ = toolhost_tools_fs::register(&registry, fs_limits(config))?;
+        // Test-only tools: compiled in with the `test-tools` feature, registered only when the
+        // process also runs with TOOLHOST_TEST_TOOLS=1.
+        #[cfg(feature = "test-tools")]
+        if crate::test_tools::enabled() {
+            crate::test_tools::register(&registry)?;
+        }
         let spill: SpillHandle =
             options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
         let capabilities =
@@ -109,6 +115,18 @@ impl Host {
             session_id: options.session_id,
             session: options.session,
         })
+    }
+
+    /// Adds a capability (e.g. the LSP server's `EditorBridge`) to a host that is not yet
+    /// shared. Returns `false` (and adds nothing) if calls still hold the capability map.
+    pub fn insert_capability<T: Clone + Send + Sync + 'static>(&mut self, value: T) -> bool {
+        match Arc::get_mut(&mut self.capabilities) {
+            Some(capabilities) => {
+                capabilities.insert(value);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn registry(&self) -> &Registry {

@@ -7,4 +7,6 @@ pub mod framing;
 pub mod host;
 pub mod lsp;
 pub mod session;
+#[cfg(feature = "test-tools")]
+pub mod test_tools;
 pub mod watcher;

@@ -1,0 +1,160 @@
+//! The `toolhost` command line: exit codes, sessions continued across calls, replay, and the
+//! environment errors (a locked session, an unwritable state dir) that must exit 3.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn toolhost(workspace: &Path, state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(workspace)
+        .env("XDG_STATE_HOME", state)
+        .env("XDG_CONFIG_HOME", state.join("config"))
+        .output()
+        .unwrap()
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(ws.join("a.txt"), "hello\nworld\n").unwrap();
+    (dir, ws, state)
+}
+
+#[test]
+fn exit_codes_follow_the_contract() {
+    let (_dir, ws, state) = setup();
+    assert_eq!(
+        toolhost(&ws, &state, &["call", "read", r#"{"file_path":"a.txt"}"#]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        toolhost(&ws, &state, &["call", "read", r#"{"file_path":"nope.txt"}"#]).status.code(),
+        Some(1)
+    );
+    assert_eq!(toolhost(&ws, &state, &["call", "nope", "{}"]).status.code(), Some(1));
+    assert_eq!(
+        toolhost(&ws, &state, &["call", "read", r#"{"offset":"x"}"#]).status.code(),
+        Some(1)
+    );
+    let bad = toolhost(&ws, &state, &["call", "read", "{not json"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not valid JSON"));
+    assert_eq!(toolhost(&ws, &state, &["call"]).status.code(), Some(2));
+    assert_eq!(toolhost(&ws, &state, &["--version"]).status.code(), Some(0));
+    assert_eq!(toolhost(&ws, &state, &["tools", "--json"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_read_in_one_call_authorizes_an_edit_in_a_later_call_of_the_same_session() {
+    let (_dir, ws, state) = setup();
+    let read = toolhost(
+        &ws,
+        &state,
+        &["call", "read", r#"{"file_path":"a.txt"}"#, "--json", "--session", "s1"],
+    );
+    assert_eq!(read.status.code(), Some(0));
+    let body: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(body["sessionId"], "s1");
+    let edit = r#"{"file_path":"a.txt","old_string":"world","new_string":"there"}"#;
+    // Another session was never authorized by that read.
+    let other = toolhost(&ws, &state, &["call", "edit", edit, "--session", "s2"]);
+    assert_eq!(other.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&other.stdout).contains("edit requires reading"));
+    let same = toolhost(&ws, &state, &["call", "edit", edit, "--session", "s1"]);
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "hello\nthere\n");
+
+    let sessions = toolhost(&ws, &state, &["sessions", "--json"]);
+    let list: Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let ids: Vec<&str> =
+        list["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"s1") && ids.contains(&"s2"), "{ids:?}");
+
+    let replay = toolhost(&ws, &state, &["replay", "s1"]);
+    assert_eq!(replay.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(text.contains("read Read a.txt · completed"), "{text}");
+    assert!(
+        text.contains("edit Edit a.txt · completed\n@@ -1,2 +1,2 @@\n hello\n-world\n+there"),
+        "{text}"
+    );
+    let json = toolhost(&ws, &state, &["replay", "s1", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&json.stdout).lines().count(), 2);
+
+    let delete = toolhost(&ws, &state, &["sessions", "--delete", "s2"]);
+    assert_eq!(delete.status.code(), Some(0));
+    let prune = toolhost(&ws, &state, &["sessions", "--prune", "--older-than", "30d"]);
+    assert_eq!(prune.status.code(), Some(0));
+}
+
+#[test]
+fn a_new_session_is_announced_on_stderr() {
+    let (_dir, ws, state) = setup();
+    let out = toolhost(&ws, &state, &["call", "read", r#"{"file_path":"a.txt"}"#, "--json"]);
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = body["sessionId"].as_str().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("session {id}")));
+}
+
+#[test]
+fn a_session_locked_by_another_process_exits_3() {
+    let (_dir, ws, state) = setup();
+    let sessions = state.join("toolhost").join("sessions");
+    // Hold the session's lock from this process, as a running server would.
+    let (_log, _) =
+        toolhost_session::SessionLog::open(&sessions, &ws.canonicalize().unwrap(), "busy", true)
+            .unwrap();
+    let out =
+        toolhost(&ws, &state, &["call", "read", r#"{"file_path":"a.txt"}"#, "--session", "busy"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another toolhost process"));
+}
+
+#[test]
+fn an_unwritable_state_dir_exits_3() {
+    let (_dir, ws, state) = setup();
+    // A file where the state directory should be cannot hold sessions (works as root too).
+    let blocker = state.join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "read", r#"{"file_path":"a.txt"}"#])
+        .current_dir(&ws)
+        .env("XDG_STATE_HOME", &blocker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_spill_can_be_read_back_through_its_locator() {
+    let (_dir, ws, state) = setup();
+    let big: String = (0..4000).map(|i| format!("line {i} needle\n")).collect();
+    std::fs::write(ws.join("big.txt"), big).unwrap();
+    let out =
+        toolhost(&ws, &state, &["call", "grep", r#"{"pattern":"needle"}"#, "--session", "sp"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let locator = text.split("stored at: ").nth(1).unwrap().split(". ").next().unwrap().to_owned();
+    assert!(locator.contains("/blobs/"), "{locator}");
+    let args = serde_json::json!({"file_path": locator, "limit": 3}).to_string();
+    let read = toolhost(&ws, &state, &["call", "read", &args, "--session", "sp"]);
+    assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stdout));
+    assert!(
+        String::from_utf8_lossy(&read.stdout).contains("1: Found 4000 of 4000 matches")
+            || String::from_utf8_lossy(&read.stdout).contains("1: Found 4000 matches")
+    );
+    // The blob folder is read-only for the tools.
+    let write = serde_json::json!({"file_path": locator, "content": "x"}).to_string();
+    let denied = toolhost(&ws, &state, &["call", "write", &write, "--session", "sp"]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&denied.stdout).contains("read-only"),
+        "{}",
+        String::from_utf8_lossy(&denied.stdout)
+    );
+}
