@@ -57,6 +57,21 @@ impl lsp::Notification for CardNotification {
     const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::ServerToClient;
 }
 
+/// The editor as a capability of tool bodies: server→client requests over this connection. Client
+/// replies are routed by the framing filter straight to the waiting request, so a body awaiting
+/// one never blocks the reader or other handlers (style-and-reliability B.5, deadlock).
+#[derive(Clone)]
+pub struct EditorBridge {
+    client: Client,
+}
+
+impl EditorBridge {
+    /// Sends request `R` to the editor and awaits its reply (`-32002` before `initialized`).
+    pub async fn request<R: lsp::Request>(&self, params: R::Params) -> Result<R::Result, RpcError> {
+        self.client.send_request::<R>(params).await
+    }
+}
+
 /// Connection-wide state shared by the backend and the transport.
 pub struct ServerState {
     options: ServeOptions,
@@ -193,7 +208,7 @@ impl Backend {
             message: format!("cannot open session {id}: {e}").into(),
             data: Some(json!({"code": e.code()})),
         })?;
-        let host = Host::new(
+        let mut host = Host::new(
             &config,
             HostOptions {
                 roots,
@@ -205,6 +220,8 @@ impl Backend {
             },
         )
         .map_err(|e| internal(e.to_string()))?;
+        // Tool bodies reach the editor through this capability (the host is not shared yet).
+        host.insert_capability(EditorBridge { client: self.client.clone() });
         let host = Arc::new(host);
         crate::watcher::spawn(Arc::clone(&host), self.state.stop.clone());
         let _ = self.state.host.set(host);
@@ -375,6 +392,13 @@ impl Backend {
         .await
     }
 
+    /// Test-only (`test-tools` feature + TOOLHOST_TEST_TOOLS=1): a request handler that panics,
+    /// to prove the `guarded` isolation every handler runs under.
+    #[cfg(feature = "test-tools")]
+    async fn test_panic(&self, _params: Value) -> Result<Value, RpcError> {
+        guarded(async { crate::test_tools::panic_in_handler() }).await
+    }
+
     fn track_document(
         &self,
         uri: &lsp::Uri,
@@ -529,12 +553,19 @@ pub async fn serve(options: ServeOptions) -> u8 {
     let state = Arc::new(ServerState::new(options));
     let (service, socket) = {
         let state = Arc::clone(&state);
-        LspService::build(move |client| Backend { client, state })
+        let builder = LspService::build(move |client| Backend { client, state })
             .custom_method(methods::LIST_TOOLS, Backend::list_tools)
             .custom_method(methods::CALL_TOOL, Backend::call_tool)
             .custom_method(methods::LIST_SESSIONS, Backend::list_sessions)
-            .custom_method(methods::REPLAY_SESSION, Backend::replay_session)
-            .finish()
+            .custom_method(methods::REPLAY_SESSION, Backend::replay_session);
+        // Test-only hook: a panicking request handler (feature `test-tools` + env gate).
+        #[cfg(feature = "test-tools")]
+        let builder = if crate::test_tools::enabled() {
+            builder.custom_method(crate::test_tools::PANIC_METHOD, Backend::test_panic)
+        } else {
+            builder
+        };
+        builder.finish()
     };
     let (mut responses, requests) = StreamExt::split(socket);
     let stdout: SharedStdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));

@@ -1,0 +1,83 @@
+//! Keeps `docs/protocol.md` and the checked-in JSON schemas of the wire types in sync with the
+//! Rust protocol types. Regenerate with `UPDATE_SCHEMAS=1 cargo test -p toolhost-protocol`.
+#![allow(clippy::unwrap_used)]
+
+use schemars::JsonSchema;
+use std::path::{Path, PathBuf};
+use toolhost_protocol::card::Card;
+use toolhost_protocol::lsp_ext::{
+    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams,
+    ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
+};
+use toolhost_protocol::session_log::{Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent};
+use toolhost_protocol::{DiffMeta, ToolExecutionResult};
+
+fn docs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs")
+}
+
+fn schema_of<T: JsonSchema>() -> String {
+    let schema = schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
+    serde_json::to_string_pretty(&schema).unwrap() + "\n"
+}
+
+fn schemas() -> Vec<(&'static str, String)> {
+    vec![
+        ("ToolExecutionResult", schema_of::<ToolExecutionResult>()),
+        ("Card", schema_of::<Card>()),
+        ("DiffMeta", schema_of::<DiffMeta>()),
+        ("ListToolsResult", schema_of::<ListToolsResult>()),
+        ("CallToolParams", schema_of::<CallToolParams>()),
+        ("CallToolResult", schema_of::<CallToolResult>()),
+        ("ListSessionsParams", schema_of::<ListSessionsParams>()),
+        ("ListSessionsResult", schema_of::<ListSessionsResult>()),
+        ("ReplaySessionParams", schema_of::<ReplaySessionParams>()),
+        ("ReplaySessionResult", schema_of::<ReplaySessionResult>()),
+        ("LspQueryParams", schema_of::<LspQueryParams>()),
+        ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
+        ("SessionHeader", schema_of::<SessionHeader>()),
+        ("Envelope", schema_of::<Envelope>()),
+        ("ToolCallEvent", schema_of::<ToolCallEvent>()),
+        ("ToolResultEvent", schema_of::<ToolResultEvent>()),
+        ("FsObservedEvent", schema_of::<FsObservedEvent>()),
+    ]
+}
+
+#[test]
+fn checked_in_schemas_match_the_protocol_types() {
+    let dir = docs().join("schemas");
+    let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+    let mut stale = Vec::new();
+    for (name, schema) in schemas() {
+        let path = dir.join(format!("{name}.json"));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &schema).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text == schema => {}
+            _ => stale.push(name),
+        }
+    }
+    assert!(stale.is_empty(), "schemas out of date (run UPDATE_SCHEMAS=1 cargo test -p toolhost-protocol): {stale:?}");
+}
+
+#[test]
+fn protocol_doc_covers_every_method_and_schema() {
+    let doc = std::fs::read_to_string(docs().join("protocol.md")).unwrap();
+    for method in [
+        methods::LIST_TOOLS,
+        methods::CALL_TOOL,
+        methods::LIST_SESSIONS,
+        methods::REPLAY_SESSION,
+        methods::CARD,
+        methods::LSP_QUERY,
+        methods::CALL_TOOL_COMMAND,
+    ] {
+        assert!(doc.contains(&format!("`{method}`")), "docs/protocol.md does not document {method}");
+    }
+    for (name, _) in schemas() {
+        assert!(doc.contains(&format!("schemas/{name}.json")), "docs/protocol.md does not link schemas/{name}.json");
+    }
+}
