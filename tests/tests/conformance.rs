@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
-use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step};
+use toolhost_harness::runner::SESSION_ID;
+use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step, substitute};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
 use toolhost_server::session::open_session;
@@ -28,7 +29,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     let root = root.canonicalize().unwrap();
     scenario.prepare(&root).unwrap();
     // A real session, as the server opens one: spills go to its blob store (a read-only root).
-    let opened = open_session(&dir.path().join("sessions"), &root, "conformance").unwrap();
+    let opened = open_session(&dir.path().join("sessions"), &root, SESSION_ID).unwrap();
     let mut config = Config::default();
     if let Some(overrides) = scenario_config(scenario) {
         config = overrides;
@@ -38,7 +39,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
         HostOptions {
             roots: vec![root.clone()],
             read_only_roots: vec![opened.blob_dir()],
-            session_id: Some("conformance".to_owned()),
+            session_id: Some(SESSION_ID.to_owned()),
             ledger: Arc::clone(&opened.ledger),
             spill: Some(opened.spill()),
             session: Some(Arc::clone(&opened.log)),
@@ -52,7 +53,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
             Step::External { external } => apply_external(&root, external).unwrap(),
             Step::Tool { tool, args, expect } => {
                 let outcome = host
-                    .call(&format!("call_{idx}"), tool, args.clone(), CancellationToken::new())
+                    .call(&format!("call_{idx}"), tool, substitute(args, &workspace, None), CancellationToken::new())
                     .await
                     .unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();

@@ -87,6 +87,13 @@ fn test(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    // The conformance scenarios again, over stdio against the real binary.
+    run(cargo().args(["build", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
+    let root = project_root();
+    run(Command::new(root.join("target/debug/toolhost-harness"))
+        .current_dir(&root)
+        .args(["run", "editor-clients/conformance", "--bin"])
+        .arg(root.join("target/debug/toolhost")))?;
     Ok(())
 }
 

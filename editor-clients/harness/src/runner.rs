@@ -2,9 +2,34 @@
 //! each tool step a `toolhost/callTool`, comparing value, content, meta, card and workspace-after.
 
 use crate::client::{Client, ClientError};
-use crate::scenario::{Scenario, Step, apply_external, check_step};
-use serde_json::{Value, json};
+use crate::scenario::{Scenario, Step, apply_external, check_step, substitute};
+use serde_json::json;
 use std::path::Path;
+
+/// The session id every runner gives a scenario's session.
+pub const SESSION_ID: &str = "conformance";
+
+/// A fresh scratch folder named like `tempfile`'s (`<tmp>/.tmpXXXXXX`), so paths inside it have
+/// the same length in every runner.
+pub fn scratch_dir() -> std::path::PathBuf {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    loop {
+        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) ^ u128::from(std::process::id());
+        let mut n = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
+        let name: String = (0..6)
+            .map(|_| {
+                let c = ALPHABET[(n % ALPHABET.len() as u128) as usize] as char;
+                n /= ALPHABET.len() as u128;
+                c
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!(".tmp{name}"));
+        if std::fs::create_dir(&dir).is_ok() {
+            return dir;
+        }
+    }
+}
 
 /// Whether `program` is on PATH.
 pub fn program_exists(program: &str) -> bool {
@@ -24,10 +49,15 @@ pub fn run_scenario(
     std::fs::create_dir_all(&sessions)?;
     let root = root.canonicalize()?;
     scenario.prepare(&root).map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
-    let init = match std::fs::read_to_string(scenario.dir.join("config.json")) {
-        Ok(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
-        Err(_) => Value::Null,
+    let mut init = match std::fs::read_to_string(scenario.dir.join("config.json")) {
+        Ok(text) => serde_json::from_str(&text).unwrap_or_else(|_| json!({})),
+        Err(_) => json!({}),
     };
+    // Every runner uses the same session id and scratch layout, so spill locators (and the
+    // previews sized around them) are byte-identical across runners.
+    if let Some(map) = init.as_object_mut() {
+        map.insert("session_id".to_owned(), json!(SESSION_ID));
+    }
     let sessions_arg = sessions.display().to_string();
     let mut client =
         Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], Client::no_handler())?;
@@ -39,7 +69,7 @@ pub fn run_scenario(
             Step::External { external } => apply_external(&root, external)
                 .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?,
             Step::Tool { tool, args, expect } => {
-                let response = client.call_tool(tool, args.clone())?;
+                let response = client.call_tool(tool, substitute(args, &workspace, None))?;
                 for p in check_step(expect, &response["result"], &response["card"], &workspace) {
                     problems.push(format!("step {idx} ({tool}): {p}"));
                 }
@@ -73,12 +103,7 @@ pub fn run_all(bin: &Path, dir: &Path, filter: Option<&str>) -> Result<RunSummar
                 .push(format!("{}: required program `{missing}` is not installed", scenario.name));
             continue;
         }
-        let scratch = std::env::temp_dir().join(format!(
-            "toolhost-harness-{}-{}",
-            std::process::id(),
-            scenario.name
-        ));
-        let _ = std::fs::remove_dir_all(&scratch);
+        let scratch = scratch_dir();
         let problems = run_scenario(bin, scenario, &scratch);
         let _ = std::fs::remove_dir_all(&scratch);
         match problems {

@@ -5,7 +5,8 @@
 //! A step is `{tool, args, expect: {isError?, value?, content?, meta?, card?}}` or an external
 //! change `{"external": {"write": path, "content": text}}` / `{"external": {"touch": path}}`.
 //! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of
-//! that step's spill file). `value`, `content` and `meta` compare exactly; `card` compares each key
+//! that step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the
+//! failure's `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares each key
 //! it lists (a card's `callId` is never compared).
 
 use serde::Deserialize;
@@ -29,6 +30,8 @@ pub struct Expect {
     pub content: Option<Value>,
     pub meta: Option<Value>,
     pub card: Option<Value>,
+    /// `{message?, info?}` of a failure, compared key by key.
+    pub error: Option<Value>,
 }
 
 /// A change made outside toolhost between calls.
@@ -274,6 +277,15 @@ pub fn check_step(expect: &Expect, result: &Value, card: &Value, workspace: &str
             let got = result.get(key).cloned().unwrap_or(Value::Null);
             if got != wanted {
                 problems.push(format!("{key}: expected {wanted}, got {got}"));
+            }
+        }
+    }
+    if let Some(Value::Object(wanted)) = &expect.error {
+        for (key, want) in wanted {
+            let want = substitute(want, workspace, spill.as_deref());
+            let got = result.get("error").and_then(|e| e.get(key)).cloned().unwrap_or(Value::Null);
+            if got != want {
+                problems.push(format!("error.{key}: expected {want}, got {got}"));
             }
         }
     }
