@@ -257,27 +257,16 @@ pub(crate) fn normalize(
     if !violations.is_empty() {
         return failure_of(ToolError::invalid_output(name, &violations.join("; ")));
     }
-    let content = match tool.render(&exec.arguments, &value) {
-        Ok(content) => content,
+    let (content, meta) = match tool.project(&exec.arguments, &value, exec.is_direct()) {
+        Ok(projection) => projection,
         Err(detail) => return failure_of(ToolError::invalid_output(name, &detail)),
     };
-    let meta = if exec.is_direct() {
-        match tool.presentation_meta(&exec.arguments, &value) {
-            Ok(Some(meta)) => {
-                if lossless_value(&meta).is_err() {
-                    return failure_of(ToolError::invalid_output(
-                        name,
-                        "output.presentationMeta returned non-lossless JSON",
-                    ));
-                }
-                Some(meta)
-            }
-            Ok(None) => None,
-            Err(detail) => return failure_of(ToolError::invalid_output(name, &detail)),
-        }
-    } else {
-        None
-    };
+    if meta.as_ref().is_some_and(|m| lossless_value(m).is_err()) {
+        return failure_of(ToolError::invalid_output(
+            name,
+            "output.presentationMeta returned non-lossless JSON",
+        ));
+    }
     ToolExecutionResult::Success { value, content, meta }
 }
 

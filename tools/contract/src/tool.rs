@@ -153,6 +153,9 @@ impl RawTool {
     }
 }
 
+/// The Native content and the presentation metadata of one value.
+pub(crate) type Projection = (Vec<ContentBlock>, Option<Value>);
+
 /// What a body invocation produced, before normalization.
 pub(crate) enum BodyOutcome {
     Value(Value),
@@ -171,8 +174,9 @@ pub(crate) trait ErasedTool: Send + Sync {
     fn concurrency_safe(&self, args: &Value) -> bool;
     fn renderer_version(&self) -> u32;
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome>;
-    fn render(&self, args: &Value, value: &Value) -> Result<Vec<ContentBlock>, String>;
-    fn presentation_meta(&self, args: &Value, value: &Value) -> Result<Option<Value>, String>;
+    /// Both projections of a validated value; the meta only when `with_meta` (direct calls).
+    /// The error is the seed's `output.render failed: …` / `output.presentationMeta failed: …`.
+    fn project(&self, args: &Value, value: &Value, with_meta: bool) -> Result<Projection, String>;
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -334,21 +338,19 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         })
     }
 
-    fn render(&self, args: &Value, value: &Value) -> Result<Vec<ContentBlock>, String> {
+    fn project(&self, args: &Value, value: &Value, with_meta: bool) -> Result<Projection, String> {
+        // Deserialized once, shared by both projections.
         let args = Self::typed_args(args).map_err(|e| format!("output.render failed: {e}"))?;
         let output =
             T::Output::deserialize(value).map_err(|e| format!("output.render failed: {e}"))?;
-        catch_unwind(AssertUnwindSafe(|| self.tool.render(&args, &output)))
-            .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))
-    }
-
-    fn presentation_meta(&self, args: &Value, value: &Value) -> Result<Option<Value>, String> {
-        let args =
-            Self::typed_args(args).map_err(|e| format!("output.presentationMeta failed: {e}"))?;
-        let output = T::Output::deserialize(value)
-            .map_err(|e| format!("output.presentationMeta failed: {e}"))?;
-        catch_unwind(AssertUnwindSafe(|| self.tool.presentation_meta(&args, &output)))
-            .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref())))
+        let content = catch_unwind(AssertUnwindSafe(|| self.tool.render(&args, &output)))
+            .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))?;
+        if !with_meta {
+            return Ok((content, None));
+        }
+        let meta = catch_unwind(AssertUnwindSafe(|| self.tool.presentation_meta(&args, &output)))
+            .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref())))?;
+        Ok((content, meta))
     }
 }
 
@@ -433,17 +435,15 @@ impl ErasedTool for ErasedRaw {
         })
     }
 
-    fn render(&self, args: &Value, value: &Value) -> Result<Vec<ContentBlock>, String> {
-        catch_unwind(AssertUnwindSafe(|| (self.render)(args, value)))
-            .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))
-    }
-
-    fn presentation_meta(&self, args: &Value, value: &Value) -> Result<Option<Value>, String> {
-        match &self.raw.presentation_meta {
-            Some(meta) => catch_unwind(AssertUnwindSafe(|| meta(args, value))).map_err(|p| {
+    fn project(&self, args: &Value, value: &Value, with_meta: bool) -> Result<Projection, String> {
+        let content = catch_unwind(AssertUnwindSafe(|| (self.render)(args, value)))
+            .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))?;
+        let meta = match (&self.raw.presentation_meta, with_meta) {
+            (Some(meta), true) => catch_unwind(AssertUnwindSafe(|| meta(args, value))).map_err(|p| {
                 format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
-            }),
-            None => Ok(None),
-        }
+            })?,
+            _ => None,
+        };
+        Ok((content, meta))
     }
 }
