@@ -94,6 +94,11 @@ fn test(extra: &[String]) -> Result<()> {
         .current_dir(&root)
         .args(["run", "editor-clients/conformance", "--bin"])
         .arg(root.join("target/debug/toolhost")))?;
+    // The Neovim client: real headless Neovim 0.11 (installed by the script) and the real binary.
+    run(Command::new("bash")
+        .current_dir(&root)
+        .arg("editor-clients/neovim/tests/run.sh")
+        .arg(root.join("target/debug/toolhost")))?;
     Ok(())
 }
 

@@ -87,6 +87,8 @@ pub struct ServerState {
     versions: Mutex<HashMap<String, i32>>,
     lsp_provider: AtomicBool,
     client_pid: Mutex<Option<i32>>,
+    /// Set by the client monitor when the client process is gone.
+    client_died: AtomicBool,
     /// Fired to stop the connection (exit, EOF, fatal framing, dead client).
     stop: CancellationToken,
 }
@@ -105,6 +107,7 @@ impl ServerState {
             versions: Mutex::new(HashMap::new()),
             lsp_provider: AtomicBool::new(false),
             client_pid: Mutex::new(None),
+            client_died: AtomicBool::new(false),
             stop: CancellationToken::new(),
         }
     }
@@ -418,15 +421,27 @@ impl Backend {
         }
         let dirty = match (closed, text) {
             (true, _) => false,
-            (false, Some(text)) => {
-                std::fs::read(&path).map_or(!text.is_empty(), |disk| disk != text.as_bytes())
-            }
+            (false, Some(text)) => buffer_differs(&path, text),
             (false, None) => false,
         };
         if closed && let Ok(mut versions) = self.state.versions.lock() {
             versions.remove(&key);
         }
         host.workspace().dirty_buffers().set(path, dirty);
+    }
+}
+
+/// Whether an editor buffer's text differs from the file on disk. Editors drop a UTF-8 BOM
+/// from buffer text, and an empty buffer of a file that does not exist yet (`""` or one line
+/// ending) holds nothing to lose, so neither counts as unsaved.
+fn buffer_differs(path: &std::path::Path, text: &str) -> bool {
+    match std::fs::read(path) {
+        Ok(disk) => {
+            let disk = disk.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&disk);
+            let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            disk != text.as_bytes()
+        }
+        Err(_) => !matches!(text, "" | "\n" | "\r\n"),
     }
 }
 
@@ -533,8 +548,8 @@ impl Loopback for RoutedLoopback {
 
 type SharedStdout = Arc<tokio::sync::Mutex<tokio::io::Stdout>>;
 
-async fn write_error(stdout: &SharedStdout, code: i64, message: &str) {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+async fn write_error(stdout: &SharedStdout, id: Value, code: i64, message: &str) {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let mut out = stdout.lock().await;
     let _ = framing::write_frame(&mut *out, body.to_string().as_bytes()).await;
 }
@@ -603,7 +618,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
         let stdout = Arc::clone(&stdout);
         let stop = state.stop.clone();
         tokio::spawn(async move {
-            let mut frames = FrameReader::new(tokio::io::stdin(), max_body);
+            let mut frames = FrameReader::new(stdin_pipe(), max_body);
             let ending = loop {
                 match frames.next().await {
                     Ok(None) => break Ending::Eof,
@@ -611,23 +626,30 @@ pub async fn serve(options: ServeOptions) -> u8 {
                         let message = format!(
                             "message body of {len} bytes exceeds the {max_body}-byte limit"
                         );
-                        write_error(&stdout, -32600, &message).await;
+                        write_error(&stdout, Value::Null, -32600, &message).await;
                     }
                     Ok(Some(Frame::Body(body))) => {
-                        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-                        if let Some(value) = &parsed
-                            && framing::is_response(value)
-                        {
+                        // Bodies the framework cannot decode are answered here and never
+                        // forwarded: tower-lsp-server's reader (tokio-util `FramedRead`) ends its
+                        // input stream after the first decode error, which would end the
+                        // connection (B.5: reply and keep going).
+                        let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+                            write_error(&stdout, Value::Null, -32700, "Parse error").await;
+                            continue;
+                        };
+                        if framing::is_response(&value) {
                             if let Ok(response) = serde_json::from_value::<Response>(value.clone())
                             {
                                 let _ = responses.send(response).await;
                             }
                             continue;
                         }
-                        let is_exit =
-                            parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str)
-                                == Some("exit");
-                        let body = normalize_params(parsed, body);
+                        if let Err((id, code, message)) = screen_message(&value) {
+                            write_error(&stdout, id, code, &message).await;
+                            continue;
+                        }
+                        let is_exit = value.get("method").and_then(Value::as_str) == Some("exit");
+                        let body = normalize_params(Some(value), body);
                         if queue_tx.send(body).await.is_err() {
                             break Ending::Eof;
                         }
@@ -644,7 +666,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
         })
     };
 
-    let monitor = spawn_client_monitor(Arc::clone(&state));
+    let _monitor = spawn_client_monitor(Arc::clone(&state));
     let server = Server::new(to_server_read, from_server_write, RoutedLoopback { requests })
         .concurrency_level(256)
         .serve(service);
@@ -658,12 +680,17 @@ pub async fn serve(options: ServeOptions) -> u8 {
     if let Some(opened) = state.opened.get() {
         let _ = tokio::time::timeout(Duration::from_millis(500), opened.log.flush()).await;
     }
-    let ending = if reader.is_finished() {
-        reader.await.unwrap_or(Ending::Eof)
-    } else if monitor.is_finished() {
+    // Why the connection ended. Not from `is_finished()` polls: the reader fires `stop` just
+    // before it returns, and the monitor also returns on `stop`, so polling raced (a fatal
+    // header or `exit` after `shutdown` could be reported as a dead client, exit code 1).
+    let ending = if state.client_died.load(Ordering::SeqCst) {
         Ending::ClientDied
     } else {
-        Ending::Exit
+        match tokio::time::timeout(Duration::from_millis(200), reader).await {
+            Ok(Ok(ending)) => ending,
+            Ok(Err(_)) => Ending::Eof,
+            Err(_) => Ending::Exit,
+        }
     };
     let _ = tokio::time::timeout(Duration::from_millis(200), async {
         let _ = feeder.await;
@@ -693,6 +720,37 @@ pub async fn serve(options: ServeOptions) -> u8 {
     }
 }
 
+/// Checks that a parsed body is a request or notification the framework can decode (an object
+/// with `jsonrpc: "2.0"`, a string `method`, and an id that is a number, string or null) and
+/// will answer. On failure: the id to answer with (the request's own if usable, else null), the
+/// error code and the message.
+fn screen_message(value: &Value) -> Result<(), (Value, i64, String)> {
+    use serde::Deserialize as _;
+    let invalid = |id: Value, reason: &str| (id, -32600, format!("Invalid request: {reason}"));
+    let Value::Object(map) = value else {
+        let what =
+            if value.is_array() { "batch arrays are not supported" } else { "not an object" };
+        return Err(invalid(Value::Null, what));
+    };
+    let id = match map.get("id") {
+        Some(id @ Value::String(_)) => id.clone(),
+        Some(id @ Value::Number(n)) if n.is_i64() => id.clone(),
+        _ => Value::Null,
+    };
+    let Some(method) = map.get("method").and_then(Value::as_str) else {
+        return Err(invalid(id, "missing method"));
+    };
+    tower_lsp_server::jsonrpc::Request::deserialize(value)
+        .map_err(|e| invalid(id.clone(), &e.to_string()))?;
+    // The framework drops its "method not found" answer for every `$/` method, requests
+    // included, which would leave such a request unanswered forever. LSP: a `$/` request that
+    // is not handled is answered MethodNotFound.
+    if method.starts_with("$/") && method != "$/cancelRequest" && map.contains_key("id") {
+        return Err((id, -32601, format!("Method not found: {method}")));
+    }
+    Ok(())
+}
+
 /// Parameterless custom methods accept a missing or null `params` as `{}`, whatever the client
 /// library sends for "no params".
 fn normalize_params(parsed: Option<Value>, body: Vec<u8>) -> Vec<u8> {
@@ -704,6 +762,36 @@ fn normalize_params(parsed: Option<Value>, body: Vec<u8>) -> Vec<u8> {
         return serde_json::to_vec(&Value::Object(map)).unwrap_or(body);
     }
     body
+}
+
+/// Stdin, read on a dedicated OS thread and piped in. `tokio::io::stdin()` reads on the
+/// runtime's blocking pool and that read cannot be cancelled, so when the server stops while the
+/// editor keeps its end open (a dead client process, a fatal frame) dropping the runtime would
+/// wait for the read forever. A plain thread blocked in `read` does not hold up the exit.
+fn stdin_pipe() -> tokio::io::DuplexStream {
+    let (mut tx, rx) = tokio::io::duplex(256 * 1024);
+    let runtime = tokio::runtime::Handle::current();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut stdin = std::io::stdin().lock();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = match stdin.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!("toolhost: cannot read from the client: {e}");
+                    break;
+                }
+            };
+            if runtime.block_on(tx.write_all(&chunk[..n])).is_err() {
+                break;
+            }
+        }
+        // Dropping `tx` is the end of input for the reader.
+    });
+    rx
 }
 
 /// Watches the client's process id (from initialize) and stops the server when it dies.
@@ -720,6 +808,7 @@ fn spawn_client_monitor(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> 
                 && rustix::process::test_kill_process(pid)
                     .is_err_and(|e| e == rustix::io::Errno::SRCH)
             {
+                state.client_died.store(true, Ordering::SeqCst);
                 state.stop.cancel();
                 return;
             }

@@ -1,0 +1,397 @@
+--- toolhost.client: The `toolhost` LSP client: one per workspace root
+
+local config = require('toolhost.config')
+
+local M = {}
+
+--- The LSP client name.
+M.NAME = 'toolhost'
+
+---@class toolhost.ClientState
+---@field session_id? string Reported by the server in its initialize result.
+---@field tools? table[] Cached `toolhost/listTools` result.
+
+---@type table<integer, toolhost.ClientState>
+local states = {}
+
+---@type table<string, boolean> programs already reported missing
+local warned = {}
+
+--- Per-client state (session id, cached tools).
+---@param client_id integer
+---@return toolhost.ClientState
+function M.state(client_id)
+  states[client_id] = states[client_id] or {}
+  return states[client_id]
+end
+
+---@param path string
+---@return string
+local function normalize(path)
+  local real = vim.uv.fs_realpath(path)
+  return vim.fs.normalize(real or path)
+end
+
+--- Whether `path` is `root` or lies beneath it.
+---@param root string
+---@param path string
+---@return boolean
+function M.contains(root, path)
+  if path == root then
+    return true
+  end
+  local prefix = root:sub(-1) == '/' and root or (root .. '/')
+  return path:sub(1, #prefix) == prefix
+end
+
+--- The file a buffer edits, or nil for scratch/special buffers.
+---@param bufnr integer
+---@return string?
+function M.buf_path(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or name:match('^%a[%w+.-]*://') then
+    return nil
+  end
+  return normalize(name)
+end
+
+--- The buffer of a file (by name, or by resolved path), or nil.
+---@param path string
+---@return integer?
+function M.find_buf(path)
+  local real
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(b)
+    if name ~= '' and vim.bo[b].buftype == '' then
+      if name == path then
+        return b
+      end
+      real = real or vim.uv.fs_realpath(path) or false
+      if real and vim.uv.fs_realpath(name) == real then
+        return b
+      end
+    end
+  end
+  return nil
+end
+
+--- Every running toolhost client.
+---@return vim.lsp.Client[]
+function M.clients()
+  local out = {}
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    if not c:is_stopped() then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+--- The running client whose root holds `path` (the deepest root wins).
+---@param path string
+---@return vim.lsp.Client?
+function M.for_path(path)
+  local best, best_len = nil, -1
+  for _, c in ipairs(M.clients()) do
+    if c.root_dir and M.contains(c.root_dir, path) and #c.root_dir > best_len then
+      best, best_len = c, #c.root_dir
+    end
+  end
+  return best
+end
+
+--- The workspace root of a buffer: the directory holding a root marker, else nil.
+---@param bufnr integer
+---@return string?
+function M.find_root(bufnr)
+  local path = M.buf_path(bufnr)
+  if not path then
+    return nil
+  end
+  local root = vim.fs.root(path, config.get().root_markers)
+  return root and normalize(root) or nil
+end
+
+---@param root string
+---@param overrides? table Client config fields that replace the computed ones (tests, API users).
+---@return vim.lsp.ClientConfig
+function M.make_config(root, overrides)
+  local cfg = config.get()
+  local init_options = vim.deepcopy(cfg.init_options or {})
+  if cfg.session_id then
+    init_options.session_id = cfg.session_id
+  end
+  if next(init_options) == nil then
+    init_options = vim.empty_dict()
+  end
+  local capabilities = vim.lsp.protocol.make_client_capabilities()
+  capabilities.experimental = vim.tbl_extend('force', capabilities.experimental or {}, {
+    toolhost = { lspProvider = cfg.lsp_provider },
+  })
+  local handlers = {
+    ['toolhost/card'] = function(_, card, ctx)
+      require('toolhost.cards').on_card(ctx.client_id, card)
+    end,
+    ['toolhost/lspQuery'] = function(_, params, ctx)
+      return require('toolhost.provider').handle(params, ctx)
+    end,
+  }
+  ---@type vim.lsp.ClientConfig
+  local c = {
+    name = M.NAME,
+    cmd = cfg.cmd,
+    cmd_cwd = root,
+    cmd_env = cfg.cmd_env,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
+    init_options = init_options,
+    capabilities = capabilities,
+    handlers = handlers,
+    on_init = function(client, result)
+      local exp = result and result.capabilities and result.capabilities.experimental
+      local th = type(exp) == 'table' and exp.toolhost or nil
+      local session = type(th) == 'table' and th.sessionId or nil
+      M.state(client.id).session_id = session
+      local resumed = type(client.config.init_options) == 'table' and client.config.init_options.session_id
+      if session and resumed then
+        -- A resumed session: its earlier cards come from the log.
+        client:request('toolhost/replaySession', { sessionId = session }, function(err, res)
+          if not err and type(res) == 'table' and type(res.cards) == 'table' then
+            require('toolhost.cards').seed(client.id, res.cards)
+          end
+        end)
+      end
+    end,
+    on_exit = function(_, _, client_id)
+      vim.schedule(function()
+        require('toolhost.cards').forget(client_id)
+        states[client_id] = nil
+      end)
+    end,
+  }
+  return vim.tbl_extend('force', c, overrides or {})
+end
+
+--- Starts (or reuses) the client for `root`. With `bufnr`, attaches that buffer.
+---@param root string
+---@param opts? {bufnr?: integer, config?: table}
+---@return integer? client_id
+function M.start(root, opts)
+  opts = opts or {}
+  root = normalize(root)
+  local problems = config.problems(config.get())
+  if #problems > 0 then
+    vim.notify('toolhost: invalid configuration: ' .. table.concat(problems, '; '), vim.log.levels.ERROR)
+    return nil
+  end
+  local cfg = M.make_config(root, opts.config)
+  local program = type(cfg.cmd) == 'table' and cfg.cmd[1] or nil
+  if type(program) == 'string' and vim.fn.executable(program) == 0 then
+    if not warned[program] then
+      warned[program] = true
+      vim.notify(
+        ('toolhost: `%s` is not executable; set `cmd` (see :help toolhost-config)'):format(program),
+        vim.log.levels.WARN
+      )
+    end
+    return nil
+  end
+  return vim.lsp.start(cfg, {
+    bufnr = opts.bufnr,
+    attach = opts.bufnr ~= nil,
+    reuse_client = function(client, c)
+      return client.name == c.name and client.root_dir == c.root_dir and not client:is_stopped()
+    end,
+  })
+end
+
+--- Attaches a file buffer to the client of its root: an existing client whose root holds the
+--- file, else (with `start`) a new client for the buffer's marker root.
+---@param bufnr integer
+---@param start boolean
+---@return integer? client_id
+function M.attach(bufnr, start)
+  local path = M.buf_path(bufnr)
+  if not path then
+    return nil
+  end
+  if not vim.uv.fs_stat(path) and not vim.bo[bufnr].modified then
+    -- A buffer for a file that does not exist yet is one empty line, which the server would
+    -- count as unsaved text and so refuse to create the file. Attach once the user types or
+    -- the file appears (a write, or a reload after an agent created it).
+    if not vim.b[bufnr].toolhost_deferred then
+      vim.b[bufnr].toolhost_deferred = true
+      local group = vim.api.nvim_create_augroup('toolhost_deferred_' .. bufnr, { clear = true })
+      vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'BufWritePost', 'BufReadPost' }, {
+        group = group,
+        buffer = bufnr,
+        callback = function(ev)
+          vim.api.nvim_del_augroup_by_id(group)
+          vim.b[ev.buf].toolhost_deferred = nil
+          M.attach(ev.buf, start)
+        end,
+      })
+    end
+    return nil
+  end
+  local existing = M.for_path(path)
+  if existing then
+    if not existing.attached_buffers[bufnr] then
+      vim.lsp.buf_attach_client(bufnr, existing.id)
+    end
+    return existing.id
+  end
+  if not start then
+    return nil
+  end
+  local root = M.find_root(bufnr)
+  if not root then
+    return nil
+  end
+  return M.start(root, { bufnr = bufnr })
+end
+
+--- The client for the current context: the one attached to `bufnr`; for a cards buffer the
+--- client it shows; else the one whose root holds the buffer's file or the working directory;
+--- else the only running one. With `start`, one is started for the buffer's root (or the
+--- working directory).
+---@param bufnr? integer
+---@param start? boolean
+---@return vim.lsp.Client?
+function M.current(bufnr, start)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local attached = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })[1]
+  if attached and not attached:is_stopped() then
+    return attached
+  end
+  local owner = vim.b[bufnr].toolhost_client
+  local owned = owner and vim.lsp.get_client_by_id(owner)
+  if owned and not owned:is_stopped() then
+    return owned
+  end
+  local path = M.buf_path(bufnr)
+  local found = (path and M.for_path(path)) or M.for_path(normalize(vim.fn.getcwd()))
+  if found then
+    return found
+  end
+  local running = M.clients()
+  if not path and #running == 1 then
+    return running[1]
+  end
+  if not start then
+    return nil
+  end
+  local id
+  if path then
+    id = M.attach(bufnr, true)
+  end
+  if not id then
+    id = M.start(M.find_root(bufnr) or vim.fn.getcwd())
+  end
+  return id and vim.lsp.get_client_by_id(id) or nil
+end
+
+--- Calls `fn(client)` once the client is initialized (or `fn(nil, err)` if it never is).
+---@param client vim.lsp.Client
+---@param fn fun(client: vim.lsp.Client?, err: string?)
+---@param timeout_ms? integer
+function M.when_ready(client, fn, timeout_ms)
+  if client.initialized then
+    return fn(client)
+  end
+  local deadline = vim.uv.now() + (timeout_ms or 10000)
+  local timer = assert(vim.uv.new_timer())
+  timer:start(
+    10,
+    10,
+    vim.schedule_wrap(function()
+      if timer:is_closing() then
+        return
+      end
+      if client.initialized then
+        timer:close()
+        fn(client)
+      elseif client:is_stopped() or vim.uv.now() > deadline then
+        timer:close()
+        fn(nil, 'the toolhost server did not start (see :checkhealth toolhost and :LspLog)')
+      end
+    end)
+  )
+end
+
+--- Sends a request once the client is ready; `cb(err, result)` with err a string.
+---@param client vim.lsp.Client
+---@param method string
+---@param params table
+---@param cb fun(err: string?, result: any)
+function M.request(client, method, params, cb)
+  M.when_ready(client, function(c, err)
+    if not c then
+      return cb(err)
+    end
+    local ok = c:request(method, params, function(rpc_err, result)
+      if rpc_err then
+        return cb(('%s failed: %s'):format(method, rpc_err.message or vim.inspect(rpc_err)))
+      end
+      cb(nil, result)
+    end)
+    if not ok then
+      cb(method .. ': the toolhost server is not running')
+    end
+  end)
+end
+
+--- Synchronous form of |M.request| (waits with |vim.wait|).
+---@param client vim.lsp.Client
+---@param method string
+---@param params table
+---@param timeout_ms? integer
+---@return string? err
+---@return any result
+function M.request_sync(client, method, params, timeout_ms)
+  local done, err, result = false, nil, nil
+  M.request(client, method, params, function(e, r)
+    done, err, result = true, e, r
+  end)
+  if not vim.wait(timeout_ms or 30000, function()
+    return done
+  end, 5) then
+    return method .. ': timed out'
+  end
+  return err, result
+end
+
+--- Cached tool names of a client (fetched on first use).
+---@param client vim.lsp.Client
+---@param timeout_ms? integer
+---@return string[]
+function M.tool_names(client, timeout_ms)
+  local st = M.state(client.id)
+  if not st.tools then
+    local err, res = M.request_sync(client, 'toolhost/listTools', vim.empty_dict(), timeout_ms or 2000)
+    if err or type(res) ~= 'table' then
+      return {}
+    end
+    st.tools = res.tools or {}
+  end
+  local names = {}
+  for _, t in ipairs(st.tools) do
+    table.insert(names, t.name)
+  end
+  return names
+end
+
+--- Stops every toolhost client (or the one for `root`).
+---@param root? string
+function M.stop(root)
+  for _, c in ipairs(M.clients()) do
+    if not root or c.root_dir == normalize(root) then
+      c:stop()
+    end
+  end
+end
+
+return M

@@ -1,0 +1,266 @@
+--- toolhost.inline: Inline cards: hunks as virtual lines in the edited buffer
+
+require('toolhost.cards') -- highlight groups
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace('toolhost_inline')
+M.namespace = ns
+
+---@class toolhost.InlineGroup
+---@field buf integer
+---@field marks integer[] every extmark of the group (span included)
+---@field span integer extmark covering the hunk's new lines (for dismiss-on-edit)
+---@field card_id string
+
+---@type table<integer, toolhost.InlineGroup[]>
+local groups = {}
+
+---@type table<integer, boolean> buffers with an on_lines watcher
+local watched = {}
+
+---@type table<integer, boolean> buffers being reloaded by us
+local reloading = {}
+
+---@param group toolhost.InlineGroup
+local function remove_group(group)
+  if vim.api.nvim_buf_is_valid(group.buf) then
+    for _, id in ipairs(group.marks) do
+      pcall(vim.api.nvim_buf_del_extmark, group.buf, ns, id)
+    end
+  end
+  local list = groups[group.buf] or {}
+  for i, g in ipairs(list) do
+    if g == group then
+      table.remove(list, i)
+      break
+    end
+  end
+end
+
+---@param buf integer
+local function watch(buf)
+  if watched[buf] then
+    return
+  end
+  watched[buf] = true
+  vim.api.nvim_buf_attach(buf, false, {
+    on_lines = function(_, b, _, first, last_old)
+      if reloading[b] then
+        return
+      end
+      local hit = {}
+      for _, g in ipairs(groups[b] or {}) do
+        local pos = vim.api.nvim_buf_get_extmark_by_id(b, ns, g.span, { details = true })
+        if pos[1] then
+          local top = pos[1]
+          local bottom = (pos[3] and pos[3].end_row) or top
+          local last = math.max(last_old, first + 1) - 1
+          if first <= bottom and last >= top then
+            table.insert(hit, g)
+          end
+        end
+      end
+      if #hit > 0 then
+        vim.schedule(function()
+          for _, g in ipairs(hit) do
+            remove_group(g)
+          end
+        end)
+      end
+      if not groups[b] or #groups[b] == 0 then
+        watched[b] = nil
+        return true -- detach
+      end
+    end,
+    on_detach = function(_, b)
+      watched[b] = nil
+    end,
+  })
+end
+
+--- The header virtual line of a hunk: `<tool> <title>  +A -D`.
+---@param card toolhost.Card
+---@param hunk toolhost.Hunk
+---@return string
+function M.header(card, hunk)
+  local add, del = 0, 0
+  for _, l in ipairs(hunk.lines) do
+    if l.op == '+' then
+      add = add + 1
+    elseif l.op == '-' then
+      del = del + 1
+    end
+  end
+  return ('%s %s  +%d -%d'):format(card.tool, card.title, add, del)
+end
+
+--- Plans the extmarks of one hunk in a buffer of `line_count` lines (pure; used by tests).
+--- Returns blocks `{row, above, lines = {{text, hl}...}}` (0-based rows), the added rows and the
+--- span `{top, bottom}` of the hunk's new lines.
+---@param card toolhost.Card
+---@param hunk toolhost.Hunk
+---@param line_count integer
+---@return {row: integer, above: boolean, lines: string[][]}[] blocks
+---@return integer[] added_rows
+---@return integer top
+---@return integer bottom
+function M.plan(card, hunk, line_count)
+  local blocks, added = {}, {}
+  local pending = { { M.header(card, hunk), 'ToolhostInlineHeader' } }
+  local new_line = hunk.newStart
+  if hunk.newLines == 0 then
+    -- unified-diff numbering: the new side is empty, newStart is the line before it
+    new_line = hunk.newStart + 1
+  end
+  local function clamp(row)
+    return math.max(0, math.min(row, math.max(line_count - 1, 0)))
+  end
+  local function flush_above(row)
+    if #pending > 0 then
+      if row > line_count - 1 then
+        table.insert(blocks, { row = clamp(row), above = false, lines = pending })
+      else
+        table.insert(blocks, { row = clamp(row), above = true, lines = pending })
+      end
+      pending = {}
+    end
+  end
+  for _, l in ipairs(hunk.lines) do
+    if l.op == '-' then
+      table.insert(pending, { l.text, 'ToolhostInlineDelete' })
+    else
+      flush_above(new_line - 1)
+      if l.op == '+' and new_line - 1 <= line_count - 1 then
+        table.insert(added, new_line - 1)
+      end
+      new_line = new_line + 1
+    end
+  end
+  if #pending > 0 then
+    -- removed lines at the end of the hunk: below the hunk's last new line
+    local row = new_line - 2
+    if row < 0 then
+      table.insert(blocks, { row = 0, above = true, lines = pending })
+    else
+      table.insert(blocks, { row = clamp(row), above = false, lines = pending })
+    end
+  end
+  local top = clamp(math.max(hunk.newStart, 1) - 1)
+  local bottom = clamp(math.max(hunk.newStart + hunk.newLines - 1, 1) - 1)
+  return blocks, added, top, math.max(top, bottom)
+end
+
+--- Shows a card's hunks in `buf` as virtual lines.
+---@param buf integer
+---@param card toolhost.Card
+function M.show(buf, card)
+  local count = vim.api.nvim_buf_line_count(buf)
+  groups[buf] = groups[buf] or {}
+  for _, hunk in ipairs(card.hunks or {}) do
+    local blocks, added, top, bottom = M.plan(card, hunk, count)
+    local marks = {}
+    for _, b in ipairs(blocks) do
+      local virt = {}
+      for _, l in ipairs(b.lines) do
+        table.insert(virt, { { l[1], l[2] } })
+      end
+      table.insert(
+        marks,
+        vim.api.nvim_buf_set_extmark(buf, ns, b.row, 0, {
+          virt_lines = virt,
+          virt_lines_above = b.above,
+          right_gravity = false,
+        })
+      )
+    end
+    for _, row in ipairs(added) do
+      table.insert(
+        marks,
+        vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = 'ToolhostInlineAdd', priority = 90 })
+      )
+    end
+    local span = vim.api.nvim_buf_set_extmark(buf, ns, top, 0, {
+      end_row = bottom,
+      end_col = 0,
+      right_gravity = false,
+      end_right_gravity = true,
+    })
+    table.insert(marks, span)
+    table.insert(groups[buf], { buf = buf, marks = marks, span = span, card_id = card.callId })
+  end
+  watch(buf)
+end
+
+--- Reloads (checktime) an unmodified buffer so it matches the disk.
+---@param buf integer
+function M.reload(buf)
+  if not vim.api.nvim_buf_is_loaded(buf) or vim.bo[buf].modified then
+    return
+  end
+  local save = vim.o.autoread
+  vim.o.autoread = true
+  reloading[buf] = true
+  local ok, err
+  if vim.b[buf].toolhost_deferred then
+    -- The file did not exist when the buffer was opened: checktime does not reload such a
+    -- buffer, so read the new file into it (its BufReadPost attaches the toolhost client).
+    ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+      vim.cmd('silent edit')
+    end)
+  else
+    ok, err = pcall(vim.cmd.checktime, buf)
+  end
+  reloading[buf] = nil
+  vim.o.autoread = save
+  if not ok then
+    vim.notify('toolhost: reloading ' .. vim.api.nvim_buf_get_name(buf) .. ': ' .. tostring(err), vim.log.levels.WARN)
+  end
+end
+
+--- Handles a completed write/edit card: reload the file's buffer, then show the hunks inline if
+--- the buffer is in a window. Earlier inline cards of that buffer are replaced (their line
+--- numbers refer to the text before this change).
+---@param card toolhost.Card
+function M.on_file_card(card)
+  local loc = card.locations and card.locations[1]
+  if not loc or not loc.path then
+    return
+  end
+  local cfg = require('toolhost.config').get()
+  local buf = require('toolhost.client').find_buf(loc.path)
+  if not buf or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  if vim.bo[buf].modified then
+    return -- never touch unsaved work
+  end
+  if cfg.reload then
+    M.reload(buf)
+  end
+  M.clear(buf)
+  if cfg.inline and vim.fn.bufwinid(buf) ~= -1 then
+    M.show(buf, card)
+  end
+end
+
+--- Removes the inline cards of `buf` (every buffer when nil).
+---@param buf? integer
+function M.clear(buf)
+  local bufs = buf and { buf } or vim.tbl_keys(groups)
+  for _, b in ipairs(bufs) do
+    if vim.api.nvim_buf_is_valid(b) then
+      vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
+    end
+    groups[b] = nil
+  end
+end
+
+--- The inline extmarks of a buffer (for tests and statuslines).
+---@param buf integer
+---@return vim.api.keyset.get_extmark_item[]
+function M.marks(buf)
+  return vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
+end
+
+return M

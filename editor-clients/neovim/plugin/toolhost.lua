@@ -1,0 +1,77 @@
+-- toolhost: the agent tool host as an LSP client. Logic lives in lua/toolhost/ (lazy require).
+if vim.g.loaded_toolhost or vim.fn.has('nvim-0.10') == 0 then
+  return
+end
+vim.g.loaded_toolhost = true
+
+vim.api.nvim_create_user_command('Toolhost', function(opts)
+  require('toolhost').command(opts)
+end, {
+  nargs = '*',
+  desc = 'toolhost: call|tools|cards|replay|sessions|clear|start|stop',
+  complete = function(arg_lead, line)
+    return require('toolhost').complete(arg_lead, line)
+  end,
+})
+
+local plugs = {
+  cards = 'cards',
+  clear = 'clear',
+  tools = 'tools',
+  sessions = 'sessions',
+}
+for name, fn in pairs(plugs) do
+  vim.keymap.set('n', ('<Plug>(toolhost-%s)'):format(name), function()
+    require('toolhost')[fn]()
+  end, { desc = 'toolhost: ' .. name })
+end
+
+local group = vim.api.nvim_create_augroup('toolhost', { clear = true })
+
+---@param buf integer
+local function on_buffer(buf)
+  local g = vim.g.toolhost
+  local auto = not (type(g) == 'table' and g.auto_start == false)
+  if package.loaded['toolhost.config'] then
+    auto = require('toolhost.config').get().auto_start
+  end
+  if vim.bo[buf].buftype ~= '' then
+    return
+  end
+  -- Attach to a running client even when auto-start is off.
+  if auto or package.loaded['toolhost.client'] then
+    require('toolhost.client').attach(buf, auto)
+  end
+end
+
+vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, {
+  group = group,
+  desc = 'toolhost: attach file buffers under a workspace root',
+  callback = function(ev)
+    on_buffer(ev.buf)
+  end,
+})
+
+-- Loaded late (a lazy-loading plugin manager): take the file buffers already open.
+if vim.v.vim_did_enter == 1 then
+  vim.schedule(function()
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) ~= '' then
+        on_buffer(buf)
+      end
+    end
+  end)
+end
+
+vim.api.nvim_create_autocmd('ColorScheme', {
+  group = group,
+  callback = function()
+    if package.loaded['toolhost.cards'] then
+      require('toolhost.cards').define_highlights()
+    end
+  end,
+})
+
+if vim.g.toolhost and type(vim.g.toolhost) == 'table' and vim.g.toolhost.keymaps then
+  require('toolhost').apply_keymaps()
+end
