@@ -53,7 +53,12 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
             Step::External { external } => apply_external(&root, external).unwrap(),
             Step::Tool { tool, args, expect } => {
                 let outcome = host
-                    .call(&format!("call_{idx}"), tool, substitute(args, &workspace, None), CancellationToken::new())
+                    .call(
+                        &format!("call_{idx}"),
+                        tool,
+                        substitute(args, &workspace, None),
+                        CancellationToken::new(),
+                    )
                     .await
                     .unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();

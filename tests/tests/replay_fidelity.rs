@@ -54,8 +54,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     let big: String = (0..3000).map(|i| format!("row {i} needle\n")).collect();
     std::fs::write(root.join("big.txt"), big).unwrap();
     let opened = open_session(&dir.path().join("sessions"), &root, "fidelity").unwrap();
-    let mut config = Config::default();
-    config.spill_max_inline_bytes = 4096;
+    let config = Config { spill_max_inline_bytes: 4096, ..Config::default() };
     let host = Host::new(
         &config,
         HostOptions {

@@ -86,10 +86,14 @@ async fn read_headers<R: AsyncBufRead + Unpin>(
             return Err(FramingError::Fatal("the input ended inside a header".to_owned()));
         }
         total += n;
-        if total > MAX_HEADER_BYTES || !line.ends_with(b"\n") {
+        if total > MAX_HEADER_BYTES {
             return Err(FramingError::Fatal(format!(
                 "header section longer than {MAX_HEADER_BYTES} bytes"
             )));
+        }
+        if !line.ends_with(b"\n") {
+            // Within the budget, a line without its newline means the input ended.
+            return Err(FramingError::Fatal("the input ended inside a header".to_owned()));
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);

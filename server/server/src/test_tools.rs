@@ -83,7 +83,9 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
     )?;
     let _ = registry.register_raw(
         RawTool::new("test_ask_client")
-            .with_description("Test only: asks the editor (toolhost/test/echo) and returns its reply.")
+            .with_description(
+                "Test only: asks the editor (toolhost/test/echo) and returns its reply.",
+            )
             .with_output_schema(json!({"type": "object"}))
             .with_concurrency_safe(|_| true)
             .with_render(text_render)
