@@ -1,0 +1,108 @@
+// State shared by the suites of one extension-host run (bundled into each suite separately, so it
+// lives on globalThis).
+import * as vscode from 'vscode';
+
+export interface ToolhostApiLike {
+  store: {
+    visible(): Card[];
+    liveCards(): Card[];
+    find(callId: string): Card | undefined;
+    replay: { sessionId: string; cards: Card[] } | undefined;
+    onChange(listener: (event: { type: string; card?: Card }) => void): { dispose(): void };
+    clear(): void;
+  };
+  controller: { lastClientCapabilities: unknown };
+  state(): string;
+  sessionId(): string | undefined;
+  request<R>(method: string, params?: unknown): Promise<R>;
+  listTools(): Promise<{ name: string; inputSchema: unknown }[]>;
+  callTool(name: string, args: unknown): Promise<CallToolResult>;
+  listSessions(all?: boolean): Promise<{ id: string; calls: number }[]>;
+  replaySession(sessionId: string): Promise<Card[]>;
+  restart(overrides?: {
+    workspaceFolder?: string;
+    initializationOptions?: Record<string, unknown>;
+    serverArgs?: string[];
+    lspProvider?: boolean;
+  }): Promise<void>;
+  answerLspQuery(params: unknown): Promise<LspQueryResult>;
+  openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
+}
+
+export interface Hunk {
+  path: string;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  lines: { op: string; text: string }[];
+}
+
+export interface Card {
+  callId: string;
+  tool: string;
+  status: string;
+  kind: string;
+  title: string;
+  text: string;
+  rendered: string;
+  locations: { path: string; line: number }[];
+  hunks?: Hunk[] | null;
+}
+
+export interface CallToolResult {
+  sessionId: string | null;
+  callId: string;
+  result: {
+    isError: boolean;
+    value?: unknown;
+    error?: { message: string; info?: { name: string; code: string } | null };
+    content: { type: string; text?: string }[];
+    meta?: unknown;
+  };
+  card: Card;
+}
+
+export type LspQueryResult =
+  | { kind: 'locations'; locations: { uri: string; range: { start: { line: number; character: number }; end: { line: number; character: number } } }[] }
+  | { kind: 'hover'; hover: { contents: string; range?: unknown } | null };
+
+const KEY = '__toolhostTestResults';
+const g = globalThis as unknown as Record<string, Record<string, unknown> | undefined>;
+/** Data the suites hand to the driver (written into the result file). */
+export const results: Record<string, unknown> = (g[KEY] ??= {});
+
+export async function toolhostApi(): Promise<ToolhostApiLike> {
+  const ext = vscode.extensions.getExtension<ToolhostApiLike>('toolhost.toolhost');
+  if (!ext) {
+    throw new Error('the toolhost extension is not installed');
+  }
+  return ext.activate();
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) {
+        return value;
+      }
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export function env(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is not set`);
+  }
+  return value;
+}

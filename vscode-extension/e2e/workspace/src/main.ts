@@ -1,0 +1,3 @@
+import { greet } from './greet';
+
+export const message = greet('world');

@@ -1,0 +1,11 @@
+export interface Shape {
+  area(): number;
+}
+
+export class Square implements Shape {
+  constructor(private readonly side: number) {}
+
+  area(): number {
+    return this.side * this.side;
+  }
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Every test of the VS Code extension, from a bare machine (Debian 12, Node 20, root or sudo):
+# installs what it needs (idempotently), builds, packages the .vsix, and runs
+#   1. typecheck (tsc, strict) and ESLint,
+#   2. unit tests (node --test; card HTML, hunk → virtual documents, protocol normalization, …),
+#   3. real VS Code: code-server 4.100.3 + headless Debian Chromium + playwright-core, with the
+#      packaged .vsix installed, the real toolhost binary, a companion mocha test extension
+#      inside the extension host (lsp provider, FS_DIRTY_BUFFER, conformance scenarios) and a
+#      Playwright driver clicking through the palette and the panel (screenshots in
+#      test-output/vscode/screenshots).
+# Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
+#
+# usage: vscode-extension/scripts/test.sh [path-to-toolhost-binary]   (default: target/debug/toolhost)
+# env:   TOOLHOST_CLIENT_TOOLS (default <repo>/.client-tools), TOOLHOST_TEST_OUTPUT (default
+#        <repo>/test-output/vscode), VSCODE_E2E=0 to skip the code-server suite.
+set -euo pipefail
+
+EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$EXT_DIR/.." && pwd)"
+BIN="${1:-$ROOT/target/debug/toolhost}"
+TOOLS="${TOOLHOST_CLIENT_TOOLS:-$ROOT/.client-tools}"
+OUT="${TOOLHOST_TEST_OUTPUT:-$ROOT/test-output/vscode}"
+CODE_SERVER_VERSION=4.100.3
+PLAYWRIGHT_VERSION=1.65.1
+VSCE_VERSION=3.9.2
+START=$(date +%s)
+
+say() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
+die() { echo "vscode tests: $*" >&2; echo "vscode: 0 passed, 1 failed"; exit 1; }
+
+[ -x "$BIN" ] || die "the toolhost binary $BIN does not exist (cargo build -p toolhost-server)"
+BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+mkdir -p "$TOOLS" "$OUT"
+# Language servers the lsp conformance scenarios need, where `cargo xtask` installs them.
+for dir in "$TOOLS/npm/node_modules/.bin" "$TOOLS/bin"; do
+  if [ -d "$dir" ]; then PATH="$dir:$PATH"; fi
+done
+export PATH
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+
+# ---------------------------------------------------------------- install (idempotent)
+say "install: system packages"
+apt_need=()
+command -v chromium >/dev/null || apt_need+=(chromium)
+command -v rg >/dev/null || apt_need+=(ripgrep)
+# headers for code-server's native modules (only needed to install it)
+for pkg in libkrb5-dev libxkbfile-dev libsecret-1-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || apt_need+=("$pkg")
+done
+if [ ${#apt_need[@]} -gt 0 ]; then
+  echo "apt-get install ${apt_need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_need[@]}" >/dev/null
+fi
+CHROMIUM="$(command -v chromium)"
+
+# npm ci when package-lock.json changed since the last install
+npm_ci() {
+  local dir="$1" stamp="$1/node_modules/.toolhost-lock-sha"
+  local sha; sha="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sha" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$sha" > "$stamp"
+  fi
+}
+npm_pkg_version() { node -p "require('$1/package.json').version" 2>/dev/null || true; }
+
+say "install: npm packages"
+npm_ci "$EXT_DIR"
+npm_ci "$EXT_DIR/e2e/test-extension"
+if [ "$(npm_pkg_version "$TOOLS/pw/node_modules/playwright-core")" != "$PLAYWRIGHT_VERSION" ]; then
+  npm install --no-audit --no-fund --loglevel=error --prefix "$TOOLS/pw" "playwright-core@$PLAYWRIGHT_VERSION"
+fi
+if [ "$(npm_pkg_version "$TOOLS/vsce/node_modules/@vscode/vsce")" != "$VSCE_VERSION" ]; then
+  npm install --no-audit --no-fund --loglevel=error --prefix "$TOOLS/vsce" "@vscode/vsce@$VSCE_VERSION"
+fi
+CODE_SERVER="$TOOLS/code-server/node_modules/.bin/code-server"
+if [ "${VSCODE_E2E:-1}" != 0 ] && [ "$(npm_pkg_version "$TOOLS/code-server/node_modules/code-server")" != "$CODE_SERVER_VERSION" ]; then
+  say "install: code-server $CODE_SERVER_VERSION"
+  # (1) @vscode/ripgrep's postinstall downloads rg from a code host: seed its cache with Debian's rg
+  RG_CACHE="$(node -p 'require("os").tmpdir()')/vscode-ripgrep-cache-1.15.11"
+  mkdir -p "$RG_CACHE"
+  tar czf "$RG_CACHE/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$(dirname "$(command -v rg)")" rg
+  # (2) root: code-server's postinstall wants npm_config_unsafe_perm; (3) node-pty's postinstall
+  #     runs `npx node-gyp`, which the machine's npmrc (yes=false) cancels unless npm_config_yes
+  npm_config_yes=true npm_config_unsafe_perm=true JOBS=2 \
+    npm install --no-audit --no-fund --loglevel=error --prefix "$TOOLS/code-server" "code-server@$CODE_SERVER_VERSION"
+fi
+
+FAILED=0
+# ---------------------------------------------------------------- static checks and build
+say "typecheck (tsc --strict) and ESLint"
+(cd "$EXT_DIR" && npx tsc -p . --noEmit && npx tsc -p test --noEmit && npx tsc -p e2e/test-extension --noEmit) || die "typecheck failed"
+(cd "$EXT_DIR" && npx eslint --max-warnings 0 .) || die "ESLint failed"
+echo "typecheck and lint: ok"
+
+say "build (esbuild) and package (vsce $VSCE_VERSION)"
+(cd "$EXT_DIR" && node scripts/build.mjs --production && node scripts/build.mjs --tests && node scripts/build.mjs --e2e)
+VSIX="$OUT/toolhost.vsix"
+rm -f "$VSIX"
+(cd "$EXT_DIR" && "$TOOLS/vsce/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --skip-license --out "$VSIX" >/dev/null) || die "vsce package failed"
+unzip -l "$VSIX" | tail -n +4 | head -n -2 | awk '{print "  " $4}'
+
+# ---------------------------------------------------------------- unit tests
+say "unit tests (node --test)"
+if ! (cd "$EXT_DIR" && TOOLHOST_BIN="$BIN" node --test --test-reporter=./scripts/summary-reporter.mjs out/test/); then
+  FAILED=1
+fi
+
+# ---------------------------------------------------------------- real VS Code
+if [ "${VSCODE_E2E:-1}" != 0 ]; then
+  say "e2e: code-server $CODE_SERVER_VERSION + Chromium + playwright-core $PLAYWRIGHT_VERSION"
+  S="$(mktemp -d "${TMPDIR:-/tmp}/toolhost-vscode-e2e.XXXXXX")"
+  CSPID=""
+  cleanup() {
+    if [ -n "$CSPID" ]; then kill -- "-$CSPID" 2>/dev/null || true; wait "$CSPID" 2>/dev/null || true; fi
+    if [ -f "$S/cs.log" ]; then cp "$S/cs.log" "$OUT/code-server.log"; fi
+    if [ -d "$S/user/logs" ]; then rm -rf "$OUT/vscode-logs"; cp -r "$S/user/logs" "$OUT/vscode-logs" 2>/dev/null || true; fi
+    rm -rf "$S"
+  }
+  trap cleanup EXIT
+  mkdir -p "$S/user/User" "$S/ext" "$S/sessions" "$S/xdg/config" "$S/xdg/data" "$S/xdg/cache" "$S/xdg/state"
+  cp -r "$EXT_DIR/e2e/workspace" "$S/ws"
+  WS="$(cd "$S/ws" && pwd -P)"
+  PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+  printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$S/config.yaml"
+  node -e '
+    const [file, bin, sessions] = process.argv.slice(1);
+    require("fs").writeFileSync(file, JSON.stringify({
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "workbench.colorTheme": "Default Dark Modern",
+      "extensions.ignoreRecommendations": true,
+      "extensions.autoCheckUpdates": false,
+      "extensions.autoUpdate": false,
+      "telemetry.telemetryLevel": "off",
+      "update.mode": "none",
+      "security.workspace.trust.enabled": false,
+      "files.autoSave": "off",
+      "typescript.disableAutomaticTypeAcquisition": true,
+      "chat.commandCenter.enabled": false,
+      "toolhost.serverPath": bin,
+      "toolhost.serverArgs": ["--session-dir", sessions],
+      // code-server gives the extension host the login shell PATH; the server gets this one
+      "toolhost.serverEnv": { PATH: process.env.PATH },
+    }, null, 2));
+  ' "$S/user/User/settings.json" "$BIN" "$S/sessions"
+  export XDG_CONFIG_HOME="$S/xdg/config" XDG_DATA_HOME="$S/xdg/data" XDG_CACHE_HOME="$S/xdg/cache" XDG_STATE_HOME="$S/xdg/state"
+  CS_FLAGS=(--config "$S/config.yaml" --user-data-dir "$S/user" --extensions-dir "$S/ext" --disable-telemetry --disable-update-check)
+  "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { cat "$S/install.log"; die "installing the .vsix failed"; }
+  "$CODE_SERVER" "${CS_FLAGS[@]}" --list-extensions > "$S/list.log" 2>&1
+  grep -qx 'toolhost.toolhost' "$S/list.log" || { cat "$S/install.log" "$S/list.log"; die "the .vsix did not install"; }
+  echo "installed: $(grep -x 'toolhost.toolhost' "$S/list.log") from $(basename "$VSIX")"
+  # The companion test extension is an unpacked folder: extensions.json must go, or it is ignored.
+  TESTEXT="$S/ext/toolhost.toolhost-tests-0.0.1"
+  mkdir -p "$TESTEXT"
+  cp -r "$EXT_DIR/e2e/test-extension/package.json" "$EXT_DIR/e2e/test-extension/dist" "$EXT_DIR/e2e/test-extension/node_modules" "$TESTEXT/"
+  rm -f "$S/ext/extensions.json" "$S/ext/.obsolete"
+
+  rm -rf "$OUT/screenshots"
+  export TOOLHOST_TEST_RESULT="$S/results.json" TOOLHOST_TEST_RESULT_UI="$S/results-ui.json"
+  export TOOLHOST_TEST_WS="$WS" TOOLHOST_TEST_EXT_DIR="$S/ext"
+  export TOOLHOST_TEST_CONFORMANCE="$ROOT/editor-clients/conformance"
+  setsid "$CODE_SERVER" "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
+    --disable-workspace-trust "$WS" > "$S/cs.log" 2>&1 &
+  CSPID=$!
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$S/cs.log"; die "code-server did not start"; }
+  if ! PLAYWRIGHT_CORE="$TOOLS/pw/node_modules/playwright-core" CHROMIUM="$CHROMIUM" SHOTS="$OUT/screenshots" \
+      node "$EXT_DIR/e2e/driver.mjs" "http://127.0.0.1:$PORT/?folder=$WS"; then
+    FAILED=1
+  fi
+  cp -f "$S/results.json" "$OUT/results.json" 2>/dev/null || true
+  cp -f "$S/results-ui.json" "$OUT/results-ui.json" 2>/dev/null || true
+fi
+
+say "done; output in $OUT"
+exit "$FAILED"

@@ -1,0 +1,253 @@
+// Cards → the panel's HTML. One function per card kind, all output escaped; no inline styles or
+// scripts (the page's CSP forbids them), buttons for every action (keyboard reachable), and text
+// laid out so that a card element's lines read exactly like `card.rendered` (the title line, then
+// `@@ -a,b +c,d @@` headers and ` `/`+`/`-` lines, or the search lines). Pure: no `vscode` import.
+
+import type { Card, Hunk, ReadView, SearchView } from './protocol';
+import { titleLine } from './protocol';
+
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+function attr(name: string, value: string | number): string {
+  return ` ${name}="${escapeHtml(String(value))}"`;
+}
+
+const STATUS_LABEL: Record<Card['status'], string> = {
+  pending: 'running',
+  completed: 'completed',
+  failed: 'failed',
+};
+
+function statusIcon(card: Card): string {
+  const label = STATUS_LABEL[card.status];
+  if (card.status === 'pending') {
+    return `<span class="status-icon spinner" role="img"${attr('aria-label', label)}></span>`;
+  }
+  const glyph = card.status === 'completed' ? '✓' : '✗';
+  return `<span class="status-icon"${attr('aria-label', label)} role="img">${glyph}</span>`;
+}
+
+function statsHtml(card: Card): string {
+  if (!card.stats) {
+    return '';
+  }
+  const { additions, deletions } = card.stats;
+  return (
+    `<span class="stats"${attr('aria-label', `${additions} added, ${deletions} removed lines`)}>` +
+    `<span class="stat-add">+${additions}</span> <span class="stat-del">−${deletions}</span></span>`
+  );
+}
+
+/** `@@ -a,b +c,d @@`, exactly as `card::to_text` writes it. */
+export function hunkHeader(hunk: Hunk): string {
+  return `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
+}
+
+const LINE_CLASS: Record<string, string> = { '+': 'add', '-': 'del', ' ': 'ctx' };
+
+function hunksHtml(hunks: readonly Hunk[]): string {
+  const parts: string[] = [];
+  let lastPath: string | undefined;
+  for (const hunk of hunks) {
+    if (hunk.path !== lastPath && hunks.some((h) => h.path !== hunks[0]?.path)) {
+      parts.push(`<div class="hunk-path">${escapeHtml(hunk.path)}</div>`);
+    }
+    lastPath = hunk.path;
+    const lines = hunk.lines
+      .map((line) => {
+        const cls = LINE_CLASS[line.op] ?? 'ctx';
+        return (
+          `<div class="line ${cls}"${attr('data-op', line.op)}>` +
+          `<span class="op" aria-hidden="true">${escapeHtml(line.op)}</span>` +
+          `<span class="text">${escapeHtml(line.text)}</span></div>`
+        );
+      })
+      .join('');
+    parts.push(
+      `<div class="hunk"${attr('data-path', hunk.path)} role="group"${attr('aria-label', `hunk ${hunkHeader(hunk)} in ${hunk.path}`)}>` +
+        `<div class="hunk-header">${escapeHtml(hunkHeader(hunk))}</div>${lines}</div>`,
+    );
+  }
+  return `<div class="diff">${parts.join('')}</div>`;
+}
+
+function readHtml(view: ReadView): string {
+  const rows = view.lines
+    .map(
+      (line) =>
+        `<div class="read-line"><span class="ln" aria-hidden="true">${line.number}</span>` +
+        `<span class="text">${escapeHtml(line.text)}</span></div>`,
+    )
+    .join('');
+  const last = view.lines.length > 0 ? (view.lines[view.lines.length - 1]?.number ?? view.offset) : view.offset;
+  const range =
+    view.lines.length > 0 ? `lines ${view.offset}–${last} of ${view.totalLines}` : `no lines (${view.totalLines} in file)`;
+  const lang = view.lang ? attr('data-lang', view.lang) : '';
+  return (
+    `<div class="read"${lang}><div class="read-meta">${escapeHtml(range)}</div>` +
+    `<div class="read-lines" role="list">${rows}</div></div>`
+  );
+}
+
+function locButton(index: number, label: string): string {
+  return `<button type="button" class="loc link" data-action="goto"${attr('data-loc', index)}>${escapeHtml(label)}</button>`;
+}
+
+/** The search lines of `card::to_text`, each a list item whose text reads like that line, with a
+ * clickable location (index into `card.locations`, which lists them in the same order). */
+function searchHtml(search: SearchView): string {
+  const items: string[] = [];
+  let index = 0;
+  for (const path of search.paths ?? []) {
+    items.push(`<li class="search-line">${locButton(index++, path)}</li>`);
+  }
+  for (const file of search.files ?? []) {
+    for (const m of file.matches) {
+      items.push(
+        `<li class="search-line">${locButton(index++, `${file.path}:${m.lineNumber}`)}` +
+          `<span class="snippet">: ${escapeHtml(m.line)}</span></li>`,
+      );
+    }
+  }
+  for (const loc of search.locations ?? []) {
+    const snippet = loc.snippet ? `<span class="snippet">: ${escapeHtml(loc.snippet)}</span>` : '';
+    items.push(
+      `<li class="search-line">${locButton(index++, `${loc.path}:${loc.line}:${loc.character}`)}${snippet}</li>`,
+    );
+  }
+  if (index === 0) {
+    items.push('<li class="search-line empty">(no results)</li>');
+  } else if (search.truncated || index < search.total) {
+    items.push(`<li class="search-line more">(showing ${index} of ${search.total})</li>`);
+  }
+  return `<ul class="search">${items.join('')}</ul>`;
+}
+
+function nativeHtml(text: string, collapsible: boolean, failed: boolean): string {
+  if (text === '') {
+    return '';
+  }
+  const pre = `<pre class="native-text${failed ? ' error' : ''}">${escapeHtml(text)}</pre>`;
+  if (!collapsible) {
+    return pre;
+  }
+  return `<details class="native"><summary>Native text</summary>${pre}</details>`;
+}
+
+/** What the card body shows (mirrors the branches of `card::to_text`). */
+function bodyHtml(card: Card): { body: string; nativeShown: boolean } {
+  if (card.kind === 'diff' && card.hunks) {
+    return { body: hunksHtml(card.hunks), nativeShown: false };
+  }
+  if (card.kind === 'search' && card.search && card.status !== 'pending') {
+    return { body: searchHtml(card.search), nativeShown: false };
+  }
+  if (card.kind === 'read' && card.read && card.status === 'completed') {
+    return { body: readHtml(card.read), nativeShown: false };
+  }
+  return { body: nativeHtml(card.text, false, card.status === 'failed'), nativeShown: true };
+}
+
+/** The actions a card offers. */
+export function cardActions(card: Card): { action: string; label: string }[] {
+  const actions: { action: string; label: string }[] = [];
+  if (card.hunks && card.hunks.length > 0) {
+    actions.push({ action: 'openDiff', label: 'Open diff' });
+  }
+  if (card.locations.length > 0) {
+    actions.push({ action: 'goto', label: 'Go to' });
+  }
+  if (card.text !== '') {
+    actions.push({ action: 'copy', label: 'Copy Native text' });
+  }
+  return actions;
+}
+
+/** One card as an `<article>` of the feed. */
+export function renderCard(card: Card): string {
+  const { body, nativeShown } = bodyHtml(card);
+  const native = nativeShown ? '' : nativeHtml(card.text, true, card.status === 'failed');
+  const actions = cardActions(card)
+    .map(
+      (a) =>
+        `<button type="button" class="action"${attr('data-action', a.action)}${a.action === 'goto' ? attr('data-loc', 0) : ''}>${escapeHtml(a.label)}</button>`,
+    )
+    .join('');
+  const headerId = `h-${card.callId}`;
+  return (
+    `<article class="card status-${card.status} kind-${card.kind}"${attr('data-call-id', card.callId)}` +
+    `${attr('data-status', card.status)}${attr('data-kind', card.kind)} tabindex="0"${attr('aria-labelledby', headerId)}` +
+    `${card.status === 'pending' ? ' aria-busy="true"' : ''}>` +
+    `<header class="card-header"${attr('id', headerId)}${attr('title', titleLine(card))}>${statusIcon(card)}` +
+    `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +
+    `<span class="card-title">${escapeHtml(card.title)}</span>` +
+    `<span class="card-sep"> · </span><span class="card-status">${escapeHtml(card.status)}</span>` +
+    `${statsHtml(card)}</header>` +
+    `<div class="card-body">${body}</div>${native}` +
+    (actions ? `<div class="actions" role="toolbar"${attr('aria-label', 'card actions')}>${actions}</div>` : '') +
+    `</article>`
+  );
+}
+
+export interface PageOptions {
+  /** The webview's `cspSource`. */
+  cspSource: string;
+  /** A fresh random nonce for the script and style tags. */
+  nonce: string;
+  scriptUri: string;
+  styleUri: string;
+  /** The feed's initial content (rendered cards, newest first). */
+  cardsHtml: string;
+  /** Initial banner HTML (replay notice), if any. */
+  bannerHtml?: string;
+}
+
+/** The whole webview document: strict CSP (no remote anything, scripts only with the nonce). */
+export function renderPage(options: PageOptions): string {
+  const csp = [
+    "default-src 'none'",
+    `style-src ${options.cspSource}`,
+    `script-src 'nonce-${options.nonce}'`,
+    `img-src ${options.cspSource} data:`,
+    `font-src ${options.cspSource}`,
+  ].join('; ');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${escapeHtml(options.styleUri)}" nonce="${escapeHtml(options.nonce)}">
+<title>toolhost</title>
+</head>
+<body>
+<div id="banner" role="status" aria-live="polite">${options.bannerHtml ?? ''}</div>
+<p id="empty" class="empty-state">No tool calls yet. Run <strong>toolhost: Call Tool…</strong> or replay a session.</p>
+<section id="cards" role="feed" aria-label="toolhost cards">${options.cardsHtml}</section>
+<script nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(options.scriptUri)}"></script>
+</body>
+</html>`;
+}
+
+/** The replay banner. */
+export function replayBanner(sessionId: string, count: number): string {
+  return (
+    `<div class="replay-banner">Replay of session <code>${escapeHtml(sessionId)}</code> · ${count} ${count === 1 ? 'card' : 'cards'} ` +
+    `<button type="button" class="action" data-action="live">Back to live cards</button></div>`
+  );
+}
+
+/** A random nonce (base64url of 24 random bytes from the given source). */
+export function makeNonce(random: (size: number) => Uint8Array): string {
+  return Buffer.from(random(24)).toString('base64url');
+}

@@ -1,0 +1,296 @@
+// The language client of `toolhost serve`: starts the binary over stdio with the workspace
+// folders and initializationOptions from settings, feeds `toolhost/card` notifications into the
+// card store, answers `toolhost/lspQuery`, and reports its state (status bar, API).
+
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  LanguageClient,
+  RevealOutputChannelOn,
+  State,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
+import type { CardStore } from './cardStore';
+import { answerLspQuery, LspProviderFeature } from './lspProvider';
+import { asCard, isObject, methods } from './protocol';
+import { resolveServerPath } from './serverPath';
+
+/** Per-start overrides of the settings (used by tests: one workspace and session per run). */
+export interface ClientOverrides {
+  /** The single workspace folder (path) the server gets instead of the window's folders. */
+  workspaceFolder?: string;
+  /** Merged over `toolhost.initializationOptions`. */
+  initializationOptions?: Record<string, unknown>;
+  /** Used instead of the `toolhost.serverArgs` setting. */
+  serverArgs?: string[];
+  serverPath?: string;
+  env?: Record<string, string>;
+  /** Instead of the `toolhost.lspProvider` setting. */
+  lspProvider?: boolean;
+}
+
+export type ServerState = 'stopped' | 'starting' | 'running' | 'failed';
+
+const CLIENT_ID = 'toolhost';
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export class ToolhostController implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private stateValue: ServerState = 'stopped';
+  private lastError: string | undefined;
+  private serverCommand: string | undefined;
+  private overrides: ClientOverrides = {};
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** Advertised client capabilities of the last start (for tests and diagnostics). */
+  public lastClientCapabilities: unknown;
+
+  readonly onDidChangeState = this.stateEmitter.event;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly store: CardStore,
+    private readonly output: vscode.OutputChannel,
+  ) {
+    this.statusItem = vscode.window.createStatusBarItem('toolhost.status', vscode.StatusBarAlignment.Left, 10);
+    this.statusItem.name = 'toolhost';
+    this.statusItem.command = 'toolhost.ui.showPanel';
+    this.disposables.push(this.statusItem, this.stateEmitter);
+    this.render();
+    this.statusItem.show();
+  }
+
+  get state(): ServerState {
+    return this.stateValue;
+  }
+
+  get languageClient(): LanguageClient | undefined {
+    return this.client;
+  }
+
+  /** The session the server reported in its initialize result. */
+  get sessionId(): string | undefined {
+    const experimental = this.client?.initializeResult?.capabilities.experimental as unknown;
+    if (isObject(experimental) && isObject(experimental.toolhost)) {
+      const id = experimental.toolhost.sessionId;
+      return typeof id === 'string' ? id : undefined;
+    }
+    return undefined;
+  }
+
+  private setState(state: ServerState, error?: string): void {
+    this.stateValue = state;
+    this.lastError = error;
+    this.render();
+    this.stateEmitter.fire(state);
+  }
+
+  private render(): void {
+    const item = this.statusItem;
+    const session = this.sessionId;
+    switch (this.stateValue) {
+      case 'starting':
+        item.text = '$(sync~spin) toolhost';
+        break;
+      case 'running':
+        item.text = '$(tools) toolhost';
+        break;
+      case 'failed':
+        item.text = '$(error) toolhost';
+        break;
+      default:
+        item.text = '$(circle-slash) toolhost';
+    }
+    const lines = [`toolhost server: ${this.stateValue}`];
+    if (session) {
+      lines.push(`session ${session}`);
+    }
+    if (this.serverCommand) {
+      lines.push(this.serverCommand);
+    }
+    if (this.lastError) {
+      lines.push(this.lastError);
+    }
+    item.tooltip = lines.join('\n');
+    item.backgroundColor =
+      this.stateValue === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    item.accessibilityInformation = { label: lines.join(', ') };
+  }
+
+  /** Runs start/stop operations one after another. */
+  private enqueue<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(op, op);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  start(overrides?: ClientOverrides): Promise<void> {
+    return this.enqueue(() => this.doStart(overrides));
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.doStop());
+  }
+
+  /** Stops the running server (if any) and starts a new one; `overrides` replace the previous
+   * ones (none: back to the plain settings). */
+  restart(overrides?: ClientOverrides): Promise<void> {
+    return this.enqueue(async () => {
+      await this.doStop();
+      await this.doStart(overrides);
+    });
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.dispose(5000);
+      } catch (err) {
+        this.output.appendLine(`[toolhost] stopping the server failed: ${String(err)}`);
+      }
+    }
+    this.setState('stopped');
+  }
+
+  private async doStart(overrides?: ClientOverrides): Promise<void> {
+    if (this.client) {
+      return;
+    }
+    this.overrides = overrides ?? {};
+    const config = vscode.workspace.getConfiguration('toolhost');
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const firstFolder = this.overrides.workspaceFolder ?? folders[0]?.uri.fsPath;
+    const resolved = resolveServerPath({
+      setting: this.overrides.serverPath ?? config.get<string>('serverPath', ''),
+      extensionPath: this.context.extensionPath,
+      pathEnv: process.env.PATH,
+      home: os.homedir(),
+      workspaceFolder: firstFolder,
+      platform: process.platform,
+      isExecutable,
+    });
+    if (!resolved.ok) {
+      this.serverCommand = undefined;
+      this.output.appendLine(`[toolhost] ${resolved.message}`);
+      this.setState('failed', resolved.message);
+      void vscode.window.showErrorMessage(`toolhost: ${resolved.message}`, 'Open Settings').then((pick) => {
+        if (pick) {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'toolhost.serverPath');
+        }
+      });
+      return;
+    }
+    const args = ['serve', ...(this.overrides.serverArgs ?? config.get<string[]>('serverArgs', []))];
+    this.serverCommand = `${resolved.command} ${args.join(' ')}`;
+    const env = { ...process.env, ...config.get<Record<string, string>>('serverEnv', {}), ...(this.overrides.env ?? {}) };
+    const serverOptions: ServerOptions = {
+      command: resolved.command,
+      args,
+      options: { cwd: firstFolder && fs.existsSync(firstFolder) ? firstFolder : undefined, env },
+    };
+    const initializationOptions = {
+      ...config.get<Record<string, unknown>>('initializationOptions', {}),
+      ...(this.overrides.initializationOptions ?? {}),
+    };
+    const clientOptions: LanguageClientOptions = {
+      // Every file document, so the server sees unsaved changes (FS_DIRTY_BUFFER).
+      documentSelector: [{ scheme: 'file' }],
+      initializationOptions,
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationFailedHandler: (error) => {
+        const message = error instanceof Error ? error.message : String(error);
+        this.output.appendLine(`[toolhost] initialize failed: ${message}`);
+        return false;
+      },
+    };
+    if (this.overrides.workspaceFolder) {
+      const uri = vscode.Uri.file(this.overrides.workspaceFolder);
+      clientOptions.workspaceFolder = { uri, name: uri.path.split('/').pop() ?? 'workspace', index: 0 };
+    }
+    const client = new LanguageClient(CLIENT_ID, 'toolhost', serverOptions, clientOptions);
+    const lspEnabled = () => this.overrides.lspProvider ?? config.get<boolean>('lspProvider', true);
+    client.registerFeature(new LspProviderFeature(lspEnabled));
+    client.registerFeature({
+      fillClientCapabilities: (caps) => {
+        this.lastClientCapabilities = JSON.parse(JSON.stringify(caps)) as unknown;
+      },
+      initialize: () => undefined,
+      getState: () => ({ kind: 'static' }),
+      clear: () => undefined,
+    });
+    client.onNotification(methods.card, (raw: unknown) => {
+      const card = asCard(raw);
+      if (card) {
+        this.store.upsert(card);
+      }
+    });
+    client.onRequest(methods.lspQuery, (params: unknown) => answerLspQuery(params));
+    client.onDidChangeState((event) => {
+      if (this.client !== client) {
+        return;
+      }
+      if (event.newState === State.Running) {
+        this.setState('running');
+      } else if (event.newState === State.Starting) {
+        this.setState('starting');
+      } else if (this.stateValue !== 'failed') {
+        this.setState('stopped');
+      }
+    });
+    this.client = client;
+    this.setState('starting');
+    this.output.appendLine(`[toolhost] starting ${this.serverCommand}`);
+    try {
+      await client.start();
+      this.setState('running');
+      this.output.appendLine(`[toolhost] running, session ${this.sessionId ?? '?'}`);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.output.appendLine(`[toolhost] the server failed to start: ${message}`);
+      this.client = undefined;
+      try {
+        await client.dispose(2000);
+      } catch {
+        // already down
+      }
+      this.setState('failed', message);
+      void vscode.window.showErrorMessage(`toolhost: the server failed to start: ${message}`, 'Show Log').then((pick) => {
+        if (pick) {
+          this.output.show(true);
+        }
+      });
+    }
+  }
+
+  /** Sends a request to the running server (waits for a start in progress). */
+  async request<R>(method: string, params: unknown): Promise<R> {
+    await this.queue;
+    const client = this.client;
+    if (!client || this.stateValue !== 'running') {
+      throw new Error(`the toolhost server is not running (${this.stateValue})${this.lastError ? `: ${this.lastError}` : ''}`);
+    }
+    return client.sendRequest<R>(method, params);
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}

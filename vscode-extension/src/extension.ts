@@ -1,0 +1,223 @@
+// Entry point: wires the card store, the panel, the language client and the `toolhost.ui.*`
+// commands, and returns a small API (used by the companion test extension).
+
+import * as vscode from 'vscode';
+import { CardStore } from './cardStore';
+import { ToolhostController, type ClientOverrides, type ServerState } from './controller';
+import { CardDiffProvider, DIFF_SCHEME, goToLocation } from './diffView';
+import { answerLspQuery } from './lspProvider';
+import { CardsViewProvider, VIEW_ID } from './panel';
+import {
+  methods,
+  type CallToolResult,
+  type Card,
+  type ListSessionsResult,
+  type ListToolsResult,
+  type LspQueryResult,
+  type ReplaySessionResult,
+  type SessionInfo,
+  type ToolDescriptor,
+} from './protocol';
+import { argumentSkeleton, parseArguments } from './schema';
+
+export interface ToolhostApi {
+  readonly store: CardStore;
+  readonly controller: ToolhostController;
+  state(): ServerState;
+  sessionId(): string | undefined;
+  request<R>(method: string, params?: unknown): Promise<R>;
+  listTools(): Promise<ToolDescriptor[]>;
+  callTool(name: string, args: unknown): Promise<CallToolResult>;
+  listSessions(all?: boolean): Promise<SessionInfo[]>;
+  replaySession(sessionId: string): Promise<Card[]>;
+  restart(overrides?: ClientOverrides): Promise<void>;
+  answerLspQuery(params: unknown): Promise<LspQueryResult>;
+  openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
+  revealPanel(): Promise<void>;
+}
+
+let running: ToolhostController | undefined;
+
+export function activate(context: vscode.ExtensionContext): ToolhostApi {
+  const output = vscode.window.createOutputChannel('toolhost');
+  const config = vscode.workspace.getConfiguration('toolhost');
+  const store = new CardStore(config.get<number>('maxCards', 500));
+  const controller = new ToolhostController(context, store, output);
+  running = controller;
+  const diffs = new CardDiffProvider();
+
+  const findCard = (callId: string): Card => {
+    const card = store.find(callId);
+    if (!card) {
+      throw new Error(`no card with call id ${callId}`);
+    }
+    return card;
+  };
+
+  const panel = new CardsViewProvider(context.extensionUri, store, {
+    openDiff: (card) => diffs.openDiff(card),
+    goTo: (card, index) => goToLocation(card, index),
+    copy: async (card) => {
+      await vscode.env.clipboard.writeText(card.text);
+      vscode.window.setStatusBarMessage('toolhost: Native text copied', 2000);
+    },
+  });
+
+  const request = <R>(method: string, params?: unknown): Promise<R> => controller.request<R>(method, params ?? {});
+  const listTools = async () => (await request<ListToolsResult>(methods.listTools, {})).tools;
+  const callTool = (name: string, args: unknown) =>
+    request<CallToolResult>(methods.callTool, { name, arguments: args });
+  const listSessions = async (all = false) =>
+    (await request<ListSessionsResult>(methods.listSessions, { all })).sessions;
+  const replaySession = async (sessionId: string) => {
+    const { cards } = await request<ReplaySessionResult>(methods.replaySession, { sessionId });
+    store.showReplay(sessionId, cards);
+    await panel.reveal();
+    return cards;
+  };
+
+  const pickSession = async (title: string): Promise<SessionInfo | undefined> => {
+    let all = false;
+    for (;;) {
+      const sessions = await listSessions(all);
+      const current = controller.sessionId;
+      type Item = vscode.QuickPickItem & { session?: SessionInfo; toggle?: boolean };
+      const items: Item[] = sessions.map((s) => ({
+        label: s.id,
+        description: `${s.calls} ${s.calls === 1 ? 'call' : 'calls'} · ${new Date(s.createdAt).toLocaleString()}${s.id === current ? ' · current' : ''}`,
+        detail: all ? s.cwd : undefined,
+        session: s,
+      }));
+      items.push({ label: all ? '$(folder) This workspace only' : '$(globe) All workspaces…', toggle: true });
+      const pick = await vscode.window.showQuickPick(items, {
+        title,
+        placeHolder: sessions.length === 0 ? 'No sessions yet' : 'Pick a session',
+        matchOnDescription: true,
+      });
+      if (!pick) {
+        return undefined;
+      }
+      if (pick.toggle) {
+        all = !all;
+        continue;
+      }
+      return pick.session;
+    }
+  };
+
+  const withErrors =
+    <A extends unknown[]>(fn: (...args: A) => Promise<unknown>) =>
+    async (...args: A) => {
+      try {
+        await fn(...args);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`toolhost: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+
+  const callToolCommand = async () => {
+    const tools = await listTools();
+    const pick = await vscode.window.showQuickPick(
+      tools.map((t) => ({ label: t.name, detail: t.description, tool: t })),
+      { title: 'toolhost: Call Tool…', placeHolder: 'Pick a tool', matchOnDetail: true },
+    );
+    if (!pick) {
+      return;
+    }
+    const tool = pick.tool;
+    const text = await vscode.window.showInputBox({
+      title: `toolhost: ${tool.name} arguments`,
+      prompt: `JSON arguments for ${tool.name} (checked against its input schema)`,
+      value: argumentSkeleton(tool.inputSchema),
+      ignoreFocusOut: true,
+      validateInput: (value) => {
+        const parsed = parseArguments(value, tool.inputSchema);
+        return parsed.ok ? undefined : { message: parsed.message, severity: vscode.InputBoxValidationSeverity.Error };
+      },
+    });
+    if (text === undefined) {
+      return;
+    }
+    const parsed = parseArguments(text, tool.inputSchema);
+    if (!parsed.ok) {
+      throw new Error(parsed.message);
+    }
+    await panel.reveal();
+    const response = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: `toolhost: ${tool.name}` },
+      () => callTool(tool.name, parsed.value),
+    );
+    // The card normally arrives as a notification; the response carries it too.
+    store.upsert(response.card);
+    if (response.result.isError) {
+      void vscode.window.showWarningMessage(
+        `toolhost: ${tool.name} failed${response.result.error?.info?.code ? ` (${response.result.error.info.code})` : ''}: ${response.result.error?.message ?? ''}`,
+      );
+    }
+  };
+
+  context.subscriptions.push(
+    output,
+    controller,
+    panel,
+    vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerFileSystemProvider(DIFF_SCHEME, diffs, { isCaseSensitive: true, isReadonly: true }),
+    vscode.commands.registerCommand('toolhost.ui.callTool', withErrors(callToolCommand)),
+    vscode.commands.registerCommand(
+      'toolhost.ui.showSessions',
+      withErrors(async () => {
+        const session = await pickSession('toolhost: Sessions (pick one to replay it)');
+        if (session) {
+          await replaySession(session.id);
+        }
+      }),
+    ),
+    vscode.commands.registerCommand(
+      'toolhost.ui.replaySession',
+      withErrors(async (sessionId?: unknown) => {
+        const id = typeof sessionId === 'string' ? sessionId : (await pickSession('toolhost: Replay Session'))?.id;
+        if (id) {
+          await replaySession(id);
+        }
+      }),
+    ),
+    vscode.commands.registerCommand('toolhost.ui.restartServer', withErrors(() => controller.restart())),
+    vscode.commands.registerCommand('toolhost.ui.showPanel', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
+    vscode.commands.registerCommand('toolhost.ui.showLog', () => output.show(true)),
+    vscode.commands.registerCommand('toolhost.ui.clearCards', () => store.clear()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('toolhost.maxCards')) {
+        store.setMaxCards(vscode.workspace.getConfiguration('toolhost').get<number>('maxCards', 500));
+      }
+      const restartKeys = ['serverPath', 'serverArgs', 'serverEnv', 'initializationOptions', 'lspProvider'];
+      if (restartKeys.some((key) => event.affectsConfiguration(`toolhost.${key}`))) {
+        void controller.restart();
+      }
+    }),
+  );
+
+  void controller.start();
+
+  return {
+    store,
+    controller,
+    state: () => controller.state,
+    sessionId: () => controller.sessionId,
+    request,
+    listTools,
+    callTool,
+    listSessions,
+    replaySession,
+    restart: (overrides) => controller.restart(overrides),
+    answerLspQuery,
+    openDiff: (callId, path) => diffs.openDiff(findCard(callId), path),
+    revealPanel: () => panel.reveal(),
+  };
+}
+
+/** Stops the server (shutdown + exit) before the extension host goes away. */
+export function deactivate(): Promise<void> | undefined {
+  const controller = running;
+  running = undefined;
+  return controller?.stop();
+}

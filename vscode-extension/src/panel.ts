@@ -1,0 +1,142 @@
+// The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
+// first. The host renders card HTML (cardHtml.ts) and posts it; media/panel.js places it and turns
+// clicks and keys into action messages.
+
+import * as crypto from 'node:crypto';
+import * as vscode from 'vscode';
+import { makeNonce, renderCard, renderPage, replayBanner } from './cardHtml';
+import type { CardStore } from './cardStore';
+import type { Card } from './protocol';
+import { isObject } from './protocol';
+
+export const VIEW_ID = 'toolhost.cards';
+
+export interface PanelActions {
+  openDiff(card: Card): Promise<unknown>;
+  goTo(card: Card, index: number): Promise<unknown>;
+  copy(card: Card): Promise<unknown>;
+}
+
+export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly resolvedEmitter = new vscode.EventEmitter<void>();
+  readonly onDidResolve = this.resolvedEmitter.event;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly store: CardStore,
+    private readonly actions: PanelActions,
+  ) {
+    this.disposables.push(
+      this.resolvedEmitter,
+      store.onChange((event) => {
+        if (event.type === 'upsert') {
+          void this.post({ type: 'upsert', callId: event.card.callId, html: renderCard(event.card) });
+        } else if (event.type === 'remove') {
+          void this.post({ type: 'remove', callIds: event.callIds });
+        } else {
+          void this.postReset();
+        }
+      }),
+    );
+  }
+
+  get isResolved(): boolean {
+    return this.view !== undefined;
+  }
+
+  /** Shows the panel (without taking focus when it is already resolved). */
+  async reveal(): Promise<void> {
+    if (this.view) {
+      this.view.show(true);
+      return;
+    }
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+  }
+
+  private cardsHtml(): string {
+    return this.store
+      .visible()
+      .reverse()
+      .map((card) => renderCard(card))
+      .join('');
+  }
+
+  private bannerHtml(): string {
+    const replay = this.store.replay;
+    return replay ? replayBanner(replay.sessionId, replay.cards.length) : '';
+  }
+
+  private postReset(): Promise<void> {
+    return this.post({ type: 'reset', html: this.cardsHtml(), banner: this.bannerHtml() });
+  }
+
+  private async post(message: unknown): Promise<void> {
+    if (this.view) {
+      await this.view.webview.postMessage(message);
+    }
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = renderPage({
+      cspSource: view.webview.cspSource,
+      nonce: makeNonce((n) => crypto.randomBytes(n)),
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.js')).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.css')).toString(),
+      cardsHtml: this.cardsHtml(),
+      bannerHtml: this.bannerHtml(),
+    });
+    this.disposables.push(
+      view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
+      view.onDidDispose(() => {
+        if (this.view === view) {
+          this.view = undefined;
+        }
+      }),
+    );
+    this.resolvedEmitter.fire();
+  }
+
+  private async onMessage(message: unknown): Promise<void> {
+    if (!isObject(message) || typeof message.action !== 'string') {
+      return;
+    }
+    if (message.action === 'ready') {
+      // Anything posted before the script listened is lost: send the whole state again.
+      await this.postReset();
+      return;
+    }
+    if (message.action === 'live') {
+      this.store.showLive();
+      return;
+    }
+    const card = typeof message.callId === 'string' ? this.store.find(message.callId) : undefined;
+    if (!card) {
+      return;
+    }
+    const index = typeof message.loc === 'number' ? message.loc : Number(message.loc ?? 0) || 0;
+    switch (message.action) {
+      case 'openDiff':
+        await this.actions.openDiff(card);
+        break;
+      case 'goto':
+        await this.actions.goTo(card, index);
+        break;
+      case 'copy':
+        await this.actions.copy(card);
+        break;
+      default:
+        break;
+    }
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+}

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { cardActions, escapeHtml, makeNonce, renderCard, renderPage, replayBanner } from '../src/cardHtml';
+import type { Card } from '../src/protocol';
+import { titleLine } from '../src/protocol';
+import {
+  editCard,
+  emptySearchCard,
+  failedCard,
+  globCard,
+  grepCard,
+  hostileCard,
+  lspCard,
+  pendingWriteCard,
+  readCard,
+} from './fixtures';
+import { attrValues, diffLinesOf, searchLinesOf, textOf, unescapeHtml } from './helpers';
+
+/** The body lines of `card.rendered` (everything after the title line). */
+function renderedBody(card: Card): string[] {
+  return card.rendered.split('\n').slice(1);
+}
+
+describe('card HTML', () => {
+  it('diff card: hunk lines read exactly like card.rendered, with +/- counts and inline colours', () => {
+    const html = renderCard(editCard);
+    assert.deepEqual(diffLinesOf(html), renderedBody(editCard));
+    assert.match(html, /<span class="stat-add">\+1<\/span> <span class="stat-del">−1<\/span>/);
+    assert.match(html, /<div class="line del" data-op="-">/);
+    assert.match(html, /<div class="line add" data-op="\+">/);
+    assert.match(html, /<div class="line ctx" data-op=" ">/);
+    assert.match(html, /data-call-id="call_11d418f8bd96"/);
+    assert.match(html, /data-status="completed"/);
+    assert.match(html, /class="status-icon" aria-label="completed" role="img">✓/);
+  });
+
+  it('card header text is the rendered title line', () => {
+    for (const card of [editCard, readCard, grepCard, failedCard, pendingWriteCard]) {
+      const header = /<header[^>]*>(.*?)<\/header>/.exec(renderCard(card))?.[1] ?? '';
+      const tool = textOf(/<span class="card-tool">(.*?)<\/span>/.exec(header)?.[1] ?? '');
+      const title = textOf(/<span class="card-title">(.*?)<\/span>/.exec(header)?.[1] ?? '');
+      const status = textOf(/<span class="card-status">(.*?)<\/span>/.exec(header)?.[1] ?? '');
+      assert.equal(`${tool} ${title} · ${status}`, card.rendered.split('\n')[0]);
+      assert.equal(titleLine(card), card.rendered.split('\n')[0]);
+    }
+  });
+
+  it('diff card: the Native text is collapsible and the actions are buttons', () => {
+    const html = renderCard(editCard);
+    assert.match(html, /<details class="native"><summary>Native text<\/summary><pre class="native-text">The file \/w\/a.txt has been updated successfully.<\/pre><\/details>/);
+    assert.deepEqual(attrValues(html, 'data-action'), ['openDiff', 'goto', 'copy']);
+    assert.match(html, /<button type="button" class="action" data-action="openDiff">Open diff<\/button>/);
+    assert.match(html, /<button type="button" class="action" data-action="copy">Copy Native text<\/button>/);
+    assert.match(html, /tabindex="0"/);
+  });
+
+  it('pending card: spinner, aria-busy, preview hunks, no copy action (no Native text yet)', () => {
+    const html = renderCard(pendingWriteCard);
+    assert.match(html, /class="status-icon spinner" role="img" aria-label="running"/);
+    assert.match(html, /aria-busy="true"/);
+    assert.deepEqual(diffLinesOf(html), renderedBody(pendingWriteCard));
+    assert.deepEqual(
+      cardActions(pendingWriteCard).map((a) => a.action),
+      ['openDiff', 'goto'],
+    );
+    assert.doesNotMatch(html, /<details/);
+  });
+
+  it('read card: numbered lines, range note, Native text collapsible', () => {
+    const html = renderCard(readCard);
+    const rows = [...html.matchAll(/<div class="read-line"><span class="ln" aria-hidden="true">(\d+)<\/span><span class="text">(.*?)<\/span><\/div>/g)].map(
+      (m) => `${m[1]}: ${textOf(m[2] ?? '')}`,
+    );
+    assert.deepEqual(rows, ['3: const x = 1;', '4: <b>']);
+    assert.match(html, /lines 3–4 of 9/);
+    assert.match(html, /data-lang="typescript"/);
+    assert.match(html, /<details class="native">/);
+    assert.doesNotMatch(html, /<b>/, 'file text is escaped');
+  });
+
+  it('search card (grep): every line reads like card.rendered and is a clickable location', () => {
+    const html = renderCard(grepCard);
+    assert.deepEqual(searchLinesOf(html), renderedBody(grepCard));
+    const locs = [...html.matchAll(/<button type="button" class="loc link" data-action="goto" data-loc="(\d+)">(.*?)<\/button>/g)];
+    assert.deepEqual(
+      locs.map((m) => [Number(m[1]), textOf(m[2] ?? '')]),
+      [
+        [0, 'src/a.rs:2'],
+        [1, 'src/a.rs:9'],
+        [2, 'src/b.rs:1'],
+      ],
+    );
+    // index i of the buttons is card.locations[i]
+    assert.equal(grepCard.locations[1]?.line, 9);
+  });
+
+  it('search card (glob paths, lsp locations, no results)', () => {
+    assert.deepEqual(searchLinesOf(renderCard(globCard)), renderedBody(globCard));
+    assert.deepEqual(searchLinesOf(renderCard(lspCard)), renderedBody(lspCard));
+    assert.deepEqual(searchLinesOf(renderCard(emptySearchCard)), renderedBody(emptySearchCard));
+  });
+
+  it('failed card: the Native text (error) is the body, shown as an error', () => {
+    const html = renderCard(failedCard);
+    assert.match(html, /class="card status-failed kind-generic"/);
+    assert.match(html, /<pre class="native-text error">&quot;\/w\/a.txt&quot; has unsaved changes/);
+    assert.equal(textOf(/<div class="card-body">(.*?)<\/div>/s.exec(html)?.[1] ?? ''), renderedBody(failedCard).join('\n'));
+    assert.match(html, /aria-label="failed" role="img">✗/);
+  });
+
+  it('escapes everything that comes from the card', () => {
+    const html = renderCard(hostileCard);
+    assert.doesNotMatch(html, /<script>|<img|<\/div>&amp;<|onerror=alert\(1\)>/);
+    assert.deepEqual(diffLinesOf(html), renderedBody(hostileCard));
+    assert.equal(attrValues(html, 'data-call-id')[0], hostileCard.callId);
+    assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+
+  it('a card whose hunks touch several files names each file', () => {
+    const card: Card = {
+      ...editCard,
+      hunks: [
+        { ...editCard.hunks![0]!, path: 'a.txt' },
+        { ...editCard.hunks![0]!, path: 'b.txt' },
+      ],
+    };
+    const html = renderCard(card);
+    assert.deepEqual([...html.matchAll(/<div class="hunk-path">(.*?)<\/div>/g)].map((m) => m[1]), ['a.txt', 'b.txt']);
+  });
+
+  it('page: strict CSP with a nonce, no remote resources, no inline handlers', () => {
+    const nonce = makeNonce((n) => new Uint8Array(n).fill(7));
+    assert.match(nonce, /^[A-Za-z0-9_-]{32}$/);
+    const page = renderPage({
+      cspSource: 'https://file+.vscode-resource.vscode-cdn.net',
+      nonce,
+      scriptUri: 'https://file+.vscode-resource.vscode-cdn.net/ext/media/panel.js',
+      styleUri: 'https://file+.vscode-resource.vscode-cdn.net/ext/media/panel.css',
+      cardsHtml: renderCard(editCard) + renderCard(hostileCard),
+      bannerHtml: replayBanner('20261202-142345-ea67b6', 2),
+    });
+    const csp = unescapeHtml(/<meta http-equiv="Content-Security-Policy" content="([^"]*)">/.exec(page)?.[1] ?? '');
+    assert.match(csp, /^default-src 'none'; /);
+    assert.match(csp, new RegExp(`script-src 'nonce-${nonce}'`));
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
+    const scripts = [...page.matchAll(/<script([^>]*)>/g)].map((m) => m[1] ?? '');
+    assert.equal(scripts.length, 1);
+    assert.match(scripts[0] ?? '', new RegExp(`nonce="${nonce}"`));
+    // only the webview's own resources; no http(s) URL outside cspSource, no inline event handlers
+    for (const url of attrValues(page, 'src').concat(attrValues(page, 'href'))) {
+      assert.ok(url.startsWith('https://file+.vscode-resource.vscode-cdn.net/'), url);
+    }
+    for (const tag of page.matchAll(/<([a-zA-Z]+)((?:\s+[a-zA-Z-]+(?:="[^"]*")?)*)\s*\/?>/g)) {
+      for (const a of (tag[2] ?? '').matchAll(/\s+([a-zA-Z-]+)(?:="[^"]*")?/g)) {
+        assert.doesNotMatch(a[1] ?? '', /^on/i, `inline handler on <${tag[1]}>`);
+      }
+    }
+    assert.doesNotMatch(page, /style="/);
+    assert.match(page, /role="feed"/);
+    assert.match(page, /Replay of session <code>20261202-142345-ea67b6<\/code> · 2 cards/);
+  });
+});

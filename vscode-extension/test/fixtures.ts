@@ -1,0 +1,187 @@
+// Cards as the server sends them (shapes from docs/protocol.md and card.rs's tests).
+
+import type { Card } from '../src/protocol';
+
+export const editCard: Card = {
+  callId: 'call_11d418f8bd96',
+  tool: 'edit',
+  status: 'completed',
+  kind: 'diff',
+  title: 'Edit a.txt',
+  text: 'The file /w/a.txt has been updated successfully.',
+  rendered: 'edit Edit a.txt · completed\n@@ -1,2 +1,2 @@\n hello\n-world\n+there',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'a.txt',
+      oldStart: 1,
+      oldLines: 2,
+      newStart: 1,
+      newLines: 2,
+      lines: [
+        { op: ' ', text: 'hello' },
+        { op: '-', text: 'world' },
+        { op: '+', text: 'there' },
+      ],
+    },
+  ],
+  stats: { additions: 1, deletions: 1 },
+};
+
+export const pendingWriteCard: Card = {
+  callId: 'c1',
+  tool: 'write',
+  status: 'pending',
+  kind: 'diff',
+  title: 'Write a.txt',
+  text: '',
+  rendered: 'write Write a.txt · pending\n@@ -0,0 +1,2 @@\n+one\n+two',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'a.txt',
+      oldStart: 0,
+      oldLines: 0,
+      newStart: 1,
+      newLines: 2,
+      lines: [
+        { op: '+', text: 'one' },
+        { op: '+', text: 'two' },
+      ],
+    },
+  ],
+  stats: { additions: 2, deletions: 0 },
+};
+
+export const readCard: Card = {
+  callId: 'call_read',
+  tool: 'read',
+  status: 'completed',
+  kind: 'read',
+  title: 'Read src/a.ts (3 - 4)',
+  text: '<path>/w/src/a.ts</path>\n<type>file</type>\n<content>\n3: const x = 1;\n4: <b>\n\n(Showing lines 3-4 of 9. Use offset=5 to continue.)\n</content>',
+  rendered:
+    'read Read src/a.ts (3 - 4) · completed\n<path>/w/src/a.ts</path>\n<type>file</type>\n<content>\n3: const x = 1;\n4: <b>\n\n(Showing lines 3-4 of 9. Use offset=5 to continue.)\n</content>',
+  locations: [{ path: '/w/src/a.ts', line: 3 }],
+  read: {
+    path: '/w/src/a.ts',
+    offset: 3,
+    lines: [
+      { number: 3, text: 'const x = 1;' },
+      { number: 4, text: '<b>' },
+    ],
+    totalLines: 9,
+    lang: 'typescript',
+  },
+};
+
+export const grepCard: Card = {
+  callId: 'call_grep',
+  tool: 'grep',
+  status: 'completed',
+  kind: 'search',
+  title: 'Grep TODO',
+  text: 'Found 3 matches\nsrc/a.rs:\n  Line 2: // TODO one\n  Line 9: // TODO <two>\nsrc/b.rs:\n  Line 1: TODO & three',
+  rendered:
+    'grep Grep TODO · completed\nsrc/a.rs:2: // TODO one\nsrc/a.rs:9: // TODO <two>\nsrc/b.rs:1: TODO & three\n(showing 3 of 5)',
+  locations: [
+    { path: '/w/src/a.rs', line: 2 },
+    { path: '/w/src/a.rs', line: 9 },
+    { path: '/w/src/b.rs', line: 1 },
+  ],
+  search: {
+    shape: 'matches',
+    files: [
+      {
+        path: 'src/a.rs',
+        matches: [
+          { lineNumber: 2, line: '// TODO one' },
+          { lineNumber: 9, line: '// TODO <two>' },
+        ],
+      },
+      { path: 'src/b.rs', matches: [{ lineNumber: 1, line: 'TODO & three' }] },
+    ],
+    truncated: true,
+    total: 5,
+  },
+};
+
+export const globCard: Card = {
+  callId: 'call_glob',
+  tool: 'glob',
+  status: 'completed',
+  kind: 'search',
+  title: 'Glob **/*.md',
+  text: '/w/README.md\n/w/docs/x.md',
+  rendered: 'glob Glob **/*.md · completed\nREADME.md\ndocs/x.md',
+  locations: [
+    { path: '/w/README.md', line: 1 },
+    { path: '/w/docs/x.md', line: 1 },
+  ],
+  search: { shape: 'paths', paths: ['README.md', 'docs/x.md'], truncated: false, total: 2 },
+};
+
+export const lspCard: Card = {
+  callId: 'call_lsp',
+  tool: 'lsp',
+  status: 'completed',
+  kind: 'search',
+  title: 'LSP goToDefinition src/b.ts:3:10',
+  text: 'src/a.ts:1:17',
+  rendered: 'lsp LSP goToDefinition src/b.ts:3:10 · completed\nsrc/a.ts:1:17: export function greet(name: string) {',
+  locations: [{ path: '/w/src/a.ts', line: 1 }],
+  search: {
+    shape: 'locations',
+    locations: [{ path: 'src/a.ts', line: 1, character: 17, snippet: 'export function greet(name: string) {' }],
+    truncated: false,
+    total: 1,
+  },
+};
+
+export const emptySearchCard: Card = {
+  callId: 'call_none',
+  tool: 'grep',
+  status: 'completed',
+  kind: 'search',
+  title: 'Grep nothing',
+  text: 'No files found',
+  rendered: 'grep Grep nothing · completed\n(no results)',
+  locations: [],
+  search: { shape: 'matches', files: [], truncated: false, total: 0 },
+};
+
+export const failedCard: Card = {
+  callId: 'call_fail',
+  tool: 'edit',
+  status: 'failed',
+  kind: 'generic',
+  title: 'Edit a.txt',
+  text: '"/w/a.txt" has unsaved changes in the editor; save or revert it, then retry',
+  rendered: 'edit Edit a.txt · failed\n"/w/a.txt" has unsaved changes in the editor; save or revert it, then retry',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+};
+
+export const hostileCard: Card = {
+  callId: 'call_"><script>',
+  tool: 'edit',
+  status: 'completed',
+  kind: 'diff',
+  title: '<img src=x onerror=alert(1)>',
+  text: '<script>alert(1)</script>',
+  rendered: 'edit <img src=x onerror=alert(1)> · completed\n@@ -1,1 +1,1 @@\n-<script>\n+</div>&amp;',
+  locations: [{ path: '/w/<x>.html', line: 1 }],
+  hunks: [
+    {
+      path: '<x>.html',
+      oldStart: 1,
+      oldLines: 1,
+      newStart: 1,
+      newLines: 1,
+      lines: [
+        { op: '-', text: '<script>' },
+        { op: '+', text: '</div>&amp;' },
+      ],
+    },
+  ],
+  stats: { additions: 1, deletions: 1 },
+};
