@@ -15,7 +15,8 @@ pub fn scratch_dir() -> std::path::PathBuf {
     use std::time::{SystemTime, UNIX_EPOCH};
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     loop {
-        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()) ^ u128::from(std::process::id());
+        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+            ^ u128::from(std::process::id());
         let mut n = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
         let name: String = (0..6)
             .map(|_| {

@@ -6,10 +6,12 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{
-    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams,
-    ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
+    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
+    LspQueryParams, ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
 };
-use toolhost_protocol::session_log::{Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent};
+use toolhost_protocol::session_log::{
+    Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent,
+};
 use toolhost_protocol::{DiffMeta, ToolExecutionResult};
 
 fn docs() -> PathBuf {
@@ -17,7 +19,9 @@ fn docs() -> PathBuf {
 }
 
 fn schema_of<T: JsonSchema>() -> String {
-    let schema = schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
     serde_json::to_string_pretty(&schema).unwrap() + "\n"
 }
 
@@ -60,7 +64,10 @@ fn checked_in_schemas_match_the_protocol_types() {
             _ => stale.push(name),
         }
     }
-    assert!(stale.is_empty(), "schemas out of date (run UPDATE_SCHEMAS=1 cargo test -p toolhost-protocol): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "schemas out of date (run UPDATE_SCHEMAS=1 cargo test -p toolhost-protocol): {stale:?}"
+    );
 }
 
 #[test]
@@ -75,9 +82,15 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::LSP_QUERY,
         methods::CALL_TOOL_COMMAND,
     ] {
-        assert!(doc.contains(&format!("`{method}`")), "docs/protocol.md does not document {method}");
+        assert!(
+            doc.contains(&format!("`{method}`")),
+            "docs/protocol.md does not document {method}"
+        );
     }
     for (name, _) in schemas() {
-        assert!(doc.contains(&format!("schemas/{name}.json")), "docs/protocol.md does not link schemas/{name}.json");
+        assert!(
+            doc.contains(&format!("schemas/{name}.json")),
+            "docs/protocol.md does not link schemas/{name}.json"
+        );
     }
 }

@@ -345,6 +345,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Serve { stdio: _, session_dir, max_message_bytes } => {
+            init_server_log();
             let code =
                 crate::lsp::serve(crate::lsp::ServeOptions { session_dir, max_message_bytes })
                     .await;
@@ -389,6 +390,19 @@ fn open_host(
         },
     };
     Host::new(config, options).map_err(|e| Failure::env(e.to_string()))
+}
+
+/// The server's log goes to stderr (editors show it in their output panel); `TOOLHOST_LOG` takes
+/// an env-filter directive (default `info`).
+fn init_server_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
 }
 
 fn canonical(root: &Path) -> PathBuf {

@@ -5,10 +5,12 @@ use crate::config::Config;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
 use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
+use toolhost_lsp_host::{LspHost, LspHostConfig, ServerSpec};
 use toolhost_protocol::card::{self, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
@@ -56,6 +58,27 @@ pub struct Host {
     root_display: String,
     session_id: Option<String>,
     session: Option<Arc<SessionLog>>,
+    lsp: Arc<LspHost>,
+}
+
+/// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
+/// already stripped commands from untrusted sources) become stdio servers.
+fn lsp_host(config: &Config) -> LspHost {
+    let servers = config
+        .lsp_servers
+        .iter()
+        .filter_map(|(id, server)| {
+            let command = server.command.clone()?;
+            let mut spec = ServerSpec::new(id.clone(), command).with_args(server.args.clone());
+            spec.env = server.env.clone();
+            for (ext, language) in &server.extensions {
+                spec = spec.with_extension(ext, language);
+            }
+            spec.initialization_options = server.initialization_options.clone();
+            Some(spec)
+        })
+        .collect();
+    LspHost::new(LspHostConfig { servers, ..LspHostConfig::default() })
 }
 
 fn fs_limits(config: &Config) -> FsLimits {
@@ -97,6 +120,8 @@ impl Host {
             );
         }
         let _ = toolhost_tools_fs::register(&registry, fs_limits(config))?;
+        let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
+        let lsp = Arc::new(lsp_host(config));
         // Test-only tools: compiled in with the `test-tools` feature, registered only when the
         // process also runs with TOOLHOST_TEST_TOOLS=1.
         #[cfg(feature = "test-tools")]
@@ -105,8 +130,11 @@ impl Host {
         }
         let spill: SpillHandle =
             options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
-        let capabilities =
-            Capabilities::new().with::<Workspace>(workspace.clone()).with::<SpillHandle>(spill);
+        let lsp_handle: LspHandle = lsp.clone();
+        let capabilities = Capabilities::new()
+            .with::<Workspace>(workspace.clone())
+            .with::<SpillHandle>(spill)
+            .with::<LspHandle>(lsp_handle);
         Ok(Host {
             registry,
             capabilities: Arc::new(capabilities),
@@ -114,7 +142,14 @@ impl Host {
             root_display,
             session_id: options.session_id,
             session: options.session,
+            lsp,
         })
+    }
+
+    /// The language-server pool behind the `lsp` tool: `set_editor` installs the editor-backed
+    /// provider; `shutdown_all().await` stops every server (bounded, ≤ 1 s) at exit.
+    pub fn lsp(&self) -> &Arc<LspHost> {
+        &self.lsp
     }
 
     /// Adds a capability (e.g. the LSP server's `EditorBridge`) to a host that is not yet
@@ -185,7 +220,20 @@ impl Host {
             signal,
             capabilities: Arc::clone(&self.capabilities),
         };
+        let started = std::time::Instant::now();
         let finalized = self.registry.dispatch(input).await;
+        tracing::info!(
+            tool = name,
+            call_id,
+            status = if finalized.result.is_error() { "failed" } else { "completed" },
+            code = finalized
+                .result
+                .error()
+                .and_then(|e| e.info.as_ref())
+                .map_or("", |i| i.code.as_str()),
+            ms = started.elapsed().as_millis() as u64,
+            "tool call"
+        );
         if let Some(log) = &self.session {
             log.append_tool_result(&ToolResultEvent {
                 call_id: call_id.to_owned(),

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod editor_lsp;
 pub mod framing;
 pub mod host;
 pub mod lsp;

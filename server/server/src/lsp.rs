@@ -237,6 +237,10 @@ impl Backend {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         self.state.lsp_provider.store(provider, Ordering::SeqCst);
+        if provider && let Some(host) = self.state.host.get() {
+            let bridge = EditorBridge { client: self.client.clone() };
+            host.lsp().set_editor(Some(crate::editor_lsp::EditorLspProvider::handle(bridge)));
+        }
         if let Ok(mut pid) = self.state.client_pid.lock() {
             *pid = params.process_id;
         }
@@ -674,9 +678,17 @@ pub async fn serve(options: ServeOptions) -> u8 {
         () = server => {}
         () = state.stop.cancelled() => {}
     }
-    // Wind down: cancel every call, give them EXIT_GRACE, flush the log.
+    // Wind down: cancel every call, give them EXIT_GRACE, flush the log. Language servers stop
+    // meanwhile, within the same grace (their groups are SIGKILLed when the host drops anyway).
     state.cancel_all();
-    let _ = tokio::time::timeout(EXIT_GRACE, state.wait_idle()).await;
+    let lsp = state.host.get().map(|host| Arc::clone(host.lsp()));
+    let lsp_down = async move {
+        if let Some(lsp) = lsp {
+            lsp.shutdown_all().await;
+        }
+    };
+    let _ =
+        tokio::time::timeout(EXIT_GRACE, futures::future::join(state.wait_idle(), lsp_down)).await;
     if let Some(opened) = state.opened.get() {
         let _ = tokio::time::timeout(Duration::from_millis(500), opened.log.flush()).await;
     }

@@ -10,6 +10,7 @@
 mod capabilities;
 mod context;
 mod error;
+pub mod lsp;
 mod pipeline;
 mod policy;
 mod registry;

@@ -349,7 +349,9 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
             return Ok((content, None));
         }
         let meta = catch_unwind(AssertUnwindSafe(|| self.tool.presentation_meta(&args, &output)))
-            .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref())))?;
+            .map_err(|p| {
+            format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
+        })?;
         Ok((content, meta))
     }
 }
@@ -439,9 +441,11 @@ impl ErasedTool for ErasedRaw {
         let content = catch_unwind(AssertUnwindSafe(|| (self.render)(args, value)))
             .map_err(|p| format!("output.render failed: {}", panic_message(p.as_ref())))?;
         let meta = match (&self.raw.presentation_meta, with_meta) {
-            (Some(meta), true) => catch_unwind(AssertUnwindSafe(|| meta(args, value))).map_err(|p| {
-                format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
-            })?,
+            (Some(meta), true) => {
+                catch_unwind(AssertUnwindSafe(|| meta(args, value))).map_err(|p| {
+                    format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
+                })?
+            }
             _ => None,
         };
         Ok((content, meta))

@@ -11,7 +11,13 @@ use toolhost_workspace::Workspace;
 use toolhost_workspace::testkit::{EscapeCorpus, SECRET};
 
 fn text_of(result: &Value) -> String {
-    result["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,24 +45,46 @@ async fn no_file_tool_escapes_the_workspace() {
         ];
         for (tool, args) in calls {
             attempts += 1;
-            let input = CallInput::direct(&format!("c{idx}"), tool, args.clone(), Arc::clone(&caps));
+            let input =
+                CallInput::direct(&format!("c{idx}"), tool, args.clone(), Arc::clone(&caps));
             let result = serde_json::to_value(registry.dispatch(input).await.result).unwrap();
             // Failures echo the requested path, so only content (the secret) or a success that
             // lists outside files counts as an escape.
-            let listed_outside = result["isError"] == false && result["value"].to_string().contains("outside");
-            if text_of(&result).contains(SECRET) || result["value"].to_string().contains(SECRET) || listed_outside {
+            let listed_outside =
+                result["isError"] == false && result["value"].to_string().contains("outside");
+            if text_of(&result).contains(SECRET)
+                || result["value"].to_string().contains(SECRET)
+                || listed_outside
+            {
                 escapes.push(format!("{} via {tool} {args}: {}", case.name, text_of(&result)));
             }
         }
     }
     // Whole-root searches never reach outside either (symlinks out of the root are not followed).
-    for (tool, args) in [("glob", json!({"pattern": "**/*secret*"})), ("grep", json!({"pattern": SECRET}))] {
+    for (tool, args) in
+        [("glob", json!({"pattern": "**/*secret*"})), ("grep", json!({"pattern": SECRET}))]
+    {
         let input = CallInput::direct("root", tool, args, Arc::clone(&caps));
         let result = serde_json::to_value(registry.dispatch(input).await.result).unwrap();
         let shown = text_of(&result);
-        assert!(!shown.contains(SECRET) && !shown.contains("/outside/"), "{tool} over the root escaped: {shown}");
+        assert!(
+            !shown.contains(SECRET) && !shown.contains("/outside/"),
+            "{tool} over the root escaped: {shown}"
+        );
     }
-    assert!(escapes.is_empty(), "{} escapes out of {attempts} attempts:\n{}", escapes.len(), escapes.join("\n"));
-    assert_eq!(corpus.snapshot().unwrap(), before, "something outside the roots or in a protected path changed");
-    println!("confinement: {attempts} attempts over {} cases × 7 tool calls, 0 escapes", corpus.cases.len());
+    assert!(
+        escapes.is_empty(),
+        "{} escapes out of {attempts} attempts:\n{}",
+        escapes.len(),
+        escapes.join("\n")
+    );
+    assert_eq!(
+        corpus.snapshot().unwrap(),
+        before,
+        "something outside the roots or in a protected path changed"
+    );
+    println!(
+        "confinement: {attempts} attempts over {} cases × 7 tool calls, 0 escapes",
+        corpus.cases.len()
+    );
 }

@@ -1,2 +1,21 @@
 //! The `lsp` navigation tool (definitions, references, implementations, hover) over the
-//! contract's `LspProvider` capability. Filled by wave 1 · 5/7.
+//! contract's `LspProvider` capability (seed §6, design.md §9): one-based positions in, grouped
+//! `path:line:character` text out, an additive source snippet per location, card metadata, and an
+//! optional `symbol` argument that fixes a wrong column.
+
+mod display;
+mod render;
+mod symbol;
+mod tool;
+
+pub use display::display_uri;
+pub use render::{bound, locations_meta, locations_text};
+pub use symbol::{SNIPPET_MAX_CHARS, SYMBOL_LINE_WINDOW, resolve_symbol, snippet};
+pub use tool::{HoverOut, LocationOut, LspArgs, LspOutput, LspTool, NavLimits};
+
+use toolhost_contract::{Disposer, RegistrationError, Registry};
+
+/// Registers the `lsp` tool.
+pub fn register(registry: &Registry, limits: NavLimits) -> Result<Disposer, RegistrationError> {
+    registry.register(LspTool::new(limits))
+}

@@ -139,9 +139,15 @@ fn pattern_errors_name_the_tool() {
     let err = grep(&GrepOptions::new(root, root, "a\nb", None, NEVER)).unwrap_err();
     assert_eq!(err.code(), "SEARCH_INVALID_PATTERN", "a literal newline can never match a line");
     let err = grep(&GrepOptions::new(root, root, "(", None, NEVER)).unwrap_err();
-    assert!(err.to_string().starts_with("grep pattern rejected: regex parse error"), "{err}");
+    assert!(
+        err.to_string().starts_with("grep pattern rejected by ripgrep: regex parse error:\n    ("),
+        "{err}"
+    );
     let err = glob(&GlobOptions::new(root, root, "a[", NEVER)).unwrap_err();
-    assert!(err.to_string().starts_with("glob pattern rejected: error parsing glob"), "{err}");
+    assert!(
+        err.to_string().starts_with("glob pattern rejected by ripgrep: error parsing glob"),
+        "{err}"
+    );
     let err = grep(&GrepOptions::new(root, root, "x", Some("{a"), NEVER)).unwrap_err();
     assert_eq!(err.tool(), SearchTool::Grep);
 }
