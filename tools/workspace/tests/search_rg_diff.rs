@@ -473,7 +473,7 @@ fn invalid_patterns_are_rejected_by_both() {
         let err = grep(&GrepOptions::new(root, root, bad, None, NEVER)).unwrap_err();
         assert!(matches!(err, SearchError::InvalidPattern(..)), "{bad}: {err:?}");
         assert_eq!(err.code(), "SEARCH_INVALID_PATTERN");
-        assert!(err.to_string().starts_with("grep pattern rejected: "), "{err}");
+        assert!(err.to_string().starts_with("grep pattern rejected by ripgrep: "), "{err}");
         let out =
             rg().current_dir(root).args(["--json", &format!("--regexp={bad}")]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "rg accepted {bad}");
@@ -481,7 +481,7 @@ fn invalid_patterns_are_rejected_by_both() {
     for bad in ["[", "{a,b", "a[", "**/{x"] {
         let err = glob(&GlobOptions::new(root, root, bad, NEVER)).unwrap_err();
         assert!(matches!(err, SearchError::InvalidPattern(..)), "{bad}: {err:?}");
-        assert!(err.to_string().starts_with("glob pattern rejected: "), "{err}");
+        assert!(err.to_string().starts_with("glob pattern rejected by ripgrep: "), "{err}");
         let err = grep(&GrepOptions::new(root, root, "x", Some(bad), NEVER)).unwrap_err();
         assert_eq!(err.code(), "SEARCH_INVALID_PATTERN", "{bad}");
         let out =
