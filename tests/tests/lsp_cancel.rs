@@ -20,10 +20,18 @@ fn card_of<'a>(client: &'a Client, call_id: &str, status: &str) -> Option<&'a Va
     })
 }
 
-/// Starts a `test_sleep` call under request id `id`, waits for its pending card, cancels it and
-/// returns the time to the `-32800` reply.
-fn start_and_cancel(client: &mut Client, id: &Value, call_id: &str, arguments: Value) -> f64 {
+/// Starts a `test_sleep` call under request id `id`, waits until its body runs (it writes a marker
+/// file), cancels it and returns the time to the `-32800` reply.
+fn start_and_cancel(
+    client: &mut Client,
+    root: &std::path::Path,
+    id: &Value,
+    call_id: &str,
+    mut arguments: Value,
+) -> f64 {
     client.seen.clear();
+    let marker = format!("started-{call_id}");
+    arguments["marker"] = json!(marker);
     let params = json!({"name": "test_sleep", "arguments": arguments, "callId": call_id});
     client.write_raw(&raw_request(id.clone(), "toolhost/callTool", params)).unwrap();
     client
@@ -31,6 +39,12 @@ fn start_and_cancel(client: &mut Client, id: &Value, call_id: &str, arguments: V
             m["method"] == "toolhost/card" && m["params"]["callId"] == call_id
         })
         .unwrap_or_else(|| panic!("no pending card for {call_id}"));
+    // Cancelling before the body runs is ABORTED_BEFORE_DISPATCH; this test is about a running call.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !root.join(&marker).exists() {
+        assert!(Instant::now() < deadline, "the body of {call_id} never started");
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let start = Instant::now();
     client.notify("$/cancelRequest", json!({"id": id})).unwrap();
     let reply = wait_response(client, id, Duration::from_secs(5)).unwrap();
@@ -54,7 +68,13 @@ fn cancel_request_answers_minus_32800_and_the_call_ends_aborted() {
     for i in 0..runs {
         let id = json!(5_000_000 + i);
         let call_id = format!("cancel-{i}");
-        latencies.push(start_and_cancel(&mut client, &id, &call_id, json!({"seconds": 30})));
+        latencies.push(start_and_cancel(
+            &mut client,
+            &env.root,
+            &id,
+            &call_id,
+            json!({"seconds": 30}),
+        ));
         // The body observed its signal; the call ends with a failed card saying so.
         let card = client
             .wait_for(Duration::from_secs(5), |m| {
@@ -112,6 +132,7 @@ fn a_body_that_ignores_its_signal_is_still_answered_at_once_and_logged_aborted()
     let id = json!(6_000_000);
     let elapsed = start_and_cancel(
         &mut client,
+        &env.root,
         &id,
         "stubborn",
         json!({"seconds": 1.5, "ignoreCancel": true}),

@@ -13,8 +13,10 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 use toolhost_harness::client::Client;
 
-/// Starts a `test_sleep` call (not awaited) and waits until it runs.
-fn start_sleep(client: &mut Client, call_id: &str, arguments: Value) {
+/// Starts a `test_sleep` call (not awaited) and waits until its body runs (it writes a marker).
+fn start_sleep(client: &mut Client, root: &std::path::Path, call_id: &str, mut arguments: Value) {
+    let marker = format!("started-{call_id}");
+    arguments["marker"] = json!(marker);
     let params = json!({"name": "test_sleep", "arguments": arguments, "callId": call_id});
     client.write_raw(&raw_request(json!(4_000_000), "toolhost/callTool", params)).unwrap();
     client
@@ -22,6 +24,11 @@ fn start_sleep(client: &mut Client, call_id: &str, arguments: Value) {
             m["method"] == "toolhost/card" && m["params"]["callId"] == call_id
         })
         .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !root.join(&marker).exists() {
+        assert!(Instant::now() < deadline, "the body of {call_id} never started");
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Waits for the exit; returns the status and the time it took.
@@ -73,7 +80,7 @@ fn exit_before_initialize_exits_1() {
 fn exit_during_a_running_call_after_shutdown_exits_0() {
     let env = Env::new();
     let mut client = env.start(json!({"session_id": "exit-running"}));
-    start_sleep(&mut client, "running", json!({"seconds": 30}));
+    start_sleep(&mut client, &env.root, "running", json!({"seconds": 30}));
     client.request("shutdown", Value::Null).unwrap();
     let start = Instant::now();
     client.notify("exit", Value::Null).unwrap();
@@ -90,7 +97,7 @@ fn stdin_eof_during_a_call(arguments: Value, session: &str) -> (Env, f64) {
     let env = Env::new();
     let mut client = env.start(json!({"session_id": session}));
     let pid = client.pid();
-    start_sleep(&mut client, "interrupted", arguments);
+    start_sleep(&mut client, &env.root, "interrupted", arguments);
     let children = children_of(pid);
     assert!(children.is_empty(), "the server has child processes: {children:?}");
     let start = Instant::now();
@@ -152,7 +159,7 @@ fn the_death_of_the_client_process_stops_the_server() {
         )
         .unwrap();
     client.notify("initialized", json!({})).unwrap();
-    start_sleep(&mut client, "orphaned", json!({"seconds": 30}));
+    start_sleep(&mut client, &env.root, "orphaned", json!({"seconds": 30}));
     let children = children_of(pid);
     assert!(children.is_empty(), "the server has child processes: {children:?}");
     let start = Instant::now();

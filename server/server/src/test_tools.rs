@@ -4,7 +4,8 @@
 //! with `TOOLHOST_TEST_TOOLS=1` (both gates, so a stray environment variable cannot add tools to a
 //! normal build, and a test build without the variable behaves like a normal one):
 //!
-//! - `test_sleep {seconds, ignoreCancel?}`: waits up to `seconds` (≤ 600) or until its
+//! - `test_sleep {seconds, ignoreCancel?, marker?}`: writes `marker` (a workspace path) once its
+//!   body runs, then waits up to `seconds` (≤ 600) or until its
 //!   cancellation signal fires (unless `ignoreCancel`, which models a body that ignores its
 //!   signal, for the exit grace period). Concurrency-safe.
 //! - `test_ask_client {payload?}`: sends the server→client request [`ECHO_METHOD`] through the
@@ -55,7 +56,8 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
                 "type": "object",
                 "properties": {
                     "seconds": {"type": "number"},
-                    "ignoreCancel": {"type": "boolean"}
+                    "ignoreCancel": {"type": "boolean"},
+                    "marker": {"type": "string"}
                 },
                 "required": ["seconds"]
             }))
@@ -66,6 +68,16 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
                 let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
                 let seconds = if seconds.is_finite() { seconds.clamp(0.0, 600.0) } else { 0.0 };
                 let ignore = args.get("ignoreCancel").and_then(Value::as_bool).unwrap_or(false);
+                // Tests that must act on a running body wait for this file (written through
+                // the workspace, like any tool I/O).
+                if let (Some(marker), Some(ws)) = (
+                    args.get("marker").and_then(Value::as_str),
+                    cx.capability::<toolhost_workspace::Workspace>(),
+                ) {
+                    ws.write_file(marker, b"started\n")
+                        .await
+                        .map_err(|e| ToolError::plain(format!("cannot write the marker: {e}")))?;
+                }
                 let started = Instant::now();
                 let sleep = tokio::time::sleep(Duration::from_secs_f64(seconds));
                 let cancelled = if ignore {
