@@ -209,7 +209,8 @@ impl LspHost {
         match self.choose(&request.path) {
             None => Err(no_provider()),
             Some(Choice::Editor(editor)) => match editor.query(request, cancel).await {
-                // The editor has no server for this file: fall back to a well-known one.
+                // The editor has no server for this file: fall back to a well-known one, and
+                // without one report it exactly as if no editor had been asked.
                 Err(err) if err.code() == Some(codes::UNAVAILABLE) => {
                     let ext = file_extension(&request.path).unwrap_or_default();
                     match self.well_known_choice(&ext, self.path_var().as_ref()) {
@@ -217,7 +218,7 @@ impl LspHost {
                             .stdio(spec, program, &language, request, cancel)
                             .await
                             .map_err(Into::into),
-                        _ => Err(err),
+                        _ => Err(no_provider()),
                     }
                 }
                 other => other,
