@@ -91,6 +91,8 @@ pub struct ServerState {
     client_died: AtomicBool,
     /// Fired to stop the connection (exit, EOF, fatal framing, dead client).
     stop: CancellationToken,
+    /// Workspace changes seen by the watcher, for consumers that subscribe.
+    watch_events: OnceLock<tokio::sync::broadcast::Sender<crate::watcher::WatchEvent>>,
 }
 
 impl ServerState {
@@ -109,7 +111,15 @@ impl ServerState {
             client_pid: Mutex::new(None),
             client_died: AtomicBool::new(false),
             stop: CancellationToken::new(),
+            watch_events: OnceLock::new(),
         }
+    }
+
+    /// Subscribes to the workspace watcher's events (after initialize).
+    pub fn watch_events(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<crate::watcher::WatchEvent>> {
+        self.watch_events.get().map(tokio::sync::broadcast::Sender::subscribe)
     }
 
     fn host(&self) -> Result<Arc<Host>, RpcError> {
@@ -226,7 +236,10 @@ impl Backend {
         // Tool bodies reach the editor through this capability (the host is not shared yet).
         host.insert_capability(EditorBridge { client: self.client.clone() });
         let host = Arc::new(host);
-        crate::watcher::spawn(Arc::clone(&host), self.state.stop.clone());
+        let _ = self
+            .state
+            .watch_events
+            .set(crate::watcher::spawn(Arc::clone(&host), self.state.stop.clone()));
         let _ = self.state.host.set(host);
         let _ = self.state.opened.set(opened);
         let provider = params
