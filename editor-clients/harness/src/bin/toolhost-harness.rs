@@ -97,7 +97,8 @@ fn demo(bin: &Path) -> Result<u8, Box<dyn std::error::Error>> {
     let sessions_arg = sessions.display().to_string();
     println!("sample workspace: {}\n", root.display());
     let mut client =
-        Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], Client::no_handler())?;
+        // The server's own log would interleave with the cards; keep it to warnings.
+        Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[("TOOLHOST_LOG", "warn")], Client::no_handler())?;
     let init = client.initialize(&root, json!({}), json!({}))?;
     let session = init
         .pointer("/capabilities/experimental/toolhost/sessionId")
@@ -112,6 +113,12 @@ fn demo(bin: &Path) -> Result<u8, Box<dyn std::error::Error>> {
             json!({"file_path": "src/greet.c", "old_string": "Hello %s!", "new_string": "Hello, %s, from toolhost!"}),
         ),
         ("grep", json!({"pattern": "greet\\(", "include": "*.c"})),
+        // Refused: main.c was never read in this session.
+        (
+            "edit",
+            json!({"file_path": "src/main.c", "old_string": "return 0;", "new_string": "return 1;"}),
+        ),
+        ("read", json!({"file_path": "src/main.c"})),
         (
             "edit",
             json!({"file_path": "src/main.c", "old_string": "return 0;", "new_string": "return 1;"}),
@@ -121,10 +128,29 @@ fn demo(bin: &Path) -> Result<u8, Box<dyn std::error::Error>> {
         let response = client.call_tool(tool, args)?;
         println!("{}\n", response["card"]["rendered"].as_str().unwrap_or_default());
     }
+    // Navigation through a real language server, where one is installed.
+    if toolhost_harness::runner::program_exists("clangd") || has_versioned_clangd() {
+        let args = json!({"operation": "goToDefinition", "file_path": "src/main.c", "line": 4, "character": 1, "symbol": "greet"});
+        let response = client.call_tool("lsp", args)?;
+        println!("{}\n", response["card"]["rendered"].as_str().unwrap_or_default());
+    } else {
+        println!("(no clangd on PATH: skipping the lsp call)\n");
+    }
     let replay = client.request("toolhost/replaySession", json!({"sessionId": session}))?;
     let n = replay["cards"].as_array().map_or(0, Vec::len);
     println!("replayed {n} cards of session {session} from its log");
     let _ = client.shutdown();
     println!("(the workspace is left in {} for inspection)", root.display());
     Ok(0)
+}
+
+/// Whether a `clangd-NN` is on PATH (Debian's naming); the server finds those too.
+fn has_versioned_clangd() -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("clangd-"))
+            })
+        })
+    })
 }
