@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
-use toolhost_harness::runner::SESSION_ID;
+use toolhost_harness::runner::{SESSION_ID, program_exists};
 use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step, substitute};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
@@ -15,11 +15,6 @@ use toolhost_server::session::open_session;
 
 fn conformance_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../editor-clients/conformance")
-}
-
-fn program_exists(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
 }
 
 async fn run_scenario(scenario: &Scenario) -> Vec<String> {

@@ -116,11 +116,8 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     assert!(live.iter().any(|(_, t)| t == "(redacted by policy)"));
 
     opened.log.flush().await.unwrap();
-    let view = toolhost_session::read_session(opened.log.log_path()).unwrap();
-    let registry = host.registry().clone();
-    let replayed = toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
-        registry.contains(tool).then(|| registry.renderer_version(tool))
-    });
+    let replayed =
+        toolhost_server::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), live.len());
     for ((card, text), again) in live.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);

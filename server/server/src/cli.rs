@@ -13,9 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::{Card, CardKind};
-use toolhost_protocol::lsp_ext::{
-    CallToolResult, ListSessionsResult, ListToolsResult, SessionInfo,
-};
+use toolhost_protocol::lsp_ext::{CallToolResult, ListToolsResult};
 use toolhost_workspace::Ledger;
 
 /// The agent tool runtime that lives in the editor.
@@ -267,7 +265,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let config = load_config(&root)?;
             let dir = session::sessions_dir(&config, common.session_dir.as_deref())
                 .map_err(|e| Failure::env(e.to_string()))?;
-            let key = toolhost_session::workspace_key(&canonical(&root));
+            let key = session::workspace_key_of(&root);
             if prune {
                 let age = toolhost_session::parse_duration(&older_than)
                     .map_err(|e| Failure::usage(e.to_string()))?;
@@ -282,24 +280,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 println!("deleted session {id}");
                 return Ok(0);
             }
-            let rows = toolhost_session::list_sessions(&dir, if all { None } else { Some(&key) });
-            let list: Vec<SessionInfo> = rows
-                .iter()
-                .map(|r| SessionInfo {
-                    id: r.id.clone(),
-                    cwd: r.cwd.clone(),
-                    created_at: r.created_at,
-                    calls: r.calls,
-                })
-                .collect();
+            let list = session::list(&dir, &root, all);
             if json {
-                let text = serde_json::to_string(&ListSessionsResult { sessions: list })
-                    .map_err(|e| Failure::env(e.to_string()))?;
+                let text = serde_json::to_string(&list).map_err(|e| Failure::env(e.to_string()))?;
                 println!("{text}");
-            } else if list.is_empty() {
+            } else if list.sessions.is_empty() {
                 println!("no sessions");
             } else {
-                for row in list {
+                for row in list.sessions {
                     println!("{}  {} call(s)  {}", row.id, row.calls, row.cwd);
                 }
             }
@@ -313,19 +301,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             } else {
                 let dir = session::sessions_dir(&config, common.session_dir.as_deref())
                     .map_err(|e| Failure::env(e.to_string()))?;
-                let key = toolhost_session::workspace_key(&canonical(&root));
+                let key = session::workspace_key_of(&root);
                 toolhost_session::session_dir(&dir, &key, &which)
                     .map_err(|e| Failure::usage(e.to_string()))?
                     .join(toolhost_session::LOG_FILE_NAME)
             };
-            let view =
-                toolhost_session::read_session(&path).map_err(|e| Failure::env(e.to_string()))?;
             let host = open_host(&config, &root, None, None)?;
-            let registry = host.registry().clone();
-            let cwd = view.header.cwd.clone();
-            let calls = toolhost_session::replay_cards(&view, &cwd, |tool| {
-                registry.contains(tool).then(|| registry.renderer_version(tool))
-            });
+            let calls =
+                session::replay(host.registry(), &path).map_err(|e| Failure::env(e.to_string()))?;
             let mut stdout = std::io::stdout().lock();
             let color = stdout.is_terminal();
             for (idx, call) in calls.iter().enumerate() {
@@ -403,10 +386,6 @@ fn init_server_log() {
         .with_ansi(false)
         .with_target(false)
         .try_init();
-}
-
-fn canonical(root: &Path) -> PathBuf {
-    root.canonicalize().unwrap_or_else(|_| root.to_path_buf())
 }
 
 /// `card::to_text` with ANSI colors on `+`/`-` lines and hunk headers.

@@ -31,7 +31,7 @@ use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{
     CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
-    ReplaySessionParams, ReplaySessionResult, SessionInfo, methods,
+    ReplaySessionParams, ReplaySessionResult, methods,
 };
 use tower_lsp_server::gen_lsp_types as lsp;
 use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Response};
@@ -355,29 +355,7 @@ impl Backend {
         guarded(async {
             let host = self.state.host()?;
             let opened = self.state.opened.get().ok_or_else(|| internal("no session"))?;
-            let dir = opened
-                .log
-                .dir()
-                .parent()
-                .and_then(|p| p.parent())
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            let key = toolhost_session::workspace_key(
-                &host.root().canonicalize().unwrap_or_else(|_| host.root().to_path_buf()),
-            );
-            let rows =
-                toolhost_session::list_sessions(&dir, if params.all { None } else { Some(&key) });
-            Ok(ListSessionsResult {
-                sessions: rows
-                    .into_iter()
-                    .map(|r| SessionInfo {
-                        id: r.id,
-                        cwd: r.cwd,
-                        created_at: r.created_at,
-                        calls: r.calls,
-                    })
-                    .collect(),
-            })
+            Ok(session::list(&opened.sessions_dir, host.root(), params.all))
         })
         .await
     }
@@ -392,21 +370,16 @@ impl Backend {
             let path = if params.session_id == opened.log.id() {
                 opened.log.log_path().to_path_buf()
             } else {
-                let dir = opened.log.dir().parent().map(PathBuf::from).unwrap_or_default();
-                toolhost_session::validate_session_id(&params.session_id)
-                    .map_err(|e| invalid_params(e.to_string()))?;
-                dir.join(&params.session_id).join(toolhost_session::LOG_FILE_NAME)
+                let key = session::workspace_key_of(host.root());
+                toolhost_session::session_dir(&opened.sessions_dir, &key, &params.session_id)
+                    .map_err(|e| invalid_params(e.to_string()))?
+                    .join(toolhost_session::LOG_FILE_NAME)
             };
-            let view = toolhost_session::read_session(&path).map_err(|e| RpcError {
+            let calls = session::replay(host.registry(), &path).map_err(|e| RpcError {
                 code: ErrorCode::ServerError(-32001),
                 message: format!("cannot replay session {}: {e}", params.session_id).into(),
                 data: Some(json!({"code": e.code()})),
             })?;
-            let registry = host.registry().clone();
-            let cwd = view.header.cwd.clone();
-            let calls = toolhost_session::replay_cards(&view, &cwd, |tool| {
-                registry.contains(tool).then(|| registry.renderer_version(tool))
-            });
             Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect() })
         })
         .await
@@ -419,13 +392,7 @@ impl Backend {
         guarded(async { crate::test_tools::panic_in_handler() }).await
     }
 
-    fn track_document(
-        &self,
-        uri: &lsp::Uri,
-        version: Option<i32>,
-        text: Option<&str>,
-        closed: bool,
-    ) {
+    fn track_document(&self, uri: &lsp::Uri, version: Option<i32>, buffer: Buffer<'_>) {
         let Ok(host) = self.state.host() else { return };
         let Some(path) = uri_to_path(uri) else { return };
         let key = uri.to_string();
@@ -436,16 +403,30 @@ impl Backend {
             }
             versions.insert(key.clone(), version);
         }
-        let dirty = match (closed, text) {
-            (true, _) => false,
-            (false, Some(text)) => buffer_differs(&path, text),
-            (false, None) => false,
+        let dirty = match buffer {
+            Buffer::Text(text) => buffer_differs(&path, text),
+            Buffer::Modified => true,
+            Buffer::Unchanged => false,
+            Buffer::Closed => {
+                if let Ok(mut versions) = self.state.versions.lock() {
+                    versions.remove(&key);
+                }
+                false
+            }
         };
-        if closed && let Ok(mut versions) = self.state.versions.lock() {
-            versions.remove(&key);
-        }
         host.workspace().dirty_buffers().set(path, dirty);
     }
+}
+
+/// What a document notification says about the editor's buffer.
+enum Buffer<'a> {
+    /// Its whole text (didOpen, full-sync didChange).
+    Text(&'a str),
+    /// Changed in a way whose text we cannot rebuild (an incremental change): never assume clean.
+    Modified,
+    /// A didChange without changes.
+    Unchanged,
+    Closed,
 }
 
 /// Whether an editor buffer's text differs from the file on disk. Editors drop a UTF-8 BOM
@@ -484,35 +465,24 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
         let doc = params.text_document;
-        self.track_document(&doc.uri, Some(doc.version), Some(&doc.text), false);
+        self.track_document(&doc.uri, Some(doc.version), Buffer::Text(&doc.text));
     }
 
     async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
-        // Full sync: the last change holds the whole text.
+        // Full sync: the last whole-document change holds the text.
         let text = params.content_changes.iter().rev().find_map(|change| match change {
             lsp::TextDocumentContentChangeEvent::TextDocumentContentChangeWholeDocument(whole) => {
-                Some(whole.text.clone())
+                Some(whole.text.as_str())
             }
             lsp::TextDocumentContentChangeEvent::TextDocumentContentChangePartial(_) => None,
         });
-        // A partial change we cannot apply still means "modified": never assume clean.
-        let modified = text.is_none() && !params.content_changes.is_empty();
+        let buffer = match text {
+            Some(text) => Buffer::Text(text),
+            None if params.content_changes.is_empty() => Buffer::Unchanged,
+            None => Buffer::Modified,
+        };
         let doc = &params.text_document;
-        if modified {
-            self.track_document(
-                &doc.text_document_identifier.uri,
-                Some(doc.version),
-                Some("\u{0}unknown"),
-                false,
-            );
-        } else {
-            self.track_document(
-                &doc.text_document_identifier.uri,
-                Some(doc.version),
-                text.as_deref(),
-                false,
-            );
-        }
+        self.track_document(&doc.text_document_identifier.uri, Some(doc.version), buffer);
     }
 
     async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
@@ -523,7 +493,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
-        self.track_document(&params.text_document.uri, None, None, true);
+        self.track_document(&params.text_document.uri, None, Buffer::Closed);
     }
 
     async fn execute_command(

@@ -4,8 +4,10 @@
 use crate::config::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_contract::Registry;
 use toolhost_contract::spill::SpillHandle;
-use toolhost_session::{BlobStore, OpenReport, SessionError, SessionLog};
+use toolhost_protocol::lsp_ext::{ListSessionsResult, SessionInfo};
+use toolhost_session::{BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog};
 use toolhost_workspace::Ledger;
 
 /// A session opened for appending.
@@ -14,6 +16,8 @@ pub struct OpenedSession {
     pub report: OpenReport,
     pub ledger: Arc<Ledger>,
     pub blobs: BlobStore,
+    /// The sessions directory it was opened under (siblings are listed and replayed from it).
+    pub sessions_dir: PathBuf,
 }
 
 impl OpenedSession {
@@ -67,5 +71,31 @@ pub fn open_session(
             )?;
         }
     }
-    Ok(OpenedSession { log, report, ledger, blobs })
+    Ok(OpenedSession { log, report, ledger, blobs, sessions_dir: sessions_dir.to_path_buf() })
+}
+
+/// The workspace key of a root (design.md §6), from its canonical path when it resolves.
+pub fn workspace_key_of(root: &Path) -> String {
+    toolhost_session::workspace_key(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+}
+
+/// The sessions of the workspace at `root` (of every workspace with `all`), newest first.
+pub fn list(sessions_dir: &Path, root: &Path, all: bool) -> ListSessionsResult {
+    let key = workspace_key_of(root);
+    let rows = toolhost_session::list_sessions(sessions_dir, if all { None } else { Some(&key) });
+    ListSessionsResult {
+        sessions: rows
+            .into_iter()
+            .map(|r| SessionInfo { id: r.id, cwd: r.cwd, created_at: r.created_at, calls: r.calls })
+            .collect(),
+    }
+}
+
+/// The cards of the session logged at `log`, rebuilt from the log alone; the registry tells
+/// which calls were rendered by another renderer version than today's.
+pub fn replay(registry: &Registry, log: &Path) -> Result<Vec<ReplayedCall>, SessionError> {
+    let view = toolhost_session::read_session(log)?;
+    Ok(toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
+        registry.contains(tool).then(|| registry.renderer_version(tool))
+    }))
 }
