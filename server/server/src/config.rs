@@ -9,35 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Caps of the file tools (the seed's defaults).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Limits {
-    pub read_limit: u64,
-    pub read_max_bytes: u64,
-    pub read_max_line_length: u64,
-    pub glob_max_results: u64,
-    pub grep_max_matches: u64,
-    pub grep_max_line_bytes: u64,
-    pub search_meta_max_bytes: u64,
-    pub glob_sample_over_cap: bool,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            read_limit: 2000,
-            read_max_bytes: 51_200,
-            read_max_line_length: 2000,
-            glob_max_results: 100,
-            grep_max_matches: 250,
-            grep_max_line_bytes: 2000,
-            search_meta_max_bytes: 65_536,
-            glob_sample_over_cap: true,
-        }
-    }
-}
+use toolhost_tools_fs::FsLimits;
 
 /// One configured language server.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -54,7 +26,8 @@ pub struct LspServerConfig {
 /// The effective configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    pub limits: Limits,
+    /// The file tools' caps (`[limits]`), the seed's defaults unless configured.
+    pub limits: FsLimits,
     pub spill_max_inline_bytes: u64,
     pub session_dir: Option<PathBuf>,
     pub extra_roots: Vec<PathBuf>,
@@ -70,7 +43,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            limits: Limits::default(),
+            limits: FsLimits::default(),
             spill_max_inline_bytes: 51_200,
             session_dir: None,
             extra_roots: Vec::new(),

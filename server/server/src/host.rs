@@ -14,7 +14,6 @@ use toolhost_lsp_host::{LspHost, LspHostConfig, ServerSpec};
 use toolhost_protocol::card::{self, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
-use toolhost_tools_fs::FsLimits;
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
 
 /// Why a host could not be set up.
@@ -81,20 +80,6 @@ fn lsp_host(config: &Config) -> LspHost {
     LspHost::new(LspHostConfig { servers, ..LspHostConfig::default() })
 }
 
-fn fs_limits(config: &Config) -> FsLimits {
-    let l = &config.limits;
-    FsLimits {
-        read_limit: l.read_limit,
-        read_max_bytes: l.read_max_bytes,
-        read_max_line_length: l.read_max_line_length,
-        glob_max_results: l.glob_max_results,
-        grep_max_matches: l.grep_max_matches,
-        grep_max_line_bytes: l.grep_max_line_bytes,
-        search_meta_max_bytes: l.search_meta_max_bytes,
-        glob_sample_over_cap: l.glob_sample_over_cap,
-    }
-}
-
 impl Host {
     pub fn new(config: &Config, options: HostOptions) -> Result<Self, HostError> {
         let primary = options.roots.first().cloned().unwrap_or_else(|| PathBuf::from("."));
@@ -119,7 +104,7 @@ impl Host {
                 true,
             );
         }
-        let _ = toolhost_tools_fs::register(&registry, fs_limits(config))?;
+        let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
         let lsp = Arc::new(lsp_host(config));
         // Test-only tools: compiled in with the `test-tools` feature, registered only when the
