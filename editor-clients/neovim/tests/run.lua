@@ -421,6 +421,35 @@ test('FS_DIRTY_BUFFER: an edit of a modified buffer fails and the unsaved text i
   )
 end)
 
+test('reload_misses_a_same_size_change_in_the_same_mtime_tick: a completed card re-reads the buffer anyway', function()
+  -- What broke: an agent edit right after :write kept the size and landed in the same
+  -- filesystem clock tick, so checktime saw nothing and the buffer kept the old text.
+  local ws, sessions = H.workspace({ ['t.txt'] = 'alpha\ngamma\n' })
+  H.setup(sessions)
+  local path = ws .. '/t.txt'
+  -- Whole seconds: fs_utime takes a double, which cannot carry every nanosecond.
+  local when = assert(vim.uv.fs_stat(path)).mtime.sec
+  assert(vim.uv.fs_utime(path, when, when))
+  local st = assert(vim.uv.fs_stat(path))
+  vim.cmd.edit(path)
+  local buf = vim.api.nvim_get_current_buf()
+  H.write(path, 'alpha\nGAMMA\n')
+  assert(vim.uv.fs_utime(path, when, when))
+  local after = assert(vim.uv.fs_stat(path))
+  H.eq({ after.size, after.mtime.sec, after.mtime.nsec }, { st.size, st.mtime.sec, st.mtime.nsec }, 'same stat')
+  require('toolhost.inline').on_file_card({
+    callId = 'c1',
+    tool = 'edit',
+    title = 't.txt',
+    hunks = {},
+    status = 'completed',
+    kind = 'diff',
+    locations = { { path = path } },
+  })
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), { 'alpha', 'GAMMA' }, 'buffer re-read')
+  H.eq(vim.bo[buf].modified, false, 'unmodified')
+end)
+
 test(
   'buffers of files that do not exist yet: an agent write creates and loads them; typed text is protected',
   function()

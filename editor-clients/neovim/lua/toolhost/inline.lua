@@ -209,7 +209,17 @@ function M.reload(buf)
       vim.cmd('silent edit')
     end)
   else
+    local tick = vim.api.nvim_buf_get_changedtick(buf)
     ok, err = pcall(vim.cmd.checktime, buf)
+    if ok and vim.api.nvim_buf_get_changedtick(buf) == tick and not vim.bo[buf].modified then
+      -- checktime compares mtime and size only: an edit that keeps the size and lands in the
+      -- same filesystem clock tick as the buffer's last read or :write looks unchanged to it.
+      -- The card says the tool changed the file, so re-read it (`:edit!` loses nothing in an
+      -- unmodified buffer and 'undoreload' keeps the old text undoable).
+      ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+        vim.cmd('silent edit!')
+      end)
+    end
   end
   reloading[buf] = nil
   vim.o.autoread = save
