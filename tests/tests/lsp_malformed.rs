@@ -181,7 +181,12 @@ fn before_initialize_cases() -> Vec<Case> {
     cases.push(body_case(
         "before initialize: unknown method",
         &req(json!(120), "foo/bar", json!({})),
-        code(NOT_FOUND, json!(120)),
+        code(NOT_INITIALIZED, json!(120)),
+    ));
+    cases.push(body_case(
+        "before initialize: unknown $/ request",
+        &req(json!(121), "$/unknownRequest", json!({})),
+        code(NOT_INITIALIZED, json!(121)),
     ));
     cases.push(body_case(
         "before initialize: string id",

@@ -604,6 +604,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
     let reader = {
         let stdout = Arc::clone(&stdout);
         let stop = state.stop.clone();
+        let state_for_reader = Arc::clone(&state);
         tokio::spawn(async move {
             let mut frames = FrameReader::new(stdin_pipe(), max_body);
             let ending = loop {
@@ -631,7 +632,8 @@ pub async fn serve(options: ServeOptions) -> u8 {
                             }
                             continue;
                         }
-                        if let Err((id, code, message)) = screen_message(&value) {
+                        let initialized = state_for_reader.host.get().is_some();
+                        if let Err((id, code, message)) = screen_message(&value, initialized) {
                             write_error(&stdout, id, code, &message).await;
                             continue;
                         }
@@ -719,7 +721,12 @@ pub async fn serve(options: ServeOptions) -> u8 {
 /// with `jsonrpc: "2.0"`, a string `method`, and an id that is a number, string or null) and
 /// will answer. On failure: the id to answer with (the request's own if usable, else null), the
 /// error code and the message.
-fn screen_message(value: &Value) -> Result<(), (Value, i64, String)> {
+///
+/// Before a successful `initialize` every other request is answered -32002, whatever its method
+/// (LSP: "for a request the response should be an error with code -32002"); the framework would
+/// answer an unknown one -32601. The flag is set before the initialize result is written, so a
+/// client that waits for that result never sees a spurious -32002.
+fn screen_message(value: &Value, initialized: bool) -> Result<(), (Value, i64, String)> {
     use serde::Deserialize as _;
     let invalid = |id: Value, reason: &str| (id, -32600, format!("Invalid request: {reason}"));
     let Value::Object(map) = value else {
@@ -737,6 +744,9 @@ fn screen_message(value: &Value) -> Result<(), (Value, i64, String)> {
     };
     tower_lsp_server::jsonrpc::Request::deserialize(value)
         .map_err(|e| invalid(id.clone(), &e.to_string()))?;
+    if !initialized && method != "initialize" && map.contains_key("id") {
+        return Err((id, -32002, "server not initialized".to_owned()));
+    }
     // The framework drops its "method not found" answer for every `$/` method, requests
     // included, which would leave such a request unanswered forever. LSP: a `$/` request that
     // is not handled is answered MethodNotFound.
