@@ -2,7 +2,7 @@
 //! a stderr drain keeping a short tail for error messages.
 //!
 //! The reader answers the server's own requests at once (`workspace/configuration` with the
-//! configured value or `null` per item; `client/registerCapability`, `client/unregisterCapability`,
+//! configured settings under each item's section, `null` where unset; `client/registerCapability`, `client/unregisterCapability`,
 //! `window/workDoneProgress/create` with `null`; `workspace/workspaceFolders` with the one folder;
 //! anything else `-32601`) and ignores notifications. A framing or JSON error is fatal: the
 //! connection dies, every pending request fails, and the process group is killed.
@@ -339,8 +339,16 @@ fn answer_server_request(
     match method {
         "workspace/configuration" => {
             let items = params.and_then(|p| p.get("items")).and_then(Value::as_array);
-            let count = items.map_or(0, Vec::len);
-            Ok(Value::Array(vec![info.configuration.clone(); count]))
+            let answers = items.map_or_else(Vec::new, |items| {
+                items
+                    .iter()
+                    .map(|item| {
+                        let section = item.get("section").and_then(Value::as_str);
+                        configuration_section(&info.configuration, section)
+                    })
+                    .collect()
+            });
+            Ok(Value::Array(answers))
         }
         "client/registerCapability"
         | "client/unregisterCapability"
@@ -348,6 +356,23 @@ fn answer_server_request(
         "workspace/workspaceFolders" => Ok(json!([{"uri": info.root_uri, "name": "workspace"}])),
         other => Err((-32601, format!("method not found: {other}"))),
     }
+}
+
+/// One `workspace/configuration` item: the settings under a dotted `section` (`python.analysis`),
+/// the whole settings without one, `null` where nothing is configured (what VS Code and Neovim
+/// answer).
+fn configuration_section(settings: &Value, section: Option<&str>) -> Value {
+    let Some(section) = section.filter(|s| !s.is_empty()) else {
+        return settings.clone();
+    };
+    let mut node = settings;
+    for key in section.split('.') {
+        match node.get(key) {
+            Some(next) => node = next,
+            None => return Value::Null,
+        }
+    }
+    node.clone()
 }
 
 async fn drain_stderr(shared: Arc<Shared>, mut stderr: ChildStderr) {
@@ -379,13 +404,30 @@ mod tests {
         let info = ClientInfo {
             server_id: "s".into(),
             root_uri: "file:///w".into(),
-            configuration: json!({"a": 1}),
+            configuration: json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1}),
             ready_message: None,
         };
-        let items = json!({"items": [{"section": "x"}, {"section": "y"}]});
+        let items = json!({"items": [
+            {"section": "python.analysis"},
+            {"section": "python.analysis.typeCheckingMode"},
+            {"section": "missing"},
+            {"section": "python.missing.deeper"},
+            {"scopeUri": "file:///w/a.py"},
+        ]});
         assert_eq!(
             answer_server_request(&info, "workspace/configuration", Some(&items)),
-            Ok(json!([{"a": 1}, {"a": 1}]))
+            Ok(json!([
+                {"typeCheckingMode": "strict"},
+                "strict",
+                null,
+                null,
+                {"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1},
+            ]))
+        );
+        let unset = ClientInfo { configuration: Value::Null, ..info.clone() };
+        assert_eq!(
+            answer_server_request(&unset, "workspace/configuration", Some(&items)),
+            Ok(json!([null, null, null, null, null]))
         );
         assert_eq!(
             answer_server_request(&info, "client/registerCapability", None),

@@ -183,6 +183,11 @@ impl Instance {
             )));
         };
         conn.notify("initialized", json!({}))?;
+        // Servers that do not pull `workspace/configuration` read their settings from this push
+        // (what VS Code and Neovim send after initialized when settings are configured).
+        if let Some(settings) = spec.configuration.as_ref().filter(|s| !s.is_null()) {
+            conn.notify("workspace/didChangeConfiguration", json!({"settings": settings}))?;
+        }
         // Some servers load the workspace only after `initialized` (pyright enumerates its
         // source files once it has its configuration); a first query sent before that sees a
         // half-loaded project. Such specs name a log line to wait for (bounded).

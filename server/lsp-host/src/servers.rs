@@ -21,7 +21,9 @@ pub struct ServerSpec {
     /// Lowercase `.ext` → language id.
     pub extensions: BTreeMap<String, String>,
     pub initialization_options: Option<Value>,
-    /// The answer to every `workspace/configuration` item (`null` when unset).
+    /// The server's settings (`[lsp.servers.<id>.settings]`): `workspace/configuration` items are
+    /// answered from it by section, and it is pushed once with `workspace/didChangeConfiguration`
+    /// after `initialized`.
     pub configuration: Option<Value>,
     /// A `window/logMessage` substring the server prints once its workspace is loaded; the
     /// first query waits for it (at most 10 s).

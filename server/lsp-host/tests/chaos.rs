@@ -43,17 +43,22 @@ impl Fake {
     }
 
     fn with_config(flags: &str, config: LspHostConfig) -> Fake {
+        Fake::with_spec(flags, config, |_| {})
+    }
+
+    fn with_spec(flags: &str, config: LspHostConfig, edit: impl FnOnce(&mut ServerSpec)) -> Fake {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("ws")).unwrap();
         let root = dir.path().join("ws").canonicalize().unwrap();
         let log = dir.path().join("server.log");
-        let spec = ServerSpec::new("fake", python().display().to_string())
+        let mut spec = ServerSpec::new("fake", python().display().to_string())
             .with_args([
                 script().display().to_string(),
                 flags.to_owned(),
                 log.display().to_string(),
             ])
             .with_extension(".fk", "fake");
+        edit(&mut spec);
         let config = LspHostConfig {
             servers: vec![spec],
             well_known: false,
@@ -343,13 +348,34 @@ async fn server_requests_are_answered() {
     };
     let replies: Value = serde_json::from_str(&hover.contents).unwrap();
     let root_uri = file_uri(&fake.root);
-    assert_eq!(replies["workspace/configuration"], json!([null, null]));
+    assert_eq!(replies["workspace/configuration"], json!([null, null, null]));
+    assert!(
+        !fake.log().iter().any(|v| v.get("didChangeConfiguration").is_some()),
+        "no settings, no push"
+    );
     assert_eq!(replies["client/registerCapability"], Value::Null);
     assert_eq!(
         replies["workspace/workspaceFolders"],
         json!([{"uri": root_uri, "name": "workspace"}])
     );
     assert_eq!(replies["workspace/applyEdit"]["code"], json!(-32601));
+    fake.host.shutdown_all().await;
+}
+
+#[tokio::test]
+async fn configured_settings_answer_workspace_configuration_by_section() {
+    let settings = json!({"a": {"x": 1}, "b": {"c": "deep", "d": 2}});
+    let fake = Fake::with_spec("server-requests", LspHostConfig::default(), |spec| {
+        spec.configuration = Some(settings.clone());
+    });
+    let LspAnswer::Hover(Some(hover)) = fake.query(LspOperation::Hover).await.unwrap() else {
+        panic!("no hover")
+    };
+    let replies: Value = serde_json::from_str(&hover.contents).unwrap();
+    assert_eq!(replies["workspace/configuration"], json!([{"x": 1}, "deep", settings]));
+    let pushed: Vec<Value> =
+        fake.log().iter().filter_map(|v| v.get("didChangeConfiguration").cloned()).collect();
+    assert_eq!(pushed, [settings], "settings pushed once after initialized");
     fake.host.shutdown_all().await;
 }
 

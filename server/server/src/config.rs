@@ -1,9 +1,10 @@
 //! Configuration (design.md §7): user config → workspace `toolhost.toml` → `initializationOptions`
 //! → CLI flags, later sources winning key by key.
 //!
-//! Trust rule: settings that start a program (`lsp.servers.*.command`, `args`, `env`) are taken
-//! only from the user config or from a workspace the user marked trusted (`trusted_workspaces` in
-//! the user config, written by `toolhost trust`). A cloned repository's `toolhost.toml` — or editor
+//! Trust rule: settings that start a program or steer what a language server runs
+//! (`lsp.servers.*.command`, `args`, `env`, `initialization_options`, `settings`) are taken only
+//! from the user config or from a workspace the user marked trusted (`trusted_workspaces` in the
+//! user config, written by `toolhost trust`). A cloned repository's `toolhost.toml` — or editor
 //! settings that may come from it — can never make toolhost run a program.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub struct LspServerConfig {
     /// `".c" = "c"`: file extension → language id.
     pub extensions: BTreeMap<String, String>,
     pub initialization_options: Option<serde_json::Value>,
+    /// The server's settings: `workspace/configuration` is answered from them by section.
+    pub settings: Option<serde_json::Value>,
 }
 
 /// The effective configuration.
@@ -147,15 +150,32 @@ impl PartialConfig {
         self.session_id.as_deref().or(self.session.id.as_deref())
     }
 
+    /// Drops everything of `[lsp.servers.*]` that starts a program or steers what a language
+    /// server runs: the command, its arguments and environment, and the options and settings
+    /// handed to the server (pyright's `python.pythonPath` names an interpreter it executes).
     fn strip_program_settings(&mut self, source: &str, warnings: &mut Vec<String>) {
         for (id, server) in &mut self.lsp.servers {
-            if server.command.is_some() || !server.args.is_empty() || !server.env.is_empty() {
+            let mut ignored = Vec::new();
+            if server.command.take().is_some() {
+                ignored.push("command");
+            }
+            if !std::mem::take(&mut server.args).is_empty() {
+                ignored.push("args");
+            }
+            if !std::mem::take(&mut server.env).is_empty() {
+                ignored.push("env");
+            }
+            if server.initialization_options.take().is_some() {
+                ignored.push("initialization_options");
+            }
+            if server.settings.take().is_some() {
+                ignored.push("settings");
+            }
+            if !ignored.is_empty() {
                 warnings.push(format!(
-                    "{source}: ignored lsp.servers.{id}.command/args/env: the workspace is not trusted (run `toolhost trust` to allow it)"
+                    "{source}: ignored lsp.servers.{id}.{}: the workspace is not trusted (run `toolhost trust` to allow it)",
+                    ignored.join("/")
                 ));
-                server.command = None;
-                server.args.clear();
-                server.env.clear();
             }
         }
     }
@@ -279,6 +299,9 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
         if server.initialization_options.is_some() {
             entry.initialization_options = server.initialization_options;
         }
+        if server.settings.is_some() {
+            entry.settings = server.settings;
+        }
     }
 }
 
@@ -364,15 +387,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ws = PartialConfig::from_toml(
             "toolhost.toml",
-            "[lsp.servers.evil]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch pwned\"]\nextensions = { \".c\" = \"c\" }\n",
+            "[lsp.servers.evil]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch pwned\"]\nextensions = { \".c\" = \"c\" }\n\
+             [lsp.servers.pyright]\ninitialization_options = { x = 1 }\n\
+             [lsp.servers.pyright.settings.python]\npythonPath = \"./evil\"\n",
         )
         .unwrap();
-        let config = Sources { workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        let user = PartialConfig::from_toml(
+            "user",
+            "[lsp.servers.pyright]\ncommand = \"pyright-langserver\"\nsettings = { python = { analysis = { typeCheckingMode = \"strict\" } } }\n",
+        )
+        .unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
         let server = &config.lsp_servers["evil"];
         assert_eq!(server.command, None);
         assert!(server.args.is_empty());
         assert_eq!(server.extensions.get(".c").map(String::as_str), Some("c"));
-        assert_eq!(config.warnings.len(), 1);
+        // The user's server keeps the user's settings; the workspace cannot replace them.
+        let pyright = &config.lsp_servers["pyright"];
+        assert_eq!(pyright.command.as_deref(), Some("pyright-langserver"));
+        assert_eq!(pyright.initialization_options, None);
+        assert_eq!(
+            pyright.settings,
+            Some(serde_json::json!({"python": {"analysis": {"typeCheckingMode": "strict"}}}))
+        );
+        assert_eq!(
+            config.warnings,
+            [
+                "toolhost.toml: ignored lsp.servers.evil.command/args: the workspace is not trusted (run `toolhost trust` to allow it)",
+                "toolhost.toml: ignored lsp.servers.pyright.initialization_options/settings: the workspace is not trusted (run `toolhost trust` to allow it)",
+            ]
+        );
     }
 
     #[test]
@@ -383,13 +428,20 @@ mod tests {
         assert!(!trust_workspace(&user_file, dir.path()).unwrap());
         let user = PartialConfig::from_toml("user", &std::fs::read_to_string(&user_file).unwrap())
             .unwrap();
-        let ws =
-            PartialConfig::from_toml("toolhost.toml", "[lsp.servers.c]\ncommand = \"clangd\"\n")
-                .unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[lsp.servers.c]\ncommand = \"clangd\"\n[lsp.servers.c.settings]\nclangd = { fallbackFlags = [\"-std=c11\"] }\n",
+        )
+        .unwrap();
         let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
             .resolve(dir.path());
         assert!(config.workspace_trusted);
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
         assert_eq!(config.lsp_servers["c"].command.as_deref(), Some("clangd"));
+        assert_eq!(
+            config.lsp_servers["c"].settings,
+            Some(serde_json::json!({"clangd": {"fallbackFlags": ["-std=c11"]}}))
+        );
     }
 
     #[test]

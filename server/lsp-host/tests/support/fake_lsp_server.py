@@ -100,6 +100,8 @@ while True:
         answer(msg, None)
     elif method == "exit":
         sys.exit(0)
+    elif method == "workspace/didChangeConfiguration":
+        log({"didChangeConfiguration": msg["params"]["settings"]})
     elif method == "$/cancelRequest":
         log({"cancel": msg["params"]["id"]})
         if "hang-cancellable" in FLAGS and msg["params"]["id"] in pending_ids:
@@ -140,7 +142,7 @@ while True:
         rng = {"start": pos, "end": pos}
         if "server-requests" in FLAGS:
             asks = [
-                ("workspace/configuration", {"items": [{"section": "a"}, {"section": "b"}]}),
+                ("workspace/configuration", {"items": [{"section": "a"}, {"section": "b.c"}, {}]}),
                 ("client/registerCapability", {"registrations": []}),
                 ("workspace/workspaceFolders", None),
                 ("workspace/applyEdit", {"edit": {}}),
