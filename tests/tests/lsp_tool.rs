@@ -96,6 +96,59 @@ fn the_editor_answers_when_it_offers_the_provider() {
 }
 
 #[test]
+fn a_cancelled_call_cancels_its_editor_query() {
+    // What was missing: a cancelled or timed-out call dropped its toolhost/lspQuery without
+    // telling the editor, which kept computing an answer nobody would read.
+    let env = Env::new();
+    env.write("doc.fk", "x\n");
+    let asked = Arc::new(Mutex::new(false));
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let handler: RequestHandler = {
+        let asked = Arc::clone(&asked);
+        Arc::new(move |method, _params| {
+            if method != "toolhost/lspQuery" {
+                return Err((-32601, format!("unhandled method {method}")));
+            }
+            *asked.lock().unwrap() = true;
+            // A slow editor: answers only once the test lets it (late, after the cancel).
+            let _ = release_rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            Ok(json!({"kind": "hover", "hover": {"contents": "late"}}))
+        })
+    };
+    let mut client = env.spawn_with(&[], handler);
+    client.initialize(&env.root, json!({}), lsp_provider_caps()).unwrap();
+    let id = json!("slow-hover");
+    let args = json!({"operation": "hover", "file_path": "doc.fk", "line": 1, "character": 1});
+    client
+        .write_raw(&server::raw_request(
+            id.clone(),
+            "toolhost/callTool",
+            json!({"name": "lsp", "arguments": args, "callId": "slow"}),
+        ))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !*asked.lock().unwrap() {
+        assert!(Instant::now() < deadline, "the editor was never asked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    client.notify("$/cancelRequest", json!({"id": id})).unwrap();
+    // Give the server time to forward the cancellation, then let the editor answer (late).
+    std::thread::sleep(Duration::from_millis(200));
+    release_tx.send(()).unwrap();
+    let cancel = client
+        .wait_for(Duration::from_secs(10), |m| m["method"] == "$/cancelRequest")
+        .expect("the editor got no $/cancelRequest");
+    assert!(cancel["params"]["id"].is_i64(), "{cancel:#}");
+    let reply = server::wait_response(&mut client, &id, Duration::from_secs(10)).unwrap();
+    assert_eq!(reply["error"]["code"], json!(-32800), "{reply:#}");
+    // The late answer is dropped and the connection goes on.
+    let after = client.call_tool("read", json!({"file_path": "doc.fk"})).unwrap();
+    assert_eq!(after["result"]["isError"], json!(false), "{after:#}");
+    client.shutdown().unwrap();
+}
+
+#[test]
 fn without_the_offer_or_a_server_the_file_is_unavailable() {
     let env = Env::new();
     env.write("doc.fk", "x\n");

@@ -239,7 +239,7 @@ export class ToolhostController implements vscode.Disposable {
         this.store.upsert(card);
       }
     });
-    client.onRequest(methods.lspQuery, (params: unknown) => answerLspQuery(params));
+    client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));
     client.onDidChangeState((event) => {
       if (this.client !== client) {
         return;

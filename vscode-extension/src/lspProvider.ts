@@ -49,7 +49,7 @@ export class LspProviderFeature implements StaticFeature {
  * malformed params or an unknown operation are `-32602` (`LSP_UNSUPPORTED_OPERATION` for the
  * latter); a file no extension of this editor serves is `-32601` with `LSP_UNAVAILABLE` (so the
  * server can ask a language server of its own); a provider failure is `-32603`. */
-export async function answerLspQuery(raw: unknown, selfId = SELF_ID): Promise<LspQueryResult> {
+export async function answerLspQuery(raw: unknown, selfId = SELF_ID, token?: vscode.CancellationToken): Promise<LspQueryResult> {
   let params;
   try {
     params = parseLspQueryParams(raw);
@@ -79,6 +79,11 @@ export async function answerLspQuery(raw: unknown, selfId = SELF_ID): Promise<Ls
     // later, and TypeScript answers "(loading...)" while it loads the project: ask again a while.
     const deadline = Date.now() + LOADING_WAIT_MS;
     while ((isLoadingAnswer(result) || (served && !wasOpen && isEmptyAnswer(result))) && Date.now() < deadline) {
+      // The server sends `$/cancelRequest` when the tool call was cancelled or timed out: stop
+      // asking for an answer nobody will read.
+      if (token?.isCancellationRequested) {
+        throw new ResponseError(-32800, 'toolhost/lspQuery cancelled');
+      }
       await new Promise((resolve) => setTimeout(resolve, 300));
       result = await ask();
     }

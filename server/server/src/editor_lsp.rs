@@ -5,7 +5,8 @@
 //! `{kind: "locations", locations: [{uri, range}]}` / `{kind: "hover", hover: {contents, range?} |
 //! null}` are normalized like a stdio server's. An error whose `data.code` is an `LSP_*` code
 //! keeps it; `-32601` (the editor cannot) is `LSP_UNAVAILABLE`, so the host falls back to a
-//! well-known server.
+//! well-known server. A cancelled or timed-out call sends the editor `$/cancelRequest` for its
+//! query.
 
 use crate::lsp::EditorBridge;
 use serde_json::Value;
@@ -76,10 +77,10 @@ impl LspProvider for EditorLspProvider {
                 uri: request.uri.clone(),
                 position: request.position,
             };
-            let reply = tokio::select! {
-                reply = self.bridge.request::<LspQueryRequest>(params) => reply,
-                () = cancel.cancelled() => return Err(aborted()),
-            };
+            let reply = self.bridge.request::<LspQueryRequest>(params, cancel).await;
+            if cancel.is_cancelled() {
+                return Err(aborted());
+            }
             match reply {
                 Ok(answer) => normalize_answer(request, &answer),
                 Err(err) => {

@@ -65,10 +65,52 @@ pub struct EditorBridge {
     client: Client,
 }
 
+/// `$/cancelRequest` to the editor, for a server→client request we stopped waiting for.
+enum CancelEditorRequest {}
+
+impl lsp::Notification for CancelEditorRequest {
+    type Params = Value;
+    const METHOD: lsp::LspNotificationMethod<'static> =
+        lsp::LspNotificationMethod::Custom("$/cancelRequest");
+    const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::Both;
+}
+
 impl EditorBridge {
-    /// Sends request `R` to the editor and awaits its reply (`-32002` before `initialized`).
-    pub async fn request<R: lsp::Request>(&self, params: R::Params) -> Result<R::Result, RpcError> {
-        self.client.send_request::<R>(params).await
+    /// Sends request `R` to the editor and awaits its reply. When `cancel` fires first the editor
+    /// gets `$/cancelRequest` for it (so it can stop working on an answer nobody reads) and the
+    /// result is `-32800`; the editor's late reply is then consumed and dropped.
+    pub async fn request<R: lsp::Request>(
+        &self,
+        params: R::Params,
+        cancel: &CancellationToken,
+    ) -> Result<R::Result, RpcError> {
+        use tower_lsp_server::jsonrpc::Request;
+        let params = serde_json::to_value(params)
+            .map_err(|e| internal(format!("cannot encode {} params: {e}", R::METHOD)))?;
+        // Our own id (the framework's `send_request` hides it), so the cancellation can name it.
+        let id = self.client.next_request_id();
+        let request =
+            Request::build(R::METHOD.as_str().to_owned()).id(id.clone()).params(params).finish();
+        let mut client = self.client.clone();
+        let reply = tokio::select! {
+            reply = tower_service::Service::call(&mut client, request) => reply,
+            () = cancel.cancelled() => {
+                let id = serde_json::to_value(&id).unwrap_or(Value::Null);
+                self.client.send_notification::<CancelEditorRequest>(json!({"id": id})).await;
+                return Err(RpcError::request_cancelled());
+            }
+        };
+        let Ok(Some(response)) = reply else {
+            return Err(internal("the connection to the editor is closed"));
+        };
+        let (_, result) = response.into_parts();
+        result.and_then(|value| {
+            serde_json::from_value(value).map_err(|e| RpcError {
+                code: ErrorCode::ParseError,
+                message: format!("unexpected {} reply: {e}", R::METHOD).into(),
+                data: None,
+            })
+        })
     }
 }
 

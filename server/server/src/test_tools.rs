@@ -106,12 +106,10 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
                     .capability::<EditorBridge>()
                     .ok_or_else(|| ToolError::plain("no editor connection"))?;
                 let params = json!({"callId": cx.call_id(), "payload": args.get("payload")});
-                let reply = tokio::select! {
-                    reply = bridge.request::<EchoRequest>(params) => reply,
-                    () = cx.signal().cancelled() => {
-                        return Err(ToolError::plain("cancelled while waiting for the editor"));
-                    }
-                };
+                let reply = bridge.request::<EchoRequest>(params, cx.signal()).await;
+                if cx.signal().is_cancelled() {
+                    return Err(ToolError::plain("cancelled while waiting for the editor"));
+                }
                 reply
                     .map(|reply| json!({"reply": reply}))
                     .map_err(|e| ToolError::plain(format!("the editor refused: {e}")))
