@@ -5,13 +5,18 @@
 //! point leaves the old content or the new content under the target name, never a torn or empty
 //! file (the only debris is a hidden temp file). A failed fsync is reported, never retried: after
 //! EIO the kernel may already have marked the dirty pages clean.
+//!
+//! Debris is swept: the first write into a directory (per process) removes the temp files there
+//! whose writer process is gone and that are older than [`STALE_TEMP_AGE`].
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
@@ -59,7 +64,61 @@ pub(crate) fn replace(
         let _ = parent.remove_file(&temp);
         return Err(err);
     }
-    sync_dir(parent)
+    sync_dir(parent)?;
+    if first_write_into(parent) {
+        sweep_stale_temps(parent, SystemTime::now());
+    }
+    Ok(())
+}
+
+/// A temp file this old whose writer is gone is debris. The age guard keeps the sweep away from
+/// writers it cannot see: another PID namespace or another host sharing the directory.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(10 * 60);
+
+/// Directories (device, inode) this process already swept; cleared when it grows large.
+static SWEPT: Mutex<Option<HashSet<(u64, u64)>>> = Mutex::new(None);
+
+fn first_write_into(dir: &Dir) -> bool {
+    let Ok(stat) = rustix::fs::fstat(dir) else { return false };
+    let key = (stat.st_dev, stat.st_ino);
+    let Ok(mut swept) = SWEPT.lock() else { return false };
+    let swept = swept.get_or_insert_with(HashSet::new);
+    if swept.len() >= 4096 {
+        swept.clear();
+    }
+    swept.insert(key)
+}
+
+/// The writer's pid in a temp name (`.toolhost-tmp-<pid>-<n>-<nanos>`).
+fn temp_writer(name: &str) -> Option<i32> {
+    name.strip_prefix(TEMP_PREFIX)?.split('-').next()?.parse().ok()
+}
+
+fn process_exists(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else { return false };
+    // EPERM: it exists, owned by someone else.
+    !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+}
+
+/// Removes the crash debris in `dir` (best effort; errors are ignored — it is only cleanup).
+/// Returns how many temp files were removed.
+pub(crate) fn sweep_stale_temps(dir: &Dir, now: SystemTime) -> usize {
+    let Ok(entries) = dir.entries() else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_writer) else { continue };
+        if pid == std::process::id() as i32 || process_exists(pid) {
+            continue;
+        }
+        let Ok(metadata) = entry.metadata() else { continue };
+        let Ok(modified) = metadata.modified() else { continue };
+        let age = now.duration_since(modified.into_std()).unwrap_or(Duration::ZERO);
+        if metadata.is_file() && age >= STALE_TEMP_AGE && dir.remove_file(&name).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn fill(mut file: File, content: &[u8], prior: Option<&Metadata>) -> io::Result<()> {
@@ -95,5 +154,75 @@ fn sync_dir(dir: &Dir) -> io::Result<()> {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => Ok(()),
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use cap_std::ambient_authority;
+
+    /// A pid that existed a moment ago and no longer does.
+    fn dead_pid() -> i32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait().unwrap();
+        assert!(!process_exists(pid));
+        pid
+    }
+
+    #[test]
+    fn crash_debris_is_swept_only_when_its_writer_is_gone_and_it_is_old() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), ambient_authority()).unwrap();
+        let dead = dead_pid();
+        let own = std::process::id();
+        let names = [
+            format!("{TEMP_PREFIX}{dead}-0-00000000"),
+            format!("{TEMP_PREFIX}{dead}-7-0badf00d"),
+            format!("{TEMP_PREFIX}1-0-00000000"),
+            format!("{TEMP_PREFIX}{own}-0-00000000"),
+            format!("{TEMP_PREFIX}notapid-0-0"),
+            "data.txt".to_owned(),
+        ];
+        for name in &names {
+            std::fs::write(tmp.path().join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(tmp.path().join(format!("{TEMP_PREFIX}{dead}-9-dir"))).unwrap();
+
+        // Fresh debris stays (its writer might be invisible to us).
+        assert_eq!(sweep_stale_temps(&dir, SystemTime::now()), 0);
+        let later = SystemTime::now() + STALE_TEMP_AGE + Duration::from_secs(1);
+        assert_eq!(sweep_stale_temps(&dir, later), 2);
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            format!("{TEMP_PREFIX}1-0-00000000"),
+            format!("{TEMP_PREFIX}{own}-0-00000000"),
+            format!("{TEMP_PREFIX}{dead}-9-dir"),
+            format!("{TEMP_PREFIX}notapid-0-0"),
+            "data.txt".to_owned(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+    }
+
+    #[test]
+    fn the_first_write_into_a_directory_sweeps_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), ambient_authority()).unwrap();
+        let debris = tmp.path().join(format!("{TEMP_PREFIX}{}-0-00000000", dead_pid()));
+        std::fs::write(&debris, b"half a file").unwrap();
+        let old = SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&debris).unwrap().set_modified(old).unwrap();
+        // A deleted directory of an earlier test may have had this inode: forget them all.
+        *SWEPT.lock().unwrap() = None;
+        replace(&dir, OsStr::new("a.txt"), b"new\n", None).unwrap();
+        assert!(!debris.exists(), "the debris of a dead writer survived the first write");
+        assert_eq!(std::fs::read(tmp.path().join("a.txt")).unwrap(), b"new\n");
     }
 }

@@ -18,7 +18,7 @@
 //!
 //! **glob** lists regular files only (no directories, no symlinks: links are never followed),
 //! includes hidden and ignored files, and skips `.git .svn .hg .bzr .jj .sl` (file or directory)
-//! at any depth. The result is ordered by modification time ascending (oldest first), ties and
+//! and the writes' own `.toolhost-tmp-*` temp files at any depth. The result is ordered by modification time ascending (oldest first), ties and
 //! unreadable times broken by display path; files whose time cannot be read sort last. This is
 //! ripgrep 14's global `--sort=modified`; ripgrep 13 sorts siblings per directory instead.
 //!
@@ -328,6 +328,8 @@ fn glob_overrides(workdir: &Path, pattern: &str) -> Result<Override, SearchError
         builder.add(&format!("!**/{dir}")).map_err(invalid)?;
         builder.add(&format!("!**/{dir}/**")).map_err(invalid)?;
     }
+    // A write's temp file (crash debris, or one in flight) is never a workspace file.
+    builder.add(&format!("!**/{}*", crate::TEMP_PREFIX)).map_err(invalid)?;
     builder.build().map_err(invalid)
 }
 

@@ -245,3 +245,19 @@ fn vcs_metadata_is_never_listed() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn glob_never_lists_write_temp_files() {
+    // What broke: a crashed write's hidden temp file showed up in glob (hidden files are listed).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(root, "a.txt", b"a\n");
+    write(root, ".hidden.txt", b"h\n");
+    write(root, &format!("{}4242-0-00000000", toolhost_workspace::TEMP_PREFIX), b"half");
+    write(root, &format!("sub/{}4242-1-0badf00d", toolhost_workspace::TEMP_PREFIX), b"half");
+    let mut all = glob(&GlobOptions::new(root, root, "**", NEVER)).unwrap();
+    all.sort();
+    assert_eq!(all, [".hidden.txt", "a.txt"]);
+    let explicit = glob(&GlobOptions::new(root, root, ".toolhost-tmp-*", NEVER)).unwrap();
+    assert!(explicit.is_empty(), "{explicit:?}");
+}
