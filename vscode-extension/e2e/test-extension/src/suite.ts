@@ -220,13 +220,16 @@ describe('toolhost extension in VS Code', function () {
       assert.equal(fs.readFileSync(file(), 'utf8'), disk);
     });
 
-    it('after a revert the same edit succeeds', async () => {
+    it('after a revert the same edit succeeds and the open document shows it', async () => {
       await vscode.window.showTextDocument(doc);
       await vscode.commands.executeCommand('workbench.action.files.revert');
       await waitFor('the revert', () => !doc.isDirty || undefined, 5000);
       const r = await api.callTool('edit', { file_path: 'dirty.txt', old_string: 'alpha', new_string: 'beta' });
       assert.equal(r.result.isError, false, JSON.stringify(r.result));
-      assert.match(fs.readFileSync(file(), 'utf8'), /beta/);
+      const onDisk = fs.readFileSync(file(), 'utf8');
+      assert.match(onDisk, /beta/);
+      await waitFor('the open document to show the agent edit', () => doc.getText() === onDisk || undefined, 10_000);
+      assert.equal(doc.isDirty, false);
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     });
   });
