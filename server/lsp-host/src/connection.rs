@@ -2,9 +2,10 @@
 //! a stderr drain keeping a short tail for error messages.
 //!
 //! The reader answers the server's own requests at once (`workspace/configuration` with the
-//! configured settings under each item's section, `null` where unset; `client/registerCapability`, `client/unregisterCapability`,
-//! `window/workDoneProgress/create` with `null`; `workspace/workspaceFolders` with the one folder;
-//! anything else `-32601`) and ignores notifications. A framing or JSON error is fatal: the
+//! configured settings under each item's section, `null` where unset;
+//! `client/registerCapability`, `client/unregisterCapability`, `window/workDoneProgress/create`
+//! with `null`; `workspace/workspaceFolders` with the one folder; anything else `-32601`) and
+//! ignores notifications. A framing or JSON error is fatal: the
 //! connection dies, every pending request fails, and the process group is killed.
 
 use crate::error::LspHostError;
