@@ -148,6 +148,53 @@ fn a_cancelled_call_cancels_its_editor_query() {
     client.shutdown().unwrap();
 }
 
+/// `pyright-langserver` on PATH (`cargo xtask test` installs it); a missing one fails.
+fn require_pyright() {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("pyright-langserver").exists()));
+    assert!(found, "pyright-langserver is not on PATH (cargo xtask test installs it)");
+}
+
+#[test]
+fn a_pooled_server_sees_the_agents_and_the_users_changes() {
+    // What broke: pyright stayed running between calls and answered from the text it had read
+    // before an agent's write moved a definition (goToDefinition still said line 1).
+    require_pyright();
+    let env = Env::new();
+    env.write("b.py", "def moved():\n    return 1\n");
+    env.write("a.py", "from b import moved\n\nmoved()\n");
+    let mut client = env.start(json!({}));
+    let definition =
+        json!({"operation": "goToDefinition", "file_path": "a.py", "line": 3, "character": 1});
+    let reply = client.call_tool("lsp", definition.clone()).unwrap();
+    assert_eq!(text(&reply), "b.py:1:5", "{reply:#}");
+
+    // The agent moves it (read, then write): the very next query sees the new text.
+    client.call_tool("read", json!({"file_path": "b.py"})).unwrap();
+    let write = client
+        .call_tool(
+            "write",
+            json!({"file_path": "b.py", "content": "\n\n\ndef moved():\n    return 2\n"}),
+        )
+        .unwrap();
+    assert_eq!(write["result"]["isError"], json!(false), "{write:#}");
+    let reply = client.call_tool("lsp", definition.clone()).unwrap();
+    assert_eq!(text(&reply), "b.py:4:5", "{reply:#}");
+
+    // The user moves it outside toolhost: the watcher tells the server (debounced, so poll).
+    env.write("b.py", "\ndef moved():\n    return 3\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = client.call_tool("lsp", definition.clone()).unwrap();
+        if text(&reply) == "b.py:2:5" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {} after an external change", text(&reply));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    client.shutdown().unwrap();
+}
+
 #[test]
 fn without_the_offer_or_a_server_the_file_is_unavailable() {
     let env = Env::new();

@@ -3,14 +3,15 @@
 //!
 //! The reader answers the server's own requests at once (`workspace/configuration` with the
 //! configured settings under each item's section, `null` where unset;
-//! `client/registerCapability`, `client/unregisterCapability`, `window/workDoneProgress/create`
-//! with `null`; `workspace/workspaceFolders` with the one folder; anything else `-32601`) and
+//! `client/registerCapability` (file watchers are recorded), `client/unregisterCapability`,
+//! `window/workDoneProgress/create` with `null`; `workspace/workspaceFolders` with the one folder; anything else `-32601`) and
 //! ignores notifications. A framing or JSON error is fatal: the
 //! connection dies, every pending request fails, and the process group is killed.
 
 use crate::error::LspHostError;
 use crate::framing::{FrameError, FrameReader, write_frame};
 use crate::process::ProcessGroup;
+use crate::watch::{FileChange, Watchers};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,8 @@ struct Shared {
     process: Weak<Mutex<Option<ProcessGroup>>>,
     /// Fired when a log message contains the spec's readiness marker.
     ready: CancellationToken,
+    /// The file watchers the server registered.
+    watchers: Mutex<Watchers>,
 }
 
 impl Shared {
@@ -131,6 +134,7 @@ impl Connection {
             stderr_done: CancellationToken::new(),
             process,
             ready: CancellationToken::new(),
+            watchers: Mutex::new(Watchers::default()),
         });
         let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::spawn(write_loop(Arc::clone(&shared), stdin, rx));
@@ -218,6 +222,11 @@ impl Connection {
         Ok((id, rx))
     }
 
+    /// Whether the server registered a file watcher that wants `change`.
+    pub fn wants(&self, change: &FileChange) -> bool {
+        self.shared.watchers.lock().is_ok_and(|w| w.wants(change))
+    }
+
     /// Forgets a request whose reply nobody waits for any more.
     pub fn forget(&self, id: u64) {
         if let Ok(mut pending) = self.shared.pending.lock() {
@@ -284,6 +293,15 @@ async fn read_loop(
         };
         match (message.get("method").and_then(Value::as_str), message.get("id")) {
             (Some(method), Some(id)) => {
+                if let Ok(mut watchers) = shared.watchers.lock() {
+                    match method {
+                        "client/registerCapability" => {
+                            watchers.register(message.get("params"));
+                        }
+                        "client/unregisterCapability" => watchers.unregister(message.get("params")),
+                        _ => {}
+                    }
+                }
                 let reply = answer_server_request(&info, method, message.get("params"));
                 let mut response = json!({"jsonrpc": "2.0", "id": id});
                 match reply {

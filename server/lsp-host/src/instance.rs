@@ -9,6 +9,7 @@ use crate::error::LspHostError;
 use crate::normalize;
 use crate::process::ProcessGroup;
 use crate::servers::{ServerSpec, server_env};
+use crate::watch::FileChange;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,8 @@ const READY_MAX: Duration = Duration::from_secs(10);
 /// A running, initialized server.
 pub struct Instance {
     spec: Arc<ServerSpec>,
+    /// The workspace folder the server was started on.
+    root: PathBuf,
     conn: Connection,
     process: Arc<Mutex<Option<ProcessGroup>>>,
     pid: Option<i32>,
@@ -50,7 +53,11 @@ pub struct StartOptions<'a> {
 fn client_capabilities() -> Value {
     json!({
         "general": {"positionEncodings": ["utf-16", "utf-8", "utf-32"]},
-        "workspace": {"workspaceFolders": true, "configuration": true},
+        "workspace": {
+            "workspaceFolders": true,
+            "configuration": true,
+            "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": true}
+        },
         "textDocument": {
             "synchronization": {"dynamicRegistration": false},
             "hover": {"contentFormat": ["markdown", "plaintext"]},
@@ -204,6 +211,7 @@ impl Instance {
         }
         Ok(Arc::new(Instance {
             spec,
+            root: options.root.to_path_buf(),
             conn,
             process,
             pid,
@@ -225,6 +233,19 @@ impl Instance {
 
     pub fn pid(&self) -> Option<i32> {
         self.pid
+    }
+
+    /// Tells the server about changed files in its workspace that its registered watchers want
+    /// (`workspace/didChangeWatchedFiles`). Queued in order before any later request.
+    pub fn files_changed(&self, changes: &[FileChange]) {
+        let wanted: Vec<Value> = changes
+            .iter()
+            .filter(|c| c.path.starts_with(&self.root) && self.conn.wants(c))
+            .map(|c| json!({"uri": file_uri(&c.path), "type": c.kind.wire()}))
+            .collect();
+        if !wanted.is_empty() && self.is_alive() {
+            let _ = self.conn.notify("workspace/didChangeWatchedFiles", json!({"changes": wanted}));
+        }
     }
 
     /// Kills the process group now and marks the connection dead.

@@ -16,7 +16,9 @@ pub mod normalize;
 mod pool;
 mod process;
 pub mod servers;
+mod watch;
 
 pub use error::LspHostError;
 pub use pool::{LspHost, LspHostConfig};
 pub use servers::ServerSpec;
+pub use watch::{FileChange, FileChangeKind};

@@ -12,6 +12,7 @@ use crate::error::LspHostError;
 use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::instance::{Instance, StartOptions};
 use crate::servers::{ServerSpec, file_extension, find_candidate, find_program, well_known};
+use crate::watch::FileChange;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -133,6 +134,17 @@ impl LspHost {
     /// Process ids (= process group ids) of the instances alive now.
     pub fn live_pids(&self) -> Vec<i32> {
         self.live_instances().iter().filter(|i| i.is_alive()).filter_map(|i| i.pid()).collect()
+    }
+
+    /// Passes file changes to every running language server whose watchers want them, so a
+    /// pooled server never answers from text it read before the change.
+    pub fn files_changed(&self, changes: &[FileChange]) {
+        if changes.is_empty() {
+            return;
+        }
+        for instance in self.live_instances() {
+            instance.files_changed(changes);
+        }
     }
 
     fn live_instances(&self) -> Vec<Arc<Instance>> {

@@ -12,7 +12,7 @@ use toolhost_contract::CancellationToken;
 use toolhost_contract::lsp::{
     LspAnswer, LspOperation, LspPosition, LspProvider, LspRequest, file_uri,
 };
-use toolhost_lsp_host::{LspHost, LspHostConfig, ServerSpec};
+use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
 
 /// The real interpreter behind `python3` (not a pyenv shim), found once.
 fn python() -> &'static PathBuf {
@@ -377,6 +377,40 @@ async fn configured_settings_answer_workspace_configuration_by_section() {
         fake.log().iter().filter_map(|v| v.get("didChangeConfiguration").cloned()).collect();
     assert_eq!(pushed, [settings], "settings pushed once after initialized");
     fake.host.shutdown_all().await;
+}
+
+#[tokio::test]
+async fn changed_files_reach_the_server_through_its_registered_watchers() {
+    let fake = Fake::new("watch");
+    fake.query(LspOperation::Hover).await.unwrap();
+    let change = |rel: &str, kind| FileChange { path: fake.root.join(rel), kind };
+    fake.host.files_changed(&[
+        change("doc.fk", FileChangeKind::Changed),
+        change("sub/new.fk", FileChangeKind::Created),
+        change("notes.txt", FileChangeKind::Changed),
+        FileChange { path: "/elsewhere/x.fk".into(), kind: FileChangeKind::Deleted },
+    ]);
+    // Queued before the next request, so the server has it when that request arrives.
+    fake.query(LspOperation::Hover).await.unwrap();
+    let watched: Vec<Value> = fake.log().iter().filter_map(|v| v.get("watched").cloned()).collect();
+    assert_eq!(
+        watched,
+        [json!([
+            {"uri": file_uri(&fake.root.join("doc.fk")), "type": 2},
+            {"uri": file_uri(&fake.root.join("sub/new.fk")), "type": 1},
+        ])]
+    );
+    // A server that registered nothing hears nothing.
+    let quiet = Fake::new("");
+    quiet.query(LspOperation::Hover).await.unwrap();
+    quiet.host.files_changed(&[FileChange {
+        path: quiet.root.join("doc.fk"),
+        kind: FileChangeKind::Changed,
+    }]);
+    quiet.query(LspOperation::Hover).await.unwrap();
+    assert!(!quiet.log().iter().any(|v| v.get("watched").is_some()));
+    fake.host.shutdown_all().await;
+    quiet.host.shutdown_all().await;
 }
 
 #[tokio::test]

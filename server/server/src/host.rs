@@ -10,11 +10,11 @@ use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
 use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
-use toolhost_lsp_host::{LspHost, LspHostConfig, ServerSpec};
+use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
 use toolhost_protocol::card::{self, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
-use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig};
+use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig, WriteOperation};
 
 /// Why a host could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +108,17 @@ impl Host {
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
         let lsp = Arc::new(lsp_host(config));
+        // Pooled language servers hear about every write, so the next `lsp` query never answers
+        // from text read before it (external changes come from the watcher).
+        let pool = Arc::downgrade(&lsp);
+        workspace.on_write(Arc::new(move |path, operation| {
+            let Some(pool) = pool.upgrade() else { return };
+            let kind = match operation {
+                WriteOperation::Create => FileChangeKind::Created,
+                WriteOperation::Update => FileChangeKind::Changed,
+            };
+            pool.files_changed(&[FileChange { path: path.to_path_buf(), kind }]);
+        }));
         // Test-only tools: compiled in with the `test-tools` feature, registered only when the
         // process also runs with TOOLHOST_TEST_TOOLS=1.
         #[cfg(feature = "test-tools")]

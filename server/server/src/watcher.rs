@@ -2,8 +2,9 @@
 //! (ignore-aware; never `target/`, `node_modules/` or VCS folders, so inotify watches stay few).
 //!
 //! An external change marks the file's ledger entry suspect; the ledger's versions are content
-//! hashes, so the next write or edit re-hashes and refuses only a real content change. The events
-//! are also broadcast for later consumers (language-server `didChangeWatchedFiles`, live cards).
+//! hashes, so the next write or edit re-hashes and refuses only a real content change. Running
+//! language servers hear about it (`workspace/didChangeWatchedFiles`, for the patterns they
+//! registered), and the events are broadcast for later consumers (live cards).
 
 use crate::host::Host;
 use notify_debouncer_full::notify::{EventKind, RecursiveMode};
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
 use toolhost_contract::CancellationToken;
+use toolhost_lsp_host::{FileChange, FileChangeKind};
 
 /// Folders never watched.
 pub const SKIPPED_DIRS: [&str; 8] =
@@ -69,6 +71,11 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                     continue;
                 }
                 let removed = matches!(event.event.kind, EventKind::Remove(_));
+                let kind = match event.event.kind {
+                    EventKind::Create(_) => FileChangeKind::Created,
+                    EventKind::Remove(_) => FileChangeKind::Deleted,
+                    _ => FileChangeKind::Changed,
+                };
                 for path in &event.event.paths {
                     if path.is_dir() {
                         if matches!(event.event.kind, EventKind::Create(_)) && !skipped(path) {
@@ -87,6 +94,7 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                     }
                     let real = path.canonicalize().unwrap_or_else(|_| path.clone());
                     host.workspace().ledger().mark_suspect(&real.to_string_lossy());
+                    host.lsp().files_changed(&[FileChange { path: real.clone(), kind }]);
                     let _ = tx.send(WatchEvent { path: path.clone(), removed });
                 }
             }

@@ -29,5 +29,5 @@ pub use locks::PathLock;
 pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
     BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, ReadFile, ResolvedPath,
-    Workspace, WorkspaceConfig, WriteOperation, WriteOutcome,
+    Workspace, WorkspaceConfig, WriteListener, WriteOperation, WriteOutcome,
 };

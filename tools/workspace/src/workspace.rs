@@ -110,12 +110,27 @@ pub struct WriteOutcome {
     pub version: String,
 }
 
+/// Told after every successful write or edit: the file's real path and what the write did.
+/// Runs on the writing thread under the path lock, so it must be quick (e.g. queue a message).
+pub type WriteListener = Arc<dyn Fn(&Path, WriteOperation) + Send + Sync>;
+
+#[derive(Default)]
+struct WriteListeners(std::sync::RwLock<Vec<WriteListener>>);
+
+impl std::fmt::Debug for WriteListeners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.0.read().map_or(0, |l| l.len());
+        write!(f, "WriteListeners({count})")
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     roots: Vec<Root>,
     protected: Vec<Protected>,
     locks: PathLocks,
     dirty: Arc<DirtyBuffers>,
+    listeners: WriteListeners,
 }
 
 /// The confined filesystem of one session. Cloning is cheap; [`Workspace::with_ledger`] gives
@@ -141,8 +156,13 @@ impl Workspace {
             roots.push(Root::open(absolute, read_only)?);
         }
         let protected = config.protected.iter().filter_map(|p| Protected::parse(p)).collect();
-        let shared =
-            Shared { roots, protected, locks: PathLocks::default(), dirty: Arc::default() };
+        let shared = Shared {
+            roots,
+            protected,
+            locks: PathLocks::default(),
+            dirty: Arc::default(),
+            listeners: WriteListeners::default(),
+        };
         Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()) })
     }
 
@@ -153,6 +173,13 @@ impl Workspace {
 
     pub fn ledger(&self) -> &Arc<Ledger> {
         &self.ledger
+    }
+
+    /// Adds a listener told about every successful write or edit (every session's view).
+    pub fn on_write(&self, listener: WriteListener) {
+        if let Ok(mut listeners) = self.shared.listeners.0.write() {
+            listeners.push(listener);
+        }
     }
 
     pub fn dirty_buffers(&self) -> &Arc<DirtyBuffers> {
@@ -522,6 +549,13 @@ impl Workspace {
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         let operation =
             if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+        if let Ok(listeners) = self.shared.listeners.0.read() {
+            for listener in listeners.iter() {
+                // The file is written: a failing listener must not turn that into a failure.
+                let notify = || listener(&target.real_path, operation);
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(notify));
+            }
+        }
         let before = match prior {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,

@@ -487,3 +487,31 @@ fn assert_no_temp_files(dir: &Path) {
         }
     }
 }
+
+#[tokio::test]
+async fn write_listeners_hear_every_successful_write_and_edit_only() {
+    let f = fixture();
+    let heard: Arc<Mutex<Vec<(PathBuf, WriteOperation)>>> = Arc::default();
+    let sink = Arc::clone(&heard);
+    f.ws.on_write(Arc::new(move |path, op| sink.lock().unwrap().push((path.to_path_buf(), op))));
+    // Another session's view shares the listeners.
+    let other = f.ws.with_ledger(Arc::new(Ledger::new()));
+    other.on_write(Arc::new(|_, _| panic!("a panicking listener must not fail the write")));
+
+    f.ws.write_file("new.txt", b"one\n").await.unwrap();
+    f.ws.write_file("new.txt", b"two\n").await.unwrap();
+    let txn = f.ws.begin_edit("new.txt").await.unwrap();
+    txn.commit(b"three\n".to_vec()).await.unwrap();
+    f.put("unread.txt", b"x\n");
+    assert!(f.ws.write_file("unread.txt", b"y\n").await.is_err(), "refused: never read");
+    assert_eq!(f.get("new.txt"), b"three\n");
+    let path = f.root.join("new.txt");
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [
+            (path.clone(), WriteOperation::Create),
+            (path.clone(), WriteOperation::Update),
+            (path, WriteOperation::Update),
+        ]
+    );
+}

@@ -18,6 +18,7 @@ FLAGS is a comma-separated list:
   no-impl          no implementationProvider
   child            spawn a `sleep 300` helper in the same process group
   server-requests  before answering, ask the client four requests and report the answers
+  watch            on `initialized`, register a file watcher for **/*.fk
 A document whose text contains HANG is never answered, whatever the flags (per-workspace tests).
 Default answers: definition/implementation echo the received position as a location in the
 same document; references return two locations; hover returns the received position as text.
@@ -100,6 +101,14 @@ while True:
         answer(msg, None)
     elif method == "exit":
         sys.exit(0)
+    elif method == "initialized":
+        log({"initialized": True})
+        if "watch" in FLAGS:
+            send({"jsonrpc": "2.0", "id": "w1", "method": "client/registerCapability",
+                  "params": {"registrations": [{"id": "fk-files", "method": "workspace/didChangeWatchedFiles",
+                             "registerOptions": {"watchers": [{"globPattern": "**/*.fk"}]}}]}})
+    elif method == "workspace/didChangeWatchedFiles":
+        log({"watched": msg["params"]["changes"]})
     elif method == "workspace/didChangeConfiguration":
         log({"didChangeConfiguration": msg["params"]["settings"]})
     elif method == "$/cancelRequest":
