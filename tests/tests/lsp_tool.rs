@@ -196,6 +196,45 @@ fn a_pooled_server_sees_the_agents_and_the_users_changes() {
 }
 
 #[test]
+fn external_changes_in_a_second_workspace_folder_reach_its_server() {
+    // What broke: the watcher watched only the first workspace folder.
+    require_pyright();
+    let env = Env::new();
+    let second = env.root.join("..").join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let second = second.canonicalize().unwrap();
+    std::fs::write(second.join("b.py"), "def moved():\n    return 1\n").unwrap();
+    std::fs::write(second.join("a.py"), "from b import moved\n\nmoved()\n").unwrap();
+    let mut client = env.spawn();
+    client
+        .request(
+            "initialize",
+            json!({"processId": std::process::id(), "capabilities": {}, "workspaceFolders": [
+                {"uri": uri(&env.root), "name": "first"},
+                {"uri": uri(&second), "name": "second"},
+            ]}),
+        )
+        .unwrap();
+    client.notify("initialized", json!({})).unwrap();
+    let a = second.join("a.py").display().to_string();
+    let definition =
+        json!({"operation": "goToDefinition", "file_path": a, "line": 3, "character": 1});
+    let reply = client.call_tool("lsp", definition.clone()).unwrap();
+    assert!(text(&reply).ends_with("b.py:1:5"), "{reply:#}");
+    std::fs::write(second.join("b.py"), "\n\ndef moved():\n    return 3\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = client.call_tool("lsp", definition.clone()).unwrap();
+        if text(&reply).ends_with("b.py:3:5") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {} after an external change", text(&reply));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    client.shutdown().unwrap();
+}
+
+#[test]
 fn without_the_offer_or_a_server_the_file_is_unavailable() {
     let env = Env::new();
     env.write("doc.fk", "x\n");

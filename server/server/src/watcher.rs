@@ -46,11 +46,18 @@ pub fn watched_dirs(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Starts watching the host's primary root until `stop` fires; returns the event channel.
+/// Starts watching the host's writable roots until `stop` fires; returns the event channel.
 pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<WatchEvent> {
     let (events, _) = broadcast::channel(1024);
     let tx = events.clone();
-    let root = host.root().to_path_buf();
+    // Every writable root (workspace folders and `[fs] extra_roots`); session blobs are not.
+    let roots: Vec<PathBuf> = host
+        .workspace()
+        .roots()
+        .iter()
+        .filter(|root| !root.is_read_only())
+        .map(|root| root.path().to_path_buf())
+        .collect();
     std::thread::spawn(move || {
         let (raw_tx, raw_rx) = std::sync::mpsc::channel::<DebounceEventResult>();
         let mut debouncer = match new_debouncer(Duration::from_millis(100), None, raw_tx) {
@@ -60,8 +67,10 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                 return;
             }
         };
-        for dir in watched_dirs(&root) {
-            let _ = debouncer.watch(&dir, RecursiveMode::NonRecursive);
+        for root in &roots {
+            for dir in watched_dirs(root) {
+                let _ = debouncer.watch(&dir, RecursiveMode::NonRecursive);
+            }
         }
         while !stop.is_cancelled() {
             let Ok(result) = raw_rx.recv_timeout(Duration::from_millis(250)) else { continue };

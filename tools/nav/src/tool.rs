@@ -198,11 +198,20 @@ impl Tool for LspTool {
             })?;
         }
         let provider = provider(&cx).ok_or_else(|| no_provider(&file.display))?;
+        // Paths are shown relative to the primary root (as the file tools show them), but the
+        // language server runs on the workspace folder that holds the file: started on another
+        // folder it cannot resolve the file's imports.
         let root = workspace.primary_root().canonical().to_path_buf();
+        let server_root = workspace
+            .roots()
+            .iter()
+            .filter(|r| !r.is_read_only() && file.real_path.starts_with(r.canonical()))
+            .max_by_key(|r| r.canonical().components().count())
+            .map_or_else(|| root.clone(), |r| r.canonical().to_path_buf());
         let request = LspRequest {
             operation: args.operation,
             uri: file_uri(&file.real_path),
-            workspace_root: root.clone(),
+            workspace_root: server_root,
             path: file.real_path,
             display: file.display,
             position,
