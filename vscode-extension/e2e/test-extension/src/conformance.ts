@@ -186,7 +186,7 @@ export function checkStep(expect: Expect, result: CallToolResult['result'], card
     const wanted = expect[key];
     if (wanted !== undefined) {
       const want = substitute(wanted, workspace, spill);
-      const got = (result as Record<string, unknown>)[key] ?? null;
+      const got = result[key] ?? null;
       if (!isDeepStrictEqual(got, want)) {
         problems.push(`${key}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)}`);
       }

@@ -1,6 +1,9 @@
 // State shared by the suites of one extension-host run (bundled into each suite separately, so it
 // lives on globalThis).
 import * as vscode from 'vscode';
+// The wire shapes are the extension's own (type-only: nothing of src/ is bundled).
+import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
+export type { CallToolResult, Card, Hunk, LspQueryResult } from '../../../src/protocol';
 
 export interface ToolhostApiLike {
   store: {
@@ -28,44 +31,6 @@ export interface ToolhostApiLike {
   answerLspQuery(params: unknown): Promise<LspQueryResult>;
   openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
 }
-
-export interface Hunk {
-  path: string;
-  oldStart: number;
-  oldLines: number;
-  newStart: number;
-  newLines: number;
-  lines: { op: string; text: string }[];
-}
-
-export interface Card {
-  callId: string;
-  tool: string;
-  status: string;
-  kind: string;
-  title: string;
-  text: string;
-  rendered: string;
-  locations: { path: string; line: number }[];
-  hunks?: Hunk[] | null;
-}
-
-export interface CallToolResult {
-  sessionId: string | null;
-  callId: string;
-  result: {
-    isError: boolean;
-    value?: unknown;
-    error?: { message: string; info?: { name: string; code: string } | null };
-    content: { type: string; text?: string }[];
-    meta?: unknown;
-  };
-  card: Card;
-}
-
-export type LspQueryResult =
-  | { kind: 'locations'; locations: { uri: string; range: { start: { line: number; character: number }; end: { line: number; character: number } } }[] }
-  | { kind: 'hover'; hover: { contents: string; range?: unknown } | null };
 
 const KEY = '__toolhostTestResults';
 const g = globalThis as unknown as Record<string, Record<string, unknown> | undefined>;
