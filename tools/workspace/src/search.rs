@@ -473,12 +473,17 @@ impl ParallelVisitor for GlobVisitor<'_> {
     }
 }
 
+/// Hands one walker thread's results over to the shared list (once, when the thread is done).
+fn hand_over<T>(found: &Mutex<Vec<Vec<T>>>, items: &mut Vec<T>) {
+    let items = std::mem::take(items);
+    if !items.is_empty() {
+        found.lock().unwrap_or_else(PoisonError::into_inner).push(items);
+    }
+}
+
 impl Drop for GlobVisitor<'_> {
     fn drop(&mut self) {
-        let hits = std::mem::take(&mut self.hits);
-        if !hits.is_empty() {
-            self.found.lock().unwrap_or_else(PoisonError::into_inner).push(hits);
-        }
+        hand_over(self.found, &mut self.hits);
     }
 }
 
@@ -554,10 +559,7 @@ impl ParallelVisitor for GrepVisitor<'_> {
 
 impl Drop for GrepVisitor<'_> {
     fn drop(&mut self) {
-        let files = std::mem::take(&mut self.files);
-        if !files.is_empty() {
-            self.found.lock().unwrap_or_else(PoisonError::into_inner).push(files);
-        }
+        hand_over(self.found, &mut self.files);
     }
 }
 
