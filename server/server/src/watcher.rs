@@ -75,11 +75,11 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
         while !stop.is_cancelled() {
             let Ok(result) = raw_rx.recv_timeout(Duration::from_millis(250)) else { continue };
             let Ok(batch) = result else { continue };
+            let mut changes = Vec::new();
             for event in batch {
                 if matches!(event.event.kind, EventKind::Access(_)) {
                     continue;
                 }
-                let removed = matches!(event.event.kind, EventKind::Remove(_));
                 let kind = match event.event.kind {
                     EventKind::Create(_) => FileChangeKind::Created,
                     EventKind::Remove(_) => FileChangeKind::Deleted,
@@ -87,7 +87,7 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                 };
                 for path in &event.event.paths {
                     if path.is_dir() {
-                        if matches!(event.event.kind, EventKind::Create(_)) && !skipped(path) {
+                        if kind == FileChangeKind::Created && !skipped(path) {
                             for dir in watched_dirs(path) {
                                 let _ = debouncer.watch(&dir, RecursiveMode::NonRecursive);
                             }
@@ -103,10 +103,13 @@ pub fn spawn(host: Arc<Host>, stop: CancellationToken) -> broadcast::Sender<Watc
                     }
                     let real = path.canonicalize().unwrap_or_else(|_| path.clone());
                     host.workspace().ledger().mark_suspect(&real.to_string_lossy());
-                    host.lsp().files_changed(&[FileChange { path: real.clone(), kind }]);
+                    changes.push(FileChange { path: real, kind });
+                    let removed = kind == FileChangeKind::Deleted;
                     let _ = tx.send(WatchEvent { path: path.clone(), removed });
                 }
             }
+            // One notification per debounced batch and server.
+            host.lsp().files_changed(&changes);
         }
     });
     events
