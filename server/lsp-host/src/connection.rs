@@ -35,7 +35,7 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 pub struct ClientInfo {
     pub server_id: String,
     pub root_uri: String,
-    pub configuration: Value,
+    pub settings: Value,
     /// A log message substring meaning "the workspace is loaded" (pyright: `source file`).
     pub ready_message: Option<String>,
 }
@@ -363,7 +363,7 @@ fn answer_server_request(
                     .iter()
                     .map(|item| {
                         let section = item.get("section").and_then(Value::as_str);
-                        configuration_section(&info.configuration, section)
+                        configuration_section(&info.settings, section)
                     })
                     .collect()
             });
@@ -423,7 +423,7 @@ mod tests {
         let info = ClientInfo {
             server_id: "s".into(),
             root_uri: "file:///w".into(),
-            configuration: json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1}),
+            settings: json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1}),
             ready_message: None,
         };
         let items = json!({"items": [
@@ -443,7 +443,7 @@ mod tests {
                 {"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1},
             ]))
         );
-        let unset = ClientInfo { configuration: Value::Null, ..info.clone() };
+        let unset = ClientInfo { settings: Value::Null, ..info.clone() };
         assert_eq!(
             answer_server_request(&unset, "workspace/configuration", Some(&items)),
             Ok(json!([null, null, null, null, null]))

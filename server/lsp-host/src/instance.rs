@@ -123,7 +123,7 @@ impl Instance {
         let info = ClientInfo {
             server_id: spec.id.clone(),
             root_uri: root_uri.clone(),
-            configuration: spec.configuration.clone().unwrap_or(Value::Null),
+            settings: spec.settings.clone().unwrap_or(Value::Null),
             ready_message: spec.ready_message.clone(),
         };
         let conn = Connection::start(
@@ -192,7 +192,7 @@ impl Instance {
         conn.notify("initialized", json!({}))?;
         // Servers that do not pull `workspace/configuration` read their settings from this push
         // (what VS Code and Neovim send after initialized when settings are configured).
-        if let Some(settings) = spec.configuration.as_ref().filter(|s| !s.is_null()) {
+        if let Some(settings) = spec.settings.as_ref().filter(|s| !s.is_null()) {
             conn.notify("workspace/didChangeConfiguration", json!({"settings": settings}))?;
         }
         // Some servers load the workspace only after `initialized` (pyright enumerates its

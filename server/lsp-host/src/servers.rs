@@ -24,7 +24,7 @@ pub struct ServerSpec {
     /// The server's settings (`[lsp.servers.<id>.settings]`): `workspace/configuration` items are
     /// answered from it by section, and it is pushed once with `workspace/didChangeConfiguration`
     /// after `initialized`.
-    pub configuration: Option<Value>,
+    pub settings: Option<Value>,
     /// A `window/logMessage` substring the server prints once its workspace is loaded; the
     /// first query waits for it (at most 10 s).
     pub ready_message: Option<String>,
@@ -40,7 +40,7 @@ impl ServerSpec {
             env: BTreeMap::new(),
             extensions: BTreeMap::new(),
             initialization_options: None,
-            configuration: None,
+            settings: None,
             ready_message: None,
         }
     }

@@ -366,7 +366,7 @@ async fn server_requests_are_answered() {
 async fn configured_settings_answer_workspace_configuration_by_section() {
     let settings = json!({"a": {"x": 1}, "b": {"c": "deep", "d": 2}});
     let fake = Fake::with_spec("server-requests", LspHostConfig::default(), |spec| {
-        spec.configuration = Some(settings.clone());
+        spec.settings = Some(settings.clone());
     });
     let LspAnswer::Hover(Some(hover)) = fake.query(LspOperation::Hover).await.unwrap() else {
         panic!("no hover")

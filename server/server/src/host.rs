@@ -74,7 +74,7 @@ fn lsp_host(config: &Config) -> LspHost {
                 spec = spec.with_extension(ext, language);
             }
             spec.initialization_options = server.initialization_options.clone();
-            spec.configuration = server.settings.clone();
+            spec.settings = server.settings.clone();
             Some(spec)
         })
         .collect();
