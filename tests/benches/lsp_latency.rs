@@ -18,11 +18,11 @@ mod server;
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
-use toolhost_harness::client::read_message;
+use toolhost_harness::client::messages;
 
 /// A bare connection: a writer, and a reader thread that timestamps every response.
 struct Conn {
@@ -46,8 +46,7 @@ impl Conn {
         let stdout = child.stdout.take().unwrap();
         let (tx, responses) = channel();
         std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(message) = read_message(&mut reader) {
+            for message in messages(stdout) {
                 if server::is_response(&message) && tx.send((message, Instant::now())).is_err() {
                     return;
                 }

@@ -4,12 +4,14 @@
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_jsonrpc::content_length::{self, ContentLengthDecoder, FrameLimits};
+use toolhost_jsonrpc::{BlockingFrames, Frame, LimitPolicy};
 
 /// Answers a server→client request: `(method, params) -> result`.
 pub type RequestHandler = Arc<dyn Fn(&str, &Value) -> Result<Value, (i64, String)> + Send + Sync>;
@@ -44,8 +46,7 @@ pub struct Client {
 }
 
 fn write_message(stdin: &Mutex<Option<ChildStdin>>, body: &Value) -> std::io::Result<()> {
-    let text = body.to_string();
-    write_bytes(stdin, format!("Content-Length: {}\r\n\r\n{text}", text.len()).as_bytes())
+    write_bytes(stdin, &content_length::encode(body.to_string().as_bytes()))
 }
 
 fn write_bytes(stdin: &Mutex<Option<ChildStdin>>, bytes: &[u8]) -> std::io::Result<()> {
@@ -57,27 +58,16 @@ fn write_bytes(stdin: &Mutex<Option<ChildStdin>>, bytes: &[u8]) -> std::io::Resu
     pipe.flush()
 }
 
-/// Reads one framed message; `None` at end of stream.
-pub fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0u8; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
+/// The framed messages of a server's output, parsed; ends at the end of the stream or at the
+/// first frame that is not usable JSON.
+pub fn messages(reader: impl Read) -> impl Iterator<Item = Value> {
+    // The server's own frames: trusted framing, any size a test may produce.
+    let decoder = ContentLengthDecoder::new(FrameLimits::child(usize::MAX), LimitPolicy::Fail);
+    let mut frames = BlockingFrames::new(reader, decoder);
+    std::iter::from_fn(move || match frames.next_frame() {
+        Ok(Some(Frame::Body(body))) => serde_json::from_slice(&body).ok(),
+        _ => None,
+    })
 }
 
 impl Client {
@@ -108,8 +98,7 @@ impl Client {
         {
             let (pending, stdin) = (Arc::clone(&pending), Arc::clone(&stdin));
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stdout);
-                while let Some(message) = read_message(&mut reader) {
+                for message in messages(stdout) {
                     let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
                     match (method, message.get("id").cloned()) {
                         (Some(method), Some(id)) => {

@@ -9,7 +9,6 @@
 //! connection dies, every pending request fails, and the process group is killed.
 
 use crate::error::LspHostError;
-use crate::framing::{FrameError, FrameReader, write_frame};
 use crate::process::ProcessGroup;
 use crate::watch::{FileChange, Watchers};
 use serde_json::{Value, json};
@@ -17,10 +16,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use toolhost_jsonrpc::content_length::{self, ContentLengthDecoder, FrameLimits};
+use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, ReadError};
 
 /// How much of the server's stderr is kept for messages.
 const STDERR_TAIL_BYTES: usize = 2048;
@@ -141,7 +142,10 @@ impl Connection {
         let reader = tokio::spawn(read_loop(
             Arc::clone(&shared),
             info,
-            FrameReader::new(stdout, max_message_bytes),
+            AsyncFrames::new(
+                stdout,
+                ContentLengthDecoder::new(FrameLimits::child(max_message_bytes), LimitPolicy::Fail),
+            ),
             out.clone(),
         ));
         let drain = tokio::spawn(drain_stderr(Arc::clone(&shared), stderr));
@@ -249,7 +253,8 @@ async fn write_loop(
         tokio::select! {
             body = rx.recv() => {
                 let Some(body) = body else { return };
-                if write_frame(&mut stdin, &body).await.is_err() {
+                let frame = content_length::encode(&body);
+                if stdin.write_all(&frame).await.and(stdin.flush().await).is_err() {
                     let err = shared.exited().await;
                     shared.die(err);
                     return;
@@ -263,14 +268,24 @@ async fn write_loop(
 async fn read_loop(
     shared: Arc<Shared>,
     info: ClientInfo,
-    mut frames: FrameReader<ChildStdout>,
+    mut frames: AsyncFrames<ChildStdout, ContentLengthDecoder>,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     let protocol = |detail: String| LspHostError::Protocol { id: info.server_id.clone(), detail };
     loop {
-        let body = match frames.next().await {
-            Ok(Some(body)) => body,
-            Ok(None) | Err(FrameError::Io(_)) | Err(FrameError::Truncated) => {
+        let body = match frames.next_frame().await {
+            Ok(Some(Frame::Body(body))) => body,
+            Ok(Some(Frame::Oversized(len))) => {
+                // Not produced under LimitPolicy::Fail; treated as the violation it is.
+                shared.die(protocol(format!("an oversized {len}-byte message")));
+                return;
+            }
+            Ok(None)
+            | Err(ReadError::Io(_))
+            | Err(ReadError::Frame(
+                toolhost_jsonrpc::FrameError::EndedInBody { .. }
+                | toolhost_jsonrpc::FrameError::EndedInHeader,
+            )) => {
                 let err = shared.exited().await;
                 shared.die(err);
                 return;

@@ -10,7 +10,6 @@
 mod connection;
 pub mod encoding;
 mod error;
-pub mod framing;
 mod instance;
 pub mod normalize;
 mod pool;

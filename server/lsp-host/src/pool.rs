@@ -9,7 +9,6 @@
 //! budget; dropping the host SIGKILLs every process group.
 
 use crate::error::LspHostError;
-use crate::framing::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::instance::{Instance, StartOptions};
 use crate::servers::{ServerSpec, file_extension, find_candidate, find_program, well_known};
 use crate::watch::FileChange;
@@ -22,6 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost_contract::lsp::{LspAnswer, LspHandle, LspProvider, LspRequest, codes};
 use toolhost_contract::{BoxFuture, ToolError};
+use toolhost_jsonrpc::content_length::DEFAULT_CHILD_MAX_BODY as DEFAULT_MAX_MESSAGE_BYTES;
 
 /// Settings of the pool.
 #[derive(Clone, Debug)]

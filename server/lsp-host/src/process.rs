@@ -1,18 +1,24 @@
-//! Server processes: each starts in its own process group (`process_group(0)`), so stopping it
-//! reaches every helper it spawned (clangd and rust-analyzer start children). A monitor task
-//! waits for the leader: when it exits, the rest of its group is killed (helpers would otherwise
-//! outlive it, and keep its pipes open so nobody notices the death). Dropping the guard SIGKILLs
-//! the whole group; [`ProcessGroup::terminate`] sends SIGTERM first and waits.
+//! Language-server processes on the one child-process helper (`toolhost-process`): each server
+//! leads its own process group (clangd and rust-analyzer start helpers), dies with toolhost, and
+//! its group is killed as soon as the leader exits (helpers would otherwise outlive it and keep
+//! its pipes open, so nobody would notice the death). [`ProcessGroup::terminate`] sends SIGTERM
+//! to the group, waits, sends SIGKILL and waits until every member is reaped.
 
 use std::time::Duration;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
+use toolhost_process::{ChildGroup, SpawnOptions};
 
 /// A running server's process group.
-#[derive(Debug)]
 pub struct ProcessGroup {
-    pgid: Option<rustix::process::Pid>,
+    group: ChildGroup,
     exited: CancellationToken,
+}
+
+impl std::fmt::Debug for ProcessGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessGroup").field("pid", &self.group.id()).finish()
+    }
 }
 
 /// The pipes of a freshly spawned server.
@@ -22,72 +28,49 @@ pub struct Pipes {
     pub stderr: ChildStderr,
 }
 
-fn kill_group(pgid: Option<rustix::process::Pid>, signal: rustix::process::Signal) {
-    if let Some(pgid) = pgid {
-        // ESRCH (already gone) is fine.
-        let _ = rustix::process::kill_process_group(pgid, signal);
-    }
-}
-
 impl ProcessGroup {
     /// Spawns `command` as the leader of a new process group with piped stdio.
     pub fn spawn(mut command: Command) -> std::io::Result<(ProcessGroup, Pipes)> {
         command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn()?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw);
+            .stderr(std::process::Stdio::piped());
+        let mut group =
+            toolhost_process::spawn(command, SpawnOptions { kill_group_with_leader: true })?;
         let missing = || std::io::Error::other("child pipes missing");
         let pipes = Pipes {
-            stdin: child.stdin.take().ok_or_else(missing)?,
-            stdout: child.stdout.take().ok_or_else(missing)?,
-            stderr: child.stderr.take().ok_or_else(missing)?,
+            stdin: group.take_stdin().ok_or_else(missing)?,
+            stdout: group.take_stdout().ok_or_else(missing)?,
+            stderr: group.take_stderr().ok_or_else(missing)?,
         };
         let exited = CancellationToken::new();
         let fired = exited.clone();
+        let handle = group.handle();
         tokio::spawn(async move {
-            let _ = child.wait().await;
-            kill_group(pgid, rustix::process::Signal::KILL);
+            handle.wait().await;
             fired.cancel();
         });
-        Ok((ProcessGroup { pgid, exited }, pipes))
+        Ok((ProcessGroup { group, exited }, pipes))
     }
 
     /// The leader's pid (also the group id).
     pub fn pid(&self) -> Option<i32> {
-        self.pgid.map(|p| p.as_raw_nonzero().get())
+        i32::try_from(self.group.id()).ok()
     }
 
-    /// Fired once the leader has exited (and its group was killed).
+    /// Fired once the leader has exited (its group is then killed and reaped).
     pub fn exited(&self) -> CancellationToken {
         self.exited.clone()
     }
 
-    /// SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to the group.
+    /// SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to the group,
+    /// and a bounded wait until every member is reaped.
     pub async fn terminate(&mut self, grace: Duration) {
-        kill_group(self.pgid, rustix::process::Signal::TERM);
-        let _ = tokio::time::timeout(grace, self.exited.cancelled()).await;
-        self.kill();
-        let _ = tokio::time::timeout(Duration::from_millis(500), self.exited.cancelled()).await;
-        self.pgid = None;
+        self.group.terminate(grace).await;
     }
 
-    /// SIGKILL to the whole group (no waiting; the monitor reaps the leader).
+    /// SIGKILL to the whole group (no waiting; the helper's monitor reaps every member).
     pub fn kill(&mut self) {
-        if !self.exited.is_cancelled() {
-            kill_group(self.pgid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
+        self.group.kill();
     }
 }

@@ -1,14 +1,27 @@
 //! Cards: the one client-neutral view model of a tool call, and its one plain-text rendering.
 //!
-//! `build` derives a card from the call's tool name, arguments and outcome (content, isError,
-//! meta) — exactly what the session log keeps — so a replay rebuilds the same card without reading
-//! the workspace. `to_text` is the plain rendering every client and the CLI show. Both are pure and
-//! total: obsolete or hand-edited meta falls back to a generic card, never an error.
+//! A tool declares how its calls look before they run — a [`CallPresentation`]: the card kind,
+//! the title, the places it points at and, for changes, a preview — and that declaration is
+//! recorded in the `tool/call` log event. [`build`] turns (declaration, outcome) into a card,
+//! where the outcome is exactly what the `tool/result` event keeps (content, isError, meta). It
+//! dispatches on the declared kind, never on a tool's name, so a tool registered at run time (an
+//! MCP server's, a plugin's, a test's) gets a proper card, and a replay rebuilds every card from
+//! the log alone. Both `build` and [`to_text`] are pure and total: meta that does not fit the
+//! declared kind falls back to a generic card, never an error.
+//!
+//! Kinds with a view here: `diff` (hunks from the meta's unified `patch`, else its `diffs`),
+//! `read` (a numbered window) and `search` (paths, matches or locations). Every other kind —
+//! `terminal`, `todo`, `question`, `fetch`, `structured`, or any name a tool invents — keeps its
+//! kind and carries the meta as `data` for clients that know how to draw it; the rest show the
+//! Native text. Logs written before tools declared their cards replay through [`legacy`].
+
+pub mod legacy;
 
 use crate::content::{ContentBlock, joined_text};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Lifecycle state of the call a card shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -29,18 +42,96 @@ impl CardStatus {
     }
 }
 
-/// Which view a client should draw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+/// Which view a client should draw. Open: a tool may name a kind of its own
+/// ([`CardKind::Other`]); clients that do not know it show the generic view.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum CardKind {
+    /// A change to a file: hunks with typed lines and +/- counts.
     Diff,
+    /// A window of a file with line numbers.
     Read,
+    /// Paths, matches or locations.
     Search,
+    /// A command and its output.
     Terminal,
+    /// A task list.
+    Todo,
+    /// A question to the person and their answer.
+    Question,
+    /// A fetched web page.
+    Fetch,
+    /// A JSON value.
+    Structured,
+    /// The Native text only.
     Generic,
+    /// A kind this crate does not know.
+    Other(String),
 }
 
-/// A place a card points at: an absolute path and a 1-based line.
+impl CardKind {
+    pub fn as_str(&self) -> &str {
+        match self {
+            CardKind::Diff => "diff",
+            CardKind::Read => "read",
+            CardKind::Search => "search",
+            CardKind::Terminal => "terminal",
+            CardKind::Todo => "todo",
+            CardKind::Question => "question",
+            CardKind::Fetch => "fetch",
+            CardKind::Structured => "structured",
+            CardKind::Generic => "generic",
+            CardKind::Other(name) => name,
+        }
+    }
+
+    pub fn parse(name: &str) -> CardKind {
+        match name {
+            "diff" => CardKind::Diff,
+            "read" => CardKind::Read,
+            "search" => CardKind::Search,
+            "terminal" => CardKind::Terminal,
+            "todo" => CardKind::Todo,
+            "question" => CardKind::Question,
+            "fetch" => CardKind::Fetch,
+            "structured" => CardKind::Structured,
+            "generic" | "" => CardKind::Generic,
+            other => CardKind::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for CardKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for CardKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(CardKind::parse(&name))
+    }
+}
+
+impl JsonSchema for CardKind {
+    fn schema_name() -> Cow<'static, str> {
+        "CardKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "The view a client draws. Known kinds: diff, read, search, terminal, \
+                todo, question, fetch, structured, generic; any other name is a tool's own kind \
+                (clients that do not know it draw the generic view).",
+            "examples": ["diff", "read", "search", "terminal", "todo", "question", "fetch",
+                "structured", "generic"]
+        })
+    }
+}
+
+/// A place a card points at: a path and a 1-based line. In a [`CallPresentation`] the path is
+/// as the tool got it (maybe relative); on a [`Card`] it is absolute.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CardLocation {
     pub path: String,
@@ -64,6 +155,49 @@ pub struct Hunk {
     pub new_start: u64,
     pub new_lines: u64,
     pub lines: Vec<HunkLine>,
+    /// A proposed change whose place in the file is not known yet (a pending call's preview):
+    /// the starts are 0 and mean nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
+    /// The header line as [`to_text`] writes it (`@@ -a,b +c,d @@`, or `@@ preview -b +d @@`
+    /// for a preview), so no client formats it itself.
+    #[serde(default)]
+    pub header: String,
+}
+
+impl Hunk {
+    /// A placed hunk (its header filled in).
+    pub fn new(
+        path: impl Into<String>,
+        (old_start, old_lines): (u64, u64),
+        (new_start, new_lines): (u64, u64),
+        lines: Vec<HunkLine>,
+    ) -> Hunk {
+        let mut hunk = Hunk {
+            path: path.into(),
+            old_start,
+            old_lines,
+            new_start,
+            new_lines,
+            lines,
+            preview: false,
+            header: String::new(),
+        };
+        hunk.header = hunk_header(&hunk);
+        hunk
+    }
+}
+
+/// The header line of a hunk.
+pub fn hunk_header(hunk: &Hunk) -> String {
+    if hunk.preview {
+        format!("@@ preview -{} +{} @@", hunk.old_lines, hunk.new_lines)
+    } else {
+        format!(
+            "@@ -{},{} +{},{} @@",
+            hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines
+        )
+    }
 }
 
 /// Added and removed line counts over all hunks.
@@ -153,6 +287,79 @@ pub struct Card {
     pub read: Option<ReadView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchView>,
+    /// For kinds without a view of their own here (terminal, todo, question, fetch, structured,
+    /// a tool's own kind): the call's presentation meta, for clients that draw that kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A proposed change shown before a call runs (the seed's `{path, oldText, newText}`): the text
+/// it replaces (`None` for new content) and the new text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewDiff {
+    pub path: String,
+    #[serde(default)]
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// How a tool presents a call before it has a result. Tools compute it from their (possibly
+/// invalid) arguments; it is recorded in the `tool/call` log event, so every card of the call —
+/// live or replayed — is built from it and the outcome alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallPresentation {
+    pub kind: CardKind,
+    pub title: String,
+    /// Where the call points (paths as given; made absolute on the card).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<CardLocation>,
+    /// The change the call proposes (diff cards), shown while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<PreviewDiff>,
+    /// The completed card shows the preview (placed from line 1) when the result's meta holds
+    /// no usable diff — a write of a new file, whose whole content is the change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview_is_result: bool,
+}
+
+impl CallPresentation {
+    /// A presentation of `kind` titled `title`.
+    pub fn new(kind: CardKind, title: impl Into<String>) -> Self {
+        CallPresentation {
+            kind,
+            title: title.into(),
+            locations: Vec::new(),
+            preview: Vec::new(),
+            preview_is_result: false,
+        }
+    }
+
+    /// What a tool without a declaration gets: a generic card titled with the tool's name.
+    pub fn generic(tool: &str) -> Self {
+        CallPresentation::new(CardKind::Generic, tool)
+    }
+
+    pub fn with_location(mut self, path: impl Into<String>, line: u64) -> Self {
+        self.locations.push(CardLocation { path: path.into(), line });
+        self
+    }
+
+    pub fn with_preview(
+        mut self,
+        path: impl Into<String>,
+        old_text: Option<String>,
+        new_text: impl Into<String>,
+    ) -> Self {
+        self.preview.push(PreviewDiff { path: path.into(), old_text, new_text: new_text.into() });
+        self
+    }
+
+    pub fn preview_is_result(mut self) -> Self {
+        self.preview_is_result = true;
+        self
+    }
 }
 
 /// What is known about the call when the card is built.
@@ -164,11 +371,12 @@ pub enum CardOutcome<'a> {
     Done { content: &'a [ContentBlock], is_error: bool, meta: Option<&'a Value> },
 }
 
-/// Builds the card of one call. `root` makes relative paths absolute.
+/// Builds the card of one call from its declared presentation. `root` makes relative paths
+/// absolute.
 pub fn build(
     call_id: &str,
     tool: &str,
-    args: &Value,
+    presentation: &CallPresentation,
     root: &str,
     outcome: CardOutcome<'_>,
 ) -> Card {
@@ -177,19 +385,25 @@ pub fn build(
         tool: tool.to_owned(),
         status: CardStatus::Pending,
         kind: CardKind::Generic,
-        title: call_title(tool, args),
+        title: presentation.title.clone(),
         text: String::new(),
         rendered: String::new(),
-        locations: call_locations(tool, args, root),
+        locations: presentation
+            .locations
+            .iter()
+            .map(|l| CardLocation { path: absolute_path(root, &l.path), line: l.line })
+            .collect(),
         hunks: None,
         stats: None,
         read: None,
         search: None,
+        data: None,
     };
     match outcome {
         CardOutcome::Pending => {
-            card.kind = pending_kind(tool);
-            if let Some(hunks) = preview_hunks(tool, args) {
+            card.kind = presentation.kind.clone();
+            if !presentation.preview.is_empty() {
+                let hunks: Vec<Hunk> = presentation.preview.iter().map(preview_hunk).collect();
                 card.stats = Some(stats_of(&hunks));
                 card.hunks = Some(hunks);
             }
@@ -200,7 +414,7 @@ pub fn build(
                 card.status = CardStatus::Failed;
             } else {
                 card.status = CardStatus::Completed;
-                fill_result_view(&mut card, args, root, content, meta);
+                fill_result_view(&mut card, presentation, root, content, meta);
             }
         }
     }
@@ -213,13 +427,10 @@ pub fn build(
 pub fn to_text(card: &Card) -> String {
     let mut out = format!("{} {} · {}", card.tool, card.title, card.status.as_str());
     let mut body: Vec<String> = Vec::new();
-    match (card.kind, &card.hunks, &card.search) {
+    match (&card.kind, &card.hunks, &card.search) {
         (CardKind::Diff, Some(hunks), _) => {
             for hunk in hunks {
-                body.push(format!(
-                    "@@ -{},{} +{},{} @@",
-                    hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines
-                ));
+                body.push(hunk_header(hunk));
                 for line in &hunk.lines {
                     body.push(format!("{}{}", line.op, line.text));
                 }
@@ -274,75 +485,9 @@ fn search_lines(search: &SearchView, body: &mut Vec<String>) {
     }
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
-fn num_arg(args: &Value, key: &str) -> Option<f64> {
-    args.get(key).and_then(Value::as_f64)
-}
-
-fn fmt_num(n: f64) -> String {
+/// A number as card titles print it: integral values without a fraction (`3`, `1.5`).
+pub fn format_number(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { format!("{n}") }
-}
-
-/// The call-time title (the seed's `presentCall` titles).
-pub fn call_title(tool: &str, args: &Value) -> String {
-    let path = str_arg(args, "file_path").unwrap_or("");
-    match tool {
-        "read" => {
-            let mut title = format!("Read {path}");
-            let offset = num_arg(args, "offset");
-            match (offset, num_arg(args, "limit")) {
-                (_, Some(limit)) if limit > 0.0 => {
-                    let start = offset.unwrap_or(1.0);
-                    title.push_str(&format!(
-                        " ({} - {})",
-                        fmt_num(start),
-                        fmt_num(start + limit - 1.0)
-                    ));
-                }
-                (Some(start), _) => title.push_str(&format!(" (from line {})", fmt_num(start))),
-                _ => {}
-            }
-            title
-        }
-        "write" => format!("Write {path}"),
-        "edit" => format!("Edit {path}"),
-        "glob" | "grep" => {
-            let verb = if tool == "glob" { "Glob" } else { "Grep" };
-            let mut title = format!("{verb} {}", str_arg(args, "pattern").unwrap_or(""));
-            if let Some(dir) = str_arg(args, "path") {
-                title.push_str(&format!(" in {dir}"));
-            }
-            if tool == "grep"
-                && let Some(include) = str_arg(args, "include")
-            {
-                title.push_str(&format!(" ({include})"));
-            }
-            title
-        }
-        "lsp" => format!(
-            "LSP {} {}:{}:{}",
-            str_arg(args, "operation").unwrap_or(""),
-            path,
-            num_arg(args, "line").map(fmt_num).unwrap_or_default(),
-            num_arg(args, "character").map(fmt_num).unwrap_or_default()
-        ),
-        _ => match str_arg(args, "description").or_else(|| str_arg(args, "file_path")) {
-            Some(detail) => format!("{tool} {detail}"),
-            None => tool.to_owned(),
-        },
-    }
-}
-
-fn pending_kind(tool: &str) -> CardKind {
-    match tool {
-        "write" | "edit" => CardKind::Diff,
-        "read" => CardKind::Read,
-        "glob" | "grep" | "lsp" => CardKind::Search,
-        _ => CardKind::Generic,
-    }
 }
 
 /// Makes `path` absolute against `root` (pure string work: no filesystem access).
@@ -355,19 +500,9 @@ pub fn absolute_path(root: &str, path: &str) -> String {
     if rel.is_empty() || rel == "." { root.to_owned() } else { format!("{root}/{rel}") }
 }
 
-fn call_locations(tool: &str, args: &Value, root: &str) -> Vec<CardLocation> {
-    let Some(path) = str_arg(args, "file_path").filter(|p| !p.is_empty()) else {
-        return Vec::new();
-    };
-    let line = match tool {
-        "read" => num_arg(args, "offset").filter(|n| *n >= 1.0).map(|n| n as u64).unwrap_or(1),
-        "lsp" => num_arg(args, "line").filter(|n| *n >= 1.0).map(|n| n as u64).unwrap_or(1),
-        _ => 1,
-    };
-    vec![CardLocation { path: absolute_path(root, path), line }]
-}
-
-fn text_lines(text: &str) -> Vec<String> {
+/// The lines of a text as a hunk side shows them: split at `\n`, a final newline ends the last
+/// line rather than starting an empty one, and a `\r` before a newline is not shown.
+pub fn text_lines(text: &str) -> Vec<String> {
     if text.is_empty() {
         return Vec::new();
     }
@@ -375,39 +510,43 @@ fn text_lines(text: &str) -> Vec<String> {
     body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned()).collect()
 }
 
-fn preview_hunks(tool: &str, args: &Value) -> Option<Vec<Hunk>> {
-    let path = str_arg(args, "file_path")?.to_owned();
-    match tool {
-        "write" => Some(vec![whole_file_hunk(path, str_arg(args, "content")?)]),
-        "edit" => {
-            let old = text_lines(str_arg(args, "old_string")?);
-            let new = text_lines(str_arg(args, "new_string").unwrap_or(""));
-            let mut lines: Vec<HunkLine> =
-                old.iter().map(|t| HunkLine { op: "-".into(), text: t.clone() }).collect();
-            lines.extend(new.iter().map(|t| HunkLine { op: "+".into(), text: t.clone() }));
-            Some(vec![Hunk {
-                path,
-                old_start: 0,
-                old_lines: old.len() as u64,
-                new_start: 0,
-                new_lines: new.len() as u64,
-                lines,
-            }])
-        }
-        _ => None,
-    }
+fn typed_lines(diff: &PreviewDiff) -> (Vec<HunkLine>, u64, u64) {
+    let old = diff.old_text.as_deref().map(text_lines).unwrap_or_default();
+    let new = text_lines(&diff.new_text);
+    let (old_len, new_len) = (old.len() as u64, new.len() as u64);
+    let mut lines: Vec<HunkLine> =
+        old.into_iter().map(|text| HunkLine { op: "-".into(), text }).collect();
+    lines.extend(new.into_iter().map(|text| HunkLine { op: "+".into(), text }));
+    (lines, old_len, new_len)
 }
 
-fn whole_file_hunk(path: String, content: &str) -> Hunk {
-    let lines = text_lines(content);
-    Hunk {
-        path,
+/// A pending call's preview: not placed in the file yet.
+fn preview_hunk(diff: &PreviewDiff) -> Hunk {
+    let (lines, old_lines, new_lines) = typed_lines(diff);
+    let mut hunk = Hunk {
+        path: diff.path.clone(),
         old_start: 0,
-        old_lines: 0,
-        new_start: if lines.is_empty() { 0 } else { 1 },
-        new_lines: lines.len() as u64,
-        lines: lines.into_iter().map(|text| HunkLine { op: "+".into(), text }).collect(),
-    }
+        old_lines,
+        new_start: 0,
+        new_lines,
+        lines,
+        preview: true,
+        header: String::new(),
+    };
+    hunk.header = hunk_header(&hunk);
+    hunk
+}
+
+/// A preview shown as the result: the new text from line 1 (the old text, if any, before it).
+fn placed_preview_hunk(diff: &PreviewDiff) -> Hunk {
+    let (lines, old_lines, new_lines) = typed_lines(diff);
+    let start = |n: u64| u64::from(n > 0);
+    Hunk::new(
+        diff.path.clone(),
+        (start(old_lines), old_lines),
+        (start(new_lines), new_lines),
+        lines,
+    )
 }
 
 fn stats_of(hunks: &[Hunk]) -> Stats {
@@ -424,32 +563,29 @@ fn stats_of(hunks: &[Hunk]) -> Stats {
 
 fn fill_result_view(
     card: &mut Card,
-    args: &Value,
+    presentation: &CallPresentation,
     root: &str,
     content: &[ContentBlock],
     meta: Option<&Value>,
 ) {
-    match card.tool.as_str() {
-        "read" => {
+    match &presentation.kind {
+        CardKind::Read => {
             if let Some(view) = meta.and_then(|m| read_view(m, content, root)) {
                 card.kind = CardKind::Read;
                 card.read = Some(view);
             }
         }
-        "write" | "edit" => {
-            let path = str_arg(args, "file_path").unwrap_or("").to_owned();
-            let hunks = meta
-                .and_then(|m| m.get("patch"))
-                .and_then(Value::as_str)
-                .and_then(|patch| parse_patch(&path, patch))
-                .filter(|hunks| !hunks.is_empty());
-            let hunks = match hunks {
-                Some(hunks) => Some(hunks),
-                None if card.tool == "write" => {
-                    str_arg(args, "content").map(|c| vec![whole_file_hunk(path.clone(), c)])
-                }
-                None => None,
-            };
+        CardKind::Diff => {
+            let path = presentation
+                .locations
+                .first()
+                .map(|l| l.path.as_str())
+                .or_else(|| presentation.preview.first().map(|p| p.path.as_str()))
+                .unwrap_or("");
+            let hunks = meta.and_then(|m| diff_hunks(path, m)).or_else(|| {
+                (presentation.preview_is_result && !presentation.preview.is_empty())
+                    .then(|| presentation.preview.iter().map(placed_preview_hunk).collect())
+            });
             if let Some(hunks) = hunks {
                 card.kind = CardKind::Diff;
                 if let (Some(first), Some(loc)) = (hunks.first(), card.locations.first_mut()) {
@@ -459,7 +595,7 @@ fn fill_result_view(
                 card.hunks = Some(hunks);
             }
         }
-        "glob" | "grep" | "lsp" => {
+        CardKind::Search => {
             if let Some((view, locations)) = meta.and_then(|m| search_view(m, root)) {
                 card.kind = CardKind::Search;
                 card.search = Some(view);
@@ -468,8 +604,41 @@ fn fill_result_view(
                 }
             }
         }
-        _ => {}
+        CardKind::Generic => {}
+        other => {
+            card.kind = other.clone();
+            card.data = meta.cloned();
+        }
     }
+}
+
+/// The hunks of diff meta: its unified `patch` when present (malformed ⇒ none), else its
+/// non-empty, well-formed `diffs` (the seed's `{path, oldText, newText}`, placed when they
+/// carry line numbers).
+fn diff_hunks(path: &str, meta: &Value) -> Option<Vec<Hunk>> {
+    if let Some(patch) = meta.get("patch") {
+        return patch.as_str().and_then(|p| parse_patch(path, p)).filter(|h| !h.is_empty());
+    }
+    let diffs = meta.get("diffs")?.as_array()?;
+    if diffs.is_empty() {
+        return None;
+    }
+    let mut hunks = Vec::new();
+    for diff in diffs {
+        let preview: PreviewDiff = serde_json::from_value(diff.clone()).ok()?;
+        let number = |key: &str| diff.get(key).and_then(Value::as_u64);
+        let (lines, old_lines, new_lines) = typed_lines(&preview);
+        match (number("oldStart"), number("newStart")) {
+            (Some(old_start), Some(new_start)) => hunks.push(Hunk::new(
+                preview.path.clone(),
+                (old_start, old_lines),
+                (new_start, new_lines),
+                lines,
+            )),
+            _ => hunks.push(preview_hunk(&preview)),
+        }
+    }
+    Some(hunks)
 }
 
 fn read_view(meta: &Value, content: &[ContentBlock], root: &str) -> Option<ReadView> {
@@ -484,7 +653,8 @@ fn read_view(meta: &Value, content: &[ContentBlock], root: &str) -> Option<ReadV
         }
         prev = line.number;
     }
-    // The seed's presenter only shows a read view over its own envelope.
+    // A read window is shown only over the read envelope it came from: a policy that replaced
+    // the text keeps the meta, and the card must not show a window the model never saw.
     let [ContentBlock::Text { text }] = content else { return None };
     if !text.starts_with("<path>") || !text.ends_with("</content>") {
         return None;
@@ -573,14 +743,7 @@ pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
         let (old, new) = ranges.split_once(" +")?;
         let (old_start, old_lines) = parse_range(old)?;
         let (new_start, new_lines) = parse_range(new)?;
-        let mut hunk = Hunk {
-            path: path.to_owned(),
-            old_start,
-            old_lines,
-            new_start,
-            new_lines,
-            lines: Vec::new(),
-        };
+        let mut typed = Vec::new();
         let (mut seen_old, mut seen_new) = (0, 0);
         while seen_old < old_lines || seen_new < new_lines {
             let body = lines.next()?;
@@ -596,7 +759,7 @@ pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
                 "\\" => continue,
                 _ => return None,
             }
-            hunk.lines.push(HunkLine { op: op.to_owned(), text: text.to_owned() });
+            typed.push(HunkLine { op: op.to_owned(), text: text.to_owned() });
         }
         if seen_old != old_lines || seen_new != new_lines {
             return None;
@@ -604,7 +767,7 @@ pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
         while lines.peek().is_some_and(|l| l.starts_with('\\')) {
             lines.next();
         }
-        hunks.push(hunk);
+        hunks.push(Hunk::new(path, (old_start, old_lines), (new_start, new_lines), typed));
     }
     Some(hunks)
 }
@@ -621,18 +784,48 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn pending_write_card_previews_whole_file() {
-        let args = json!({"file_path": "a.txt", "content": "one\ntwo\n"});
-        let card = build("c1", "write", &args, "/w", CardOutcome::Pending);
-        assert_eq!(card.kind, CardKind::Diff);
-        assert_eq!(card.locations, vec![CardLocation { path: "/w/a.txt".into(), line: 1 }]);
-        assert_eq!(card.rendered, "write Write a.txt · pending\n@@ -0,0 +1,2 @@\n+one\n+two");
+    fn write_presentation(path: &str, content: &str) -> CallPresentation {
+        CallPresentation::new(CardKind::Diff, format!("Write {path}"))
+            .with_location(path, 1)
+            .with_preview(path, None, content)
+            .preview_is_result()
     }
 
     #[test]
-    fn edit_card_reads_patch_meta() {
-        let args = json!({"file_path": "a.txt", "old_string": "OLD", "new_string": "NEW"});
+    fn a_pending_preview_claims_no_position() {
+        let presentation = write_presentation("a.txt", "one\ntwo\n");
+        let card = build("c1", "write", &presentation, "/w", CardOutcome::Pending);
+        assert_eq!(card.kind, CardKind::Diff);
+        assert_eq!(card.locations, vec![CardLocation { path: "/w/a.txt".into(), line: 1 }]);
+        assert_eq!(card.rendered, "write Write a.txt · pending\n@@ preview -0 +2 @@\n+one\n+two");
+        let edit = CallPresentation::new(CardKind::Diff, "Edit a.txt")
+            .with_location("a.txt", 1)
+            .with_preview("a.txt", Some("x\ny".into()), "z");
+        let card = build("c1", "edit", &edit, "/w", CardOutcome::Pending);
+        assert_eq!(card.rendered, "edit Edit a.txt · pending\n@@ preview -2 +1 @@\n-x\n-y\n+z");
+        assert!(card.hunks.unwrap()[0].preview);
+    }
+
+    #[test]
+    fn a_new_file_write_shows_its_preview_placed_from_line_one() {
+        let presentation = write_presentation("a.txt", "one\ntwo\n");
+        let meta = json!({"diffs": []});
+        let content = vec![ContentBlock::text("File created successfully at: /w/a.txt")];
+        let card = build(
+            "c1",
+            "write",
+            &presentation,
+            "/w",
+            CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
+        );
+        assert_eq!(card.rendered, "write Write a.txt · completed\n@@ -0,0 +1,2 @@\n+one\n+two");
+    }
+
+    #[test]
+    fn diff_cards_read_the_patch() {
+        let presentation = CallPresentation::new(CardKind::Diff, "Edit a.txt")
+            .with_location("a.txt", 1)
+            .with_preview("a.txt", Some("OLD".into()), "NEW");
         let meta = json!({
             "diffs": [],
             "patch": "--- a/a.txt\n+++ b/a.txt\n@@ -2,3 +2,3 @@\n b\n-OLD\n+NEW\n d\n"
@@ -641,28 +834,25 @@ mod tests {
         let card = build(
             "c2",
             "edit",
-            &args,
+            &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
         );
         assert_eq!(card.kind, CardKind::Diff);
         assert_eq!(card.stats, Some(Stats { additions: 1, deletions: 1 }));
         assert_eq!(card.locations[0].line, 2);
+        assert_eq!(card.hunks.as_ref().unwrap()[0].header, "@@ -2,3 +2,3 @@");
         assert_eq!(
             card.rendered,
             "edit Edit a.txt · completed\n@@ -2,3 +2,3 @@\n b\n-OLD\n+NEW\n d"
         );
-    }
-
-    #[test]
-    fn malformed_meta_falls_back_to_generic() {
-        let args = json!({"file_path": "a.txt", "old_string": "x", "new_string": "y"});
+        // A malformed patch is not a diff card (and the preview is not a result for an edit).
         let meta = json!({"patch": "@@ -1,5 +1,1 @@\n-x\n"});
         let content = vec![ContentBlock::text("done")];
         let card = build(
             "c3",
             "edit",
-            &args,
+            &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
         );
@@ -671,18 +861,38 @@ mod tests {
     }
 
     #[test]
-    fn read_titles_follow_the_seed() {
-        assert_eq!(
-            call_title("read", &json!({"file_path": "a", "offset": 3, "limit": 2})),
-            "Read a (3 - 4)"
+    fn seed_shaped_diffs_make_a_diff_card_too() {
+        let presentation = CallPresentation::new(CardKind::Diff, "Patch b.txt");
+        let meta = json!({"diffs": [{"path": "b.txt", "oldText": "a", "newText": "b"}]});
+        let content = vec![ContentBlock::text("ok")];
+        let card = build(
+            "c",
+            "patcher",
+            &presentation,
+            "/w",
+            CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
         );
-        assert_eq!(
-            call_title("read", &json!({"file_path": "a", "offset": 3})),
-            "Read a (from line 3)"
+        assert_eq!(card.rendered, "patcher Patch b.txt · completed\n@@ preview -1 +1 @@\n-a\n+b");
+    }
+
+    #[test]
+    fn an_unknown_kind_is_kept_with_its_meta_as_data() {
+        let presentation = CallPresentation::new(CardKind::parse("gauge"), "Gauge at 40%");
+        let pending = build("c", "gauge", &presentation, "/w", CardOutcome::Pending);
+        assert_eq!(pending.kind.as_str(), "gauge");
+        let meta = json!({"percent": 40});
+        let content = vec![ContentBlock::text("40%")];
+        let done = build(
+            "c",
+            "gauge",
+            &presentation,
+            "/w",
+            CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
         );
-        assert_eq!(
-            call_title("grep", &json!({"pattern": "x", "path": "src", "include": "*.rs"})),
-            "Grep x in src (*.rs)"
-        );
+        assert_eq!(done.kind, CardKind::Other("gauge".into()));
+        assert_eq!(done.data, Some(meta));
+        assert_eq!(done.rendered, "gauge Gauge at 40% · completed\n40%");
+        let json = serde_json::to_value(&done).unwrap_or_default();
+        assert_eq!(json["kind"], "gauge");
     }
 }

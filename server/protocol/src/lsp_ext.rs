@@ -6,6 +6,38 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// What a tool says about its effects (MCP's tool annotations, declared by the tool itself):
+/// clients run read-only tools in parallel and allow them in plan mode, and ask before
+/// destructive ones. The defaults are MCP's: a tool that says nothing may do anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool changes nothing.
+    pub read_only: bool,
+    /// When it changes something, it may destroy what was there (meaningless when read-only).
+    pub destructive: bool,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// It reaches beyond the workspace (the web, other services).
+    pub open_world: bool,
+}
+
+impl Default for ToolAnnotations {
+    fn default() -> Self {
+        ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+    }
+}
+
+impl ToolAnnotations {
+    /// A tool that only reads the workspace.
+    pub const READ_ONLY: ToolAnnotations = ToolAnnotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
 /// One tool as listed by `toolhost/listTools` and `toolhost tools --json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -14,6 +46,8 @@ pub struct ToolDescriptor {
     pub description: String,
     pub input_schema: Value,
     pub output_schema: Value,
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
 }
 
 /// Result of `toolhost/listTools`.

@@ -1,5 +1,6 @@
 //! Records of the append-only session log (one JSON object per line).
 
+use crate::card::CallPresentation;
 use crate::content::ContentBlock;
 use crate::result::ErrorInfo;
 use schemars::JsonSchema;
@@ -40,6 +41,20 @@ pub struct ToolCallEvent {
     pub call_id: String,
     pub name: String,
     pub arguments: Value,
+    /// How the tool presents the call (card kind, title, locations, preview). Absent in logs
+    /// written before tools declared their cards: replay derives it with `card::legacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<CallPresentation>,
+}
+
+impl ToolCallEvent {
+    /// The call's presentation: the recorded one, or the one derived for an older log.
+    pub fn presentation(&self) -> CallPresentation {
+        match &self.card {
+            Some(card) => card.clone(),
+            None => crate::card::legacy::presentation(&self.name, &self.arguments),
+        }
+    }
 }
 
 /// `tool/result`: a call ended. Never carries the canonical value.

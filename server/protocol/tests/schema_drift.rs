@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
-use toolhost_protocol::card::Card;
+use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
     CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
     LspQueryParams, ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
@@ -29,6 +29,7 @@ fn schemas() -> Vec<(&'static str, String)> {
     vec![
         ("ToolExecutionResult", schema_of::<ToolExecutionResult>()),
         ("Card", schema_of::<Card>()),
+        ("CallPresentation", schema_of::<CallPresentation>()),
         ("DiffMeta", schema_of::<DiffMeta>()),
         ("ListToolsResult", schema_of::<ListToolsResult>()),
         ("CallToolParams", schema_of::<CallToolParams>()),

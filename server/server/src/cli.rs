@@ -85,7 +85,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
         /// Cap on one incoming message body (bytes).
-        #[arg(long, value_name = "BYTES", default_value_t = crate::framing::DEFAULT_MAX_BODY, hide = true)]
+        #[arg(long, value_name = "BYTES", default_value_t = crate::transport::DEFAULT_MAX_BODY, hide = true)]
         max_message_bytes: usize,
     },
     /// Trust this workspace: its toolhost.toml may then configure language-server commands.
@@ -100,8 +100,9 @@ struct Common {
     /// The workspace root (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Continue (or create) this session instead of starting a new one.
-    #[arg(long, value_name = "ID")]
+    /// Continue (or create) this session instead of starting a new one; `last` continues this
+    /// workspace's newest session that no running toolhost holds.
+    #[arg(long, value_name = "ID|last")]
     session: Option<String>,
     /// Where session logs live (default: $XDG_STATE_HOME/toolhost/sessions).
     #[arg(long, value_name = "DIR")]
@@ -138,14 +139,28 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    // Descendants orphaned by a child's death (a language server's helper, a command's
+    // background job) are re-parented here rather than to init, so they are reaped here too.
+    if let Err(err) = toolhost_process::become_subreaper() {
+        eprintln!("toolhost: warning: cannot become the reaper of its descendants: {err}");
+    }
     // A panic anywhere below is reported as an internal error (exit 3), never a raw abort.
     let outcome = std::panic::catch_unwind(|| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(|e| Failure::env(format!("cannot start the runtime: {e}")))?;
-        runtime.block_on(run(cli))
+        let outcome = runtime.block_on(async {
+            let outcome = run(cli).await;
+            // Whatever subsystem started a child, it does not outlive the command.
+            toolhost_process::terminate_all(std::time::Duration::from_millis(500)).await;
+            outcome
+        });
+        runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+        outcome
     });
+    // No child is left behind, not even as a zombie for an init that does not reap.
+    toolhost_process::reap_all(std::time::Duration::from_millis(500));
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(failure)) => {
@@ -199,12 +214,20 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let config = load_config(&root)?;
             let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
                 .map_err(|e| Failure::env(e.to_string()))?;
-            let id = match &common.session {
-                Some(id) => id.clone(),
-                None => toolhost_session::new_session_id(),
+            let (id, opened) = match common.session.as_deref() {
+                Some(LAST_SESSION) => open_last_session(&sessions, &root)?,
+                Some(id) => {
+                    let opened = session::open_session(&sessions, &root, id)
+                        .map_err(|e| Failure::env(e.to_string()))?;
+                    (id.to_owned(), opened)
+                }
+                None => {
+                    let id = toolhost_session::new_session_id();
+                    let opened = session::open_session(&sessions, &root, &id)
+                        .map_err(|e| Failure::env(e.to_string()))?;
+                    (id, opened)
+                }
             };
-            let opened = session::open_session(&sessions, &root, &id)
-                .map_err(|e| Failure::env(e.to_string()))?;
             if opened.report.created {
                 eprintln!("toolhost: session {id}");
             }
@@ -216,10 +239,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
             let call_id = new_call_id();
-            let outcome = host
-                .call(&call_id, &tool, args, CancellationToken::new())
-                .await
-                .map_err(|e| Failure::env(e.to_string()))?;
+            let outcome = host.call(&call_id, &tool, args, CancellationToken::new()).await;
+            // Language servers the call started stop (and are reaped) before the answer.
+            host.shutdown().await;
+            let outcome = outcome.map_err(|e| Failure::env(e.to_string()))?;
             opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
             let is_error = outcome.finalized.result.is_error();
             let mut stdout = std::io::stdout().lock();
@@ -302,6 +325,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 let dir = session::sessions_dir(&config, common.session_dir.as_deref())
                     .map_err(|e| Failure::env(e.to_string()))?;
                 let key = session::workspace_key_of(&root);
+                let which = if which == LAST_SESSION {
+                    let newest = session::list(&dir, &root, false).sessions.into_iter().next();
+                    newest
+                        .map(|s| s.id)
+                        .ok_or_else(|| Failure::usage("this workspace has no sessions"))?
+                } else {
+                    which
+                };
                 toolhost_session::session_dir(&dir, &key, &which)
                     .map_err(|e| Failure::usage(e.to_string()))?
                     .join(toolhost_session::LOG_FILE_NAME)
@@ -330,7 +361,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Serve { stdio: _, session_dir, max_message_bytes } => {
             init_server_log();
             let code =
-                crate::lsp::serve(crate::lsp::ServeOptions { session_dir, max_message_bytes })
+                crate::serve::serve(crate::serve::ServeOptions { session_dir, max_message_bytes })
                     .await;
             Ok(code)
         }
@@ -346,6 +377,28 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
     }
+}
+
+/// The `--session` value that continues the newest session.
+const LAST_SESSION: &str = "last";
+
+/// The newest session of the workspace that no running toolhost holds (a new one when there is
+/// none).
+fn open_last_session(
+    sessions: &Path,
+    root: &Path,
+) -> Result<(String, session::OpenedSession), Failure> {
+    for row in session::list(sessions, root, false).sessions {
+        match session::open_session(sessions, root, &row.id) {
+            Ok(opened) => return Ok((row.id, opened)),
+            Err(toolhost_session::SessionError::Locked(_)) => continue,
+            Err(e) => return Err(Failure::env(e.to_string())),
+        }
+    }
+    let id = toolhost_session::new_session_id();
+    let opened =
+        session::open_session(sessions, root, &id).map_err(|e| Failure::env(e.to_string()))?;
+    Ok((id, opened))
 }
 
 fn open_host(

@@ -8,27 +8,16 @@
 //! well-known server. A cancelled or timed-out call sends the editor `$/cancelRequest` for its
 //! query.
 
-use crate::lsp::EditorBridge;
+use crate::editor::EditorBridge;
 use serde_json::Value;
 use std::sync::Arc;
 use toolhost_contract::lsp::{
     LspAnswer, LspHandle, LspProvider, LspRequest, aborted, codes, lsp_error,
 };
 use toolhost_contract::{BoxFuture, CancellationToken, ToolError};
+use toolhost_jsonrpc::codes as rpc_codes;
 use toolhost_lsp_host::normalize;
 use toolhost_protocol::lsp_ext::{LspQueryParams, methods};
-use tower_lsp_server::gen_lsp_types as lsp;
-
-/// The `toolhost/lspQuery` request.
-enum LspQueryRequest {}
-
-impl lsp::Request for LspQueryRequest {
-    type Params = LspQueryParams;
-    type Result = Value;
-    const METHOD: lsp::LspRequestMethod<'static> =
-        lsp::LspRequestMethod::Custom(methods::LSP_QUERY);
-    const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::ServerToClient;
-}
 
 /// Asks the editor.
 pub struct EditorLspProvider {
@@ -77,7 +66,7 @@ impl LspProvider for EditorLspProvider {
                 uri: request.uri.clone(),
                 position: request.position,
             };
-            let reply = self.bridge.request::<LspQueryRequest>(params, cancel).await;
+            let reply = self.bridge.request(methods::LSP_QUERY, &params, cancel).await;
             if cancel.is_cancelled() {
                 return Err(aborted());
             }
@@ -94,9 +83,7 @@ impl LspProvider for EditorLspProvider {
                     let message = format!("the editor could not answer: {}", err.message);
                     match code {
                         Some(code) => Err(lsp_error(&code, message)),
-                        None if err.code
-                            == tower_lsp_server::jsonrpc::ErrorCode::MethodNotFound =>
-                        {
+                        None if err.code == rpc_codes::METHOD_NOT_FOUND => {
                             Err(lsp_error(codes::UNAVAILABLE, message))
                         }
                         None => Err(ToolError::plain(message)),

@@ -11,7 +11,7 @@ use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
-use toolhost_protocol::card::{self, Card, CardOutcome};
+use toolhost_protocol::card::{self, CallPresentation, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig, WriteOperation};
@@ -40,6 +40,14 @@ pub struct HostOptions {
     pub spill: Option<SpillHandle>,
     /// The session log every call is appended to.
     pub session: Option<Arc<SessionLog>>,
+}
+
+/// A call with its presentation, ready to run.
+pub struct PreparedCall {
+    pub call_id: String,
+    pub name: String,
+    pub args: Value,
+    pub presentation: CallPresentation,
 }
 
 /// One call's outcome as clients see it.
@@ -182,36 +190,55 @@ impl Host {
         self.session_id.as_deref()
     }
 
-    /// The card shown while a call runs.
-    pub fn pending_card(&self, call_id: &str, name: &str, args: &Value) -> Card {
-        card::build(call_id, name, args, &self.root_display, CardOutcome::Pending)
-    }
-
     pub fn session(&self) -> Option<&Arc<SessionLog>> {
         self.session.as_ref()
     }
 
+    /// A call about to run: its presentation is computed once (the tool's declaration) and used
+    /// for the pending card, the `tool/call` event and the final card.
+    pub fn prepare(&self, call_id: &str, name: &str, args: Value) -> PreparedCall {
+        let presentation = self.registry.present_call(name, &args);
+        PreparedCall { call_id: call_id.to_owned(), name: name.to_owned(), args, presentation }
+    }
+
+    /// The card shown while a call runs.
+    pub fn pending_card(&self, call: &PreparedCall) -> Card {
+        card::build(
+            &call.call_id,
+            &call.name,
+            &call.presentation,
+            &self.root_display,
+            CardOutcome::Pending,
+        )
+    }
+
     /// Runs one direct call through the full pipeline and builds its card. With a session, the
-    /// call is logged (`tool/call` before, `tool/result` after, durable before this returns).
-    pub async fn call(
+    /// call is logged: `tool/call` before (on disk before the body runs, unless the tool is
+    /// read-only, whose start is committed together with its result), `tool/result` after,
+    /// durable before this returns.
+    pub async fn run(
         &self,
-        call_id: &str,
-        name: &str,
-        args: Value,
+        call: PreparedCall,
         signal: CancellationToken,
     ) -> Result<CallOutcome, HostError> {
+        let PreparedCall { call_id, name, args, presentation } = call;
         if let Some(log) = &self.session {
-            log.append_tool_call(&ToolCallEvent {
-                call_id: call_id.to_owned(),
-                name: name.to_owned(),
+            let event = ToolCallEvent {
+                call_id: call_id.clone(),
+                name: name.clone(),
                 arguments: args.clone(),
-            })
-            .await?;
+                card: Some(presentation.clone()),
+            };
+            if self.registry.annotations(&name).read_only {
+                log.enqueue_tool_call(&event)?;
+            } else {
+                log.append_tool_call(&event).await?;
+            }
         }
         let input = CallInput {
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            arguments: args.clone(),
+            call_id: call_id.clone(),
+            name: name.clone(),
+            arguments: args,
             parent: None,
             session_id: self.session_id.clone(),
             signal,
@@ -233,8 +260,8 @@ impl Host {
         );
         if let Some(log) = &self.session {
             log.append_tool_result(&ToolResultEvent {
-                call_id: call_id.to_owned(),
-                name: name.to_owned(),
+                call_id: call_id.clone(),
+                name: name.clone(),
                 content: finalized.result.content().to_vec(),
                 is_error: finalized.result.is_error(),
                 error: finalized.result.error().and_then(|e| e.info.clone()),
@@ -244,9 +271,9 @@ impl Host {
             .await?;
         }
         let card = card::build(
-            call_id,
-            name,
-            &args,
+            &call_id,
+            &name,
+            &presentation,
             &self.root_display,
             CardOutcome::Done {
                 content: finalized.result.content(),
@@ -254,7 +281,25 @@ impl Host {
                 meta: finalized.result.meta(),
             },
         );
-        Ok(CallOutcome { call_id: call_id.to_owned(), finalized, card })
+        Ok(CallOutcome { call_id, finalized, card })
+    }
+
+    /// [`Host::prepare`] then [`Host::run`].
+    pub async fn call(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: Value,
+        signal: CancellationToken,
+    ) -> Result<CallOutcome, HostError> {
+        let call = self.prepare(call_id, name, args);
+        self.run(call, signal).await
+    }
+
+    /// Stops every language server this host started (bounded by the pool's shutdown budget)
+    /// and waits for their processes to be reaped. Call it before the host goes away.
+    pub async fn shutdown(&self) {
+        self.lsp.shutdown_all().await;
     }
 }
 

@@ -3,11 +3,12 @@
 
 pub mod cli;
 pub mod config;
+pub mod editor;
 pub mod editor_lsp;
-pub mod framing;
 pub mod host;
-pub mod lsp;
+pub mod serve;
 pub mod session;
 #[cfg(feature = "test-tools")]
 pub mod test_tools;
+pub mod transport;
 pub mod watcher;

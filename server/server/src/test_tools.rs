@@ -9,17 +9,17 @@
 //!   cancellation signal fires (unless `ignoreCancel`, which models a body that ignores its
 //!   signal, for the exit grace period). Concurrency-safe.
 //! - `test_ask_client {payload?}`: sends the server→client request [`ECHO_METHOD`] through the
-//!   [`EditorBridge`](crate::lsp::EditorBridge) capability and returns the editor's reply.
+//!   [`EditorBridge`] capability and returns the editor's reply.
 //!   Concurrency-safe, so many calls overlap (the deadlock test).
 //! - `test_panic {}`: a body that panics (a typed `INTERNAL_ERROR` failure, never a crash).
 //! - [`PANIC_METHOD`]: a custom request whose handler panics (see `lsp.rs`).
 
-use crate::lsp::EditorBridge;
+use crate::editor::EditorBridge;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::{RawTool, RegistrationError, Registry, ToolError};
-use tower_lsp_server::gen_lsp_types as lsp;
+use toolhost_jsonrpc::ErrorObject;
 
 /// The environment variable that activates the test tools in a `test-tools` build.
 pub const ENV: &str = "TOOLHOST_TEST_TOOLS";
@@ -31,16 +31,6 @@ pub const PANIC_METHOD: &str = "toolhost/test/panic";
 /// Whether the test tools are active in this process.
 pub fn enabled() -> bool {
     std::env::var(ENV).is_ok_and(|v| v == "1")
-}
-
-/// The `toolhost/test/echo` request: any params, any result.
-enum EchoRequest {}
-
-impl lsp::Request for EchoRequest {
-    type Params = Value;
-    type Result = Value;
-    const METHOD: lsp::LspRequestMethod<'static> = lsp::LspRequestMethod::Custom(ECHO_METHOD);
-    const MESSAGE_DIRECTION: lsp::MessageDirection = lsp::MessageDirection::ServerToClient;
 }
 
 fn text_render(_args: &Value, value: &Value) -> Vec<ContentBlock> {
@@ -106,7 +96,7 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
                     .capability::<EditorBridge>()
                     .ok_or_else(|| ToolError::plain("no editor connection"))?;
                 let params = json!({"callId": cx.call_id(), "payload": args.get("payload")});
-                let reply = bridge.request::<EchoRequest>(params, cx.signal()).await;
+                let reply = bridge.request(ECHO_METHOD, &params, cx.signal()).await;
                 if cx.signal().is_cancelled() {
                     return Err(ToolError::plain("cancelled while waiting for the editor"));
                 }
@@ -131,7 +121,7 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
 }
 
 /// The body of the [`PANIC_METHOD`] handler.
-pub fn panic_in_handler() -> Result<Value, tower_lsp_server::jsonrpc::Error> {
+pub fn panic_in_handler() -> Result<Value, ErrorObject> {
     if enabled() {
         panic!("toolhost/test/panic: injected panic in a request handler");
     }

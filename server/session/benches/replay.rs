@@ -42,6 +42,7 @@ fn edit_pair(i: usize) -> (ToolCallEvent, ToolResultEvent) {
         call_id: call_id.clone(),
         name: "edit".into(),
         arguments: json!({"file_path": path, "old_string": old, "new_string": new}),
+        card: None,
     };
     let result = ToolResultEvent {
         call_id,

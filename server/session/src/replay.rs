@@ -1,6 +1,7 @@
 //! Replay: rebuilds every call's card from the log alone — no tool re-execution, no workspace
-//! reads — through the same `card::build` the live server uses, so a replayed card equals the
-//! card the client saw (given the same renderer versions).
+//! reads, no registry — through the same `card::build` the live server uses, from the
+//! presentation the tool declared at call time (recorded in `tool/call`), so a replayed card
+//! equals the card the client saw (given the same renderer versions).
 
 use crate::view::SessionView;
 use toolhost_protocol::card::{self, Card, CardOutcome};
@@ -36,7 +37,8 @@ pub fn replay_cards(
                     is_error: result.is_error,
                     meta: result.meta.as_ref(),
                 };
-                let card = card::build(&call.call_id, &call.name, &call.arguments, root, outcome);
+                let card =
+                    card::build(&call.call_id, &call.name, &call.presentation, root, outcome);
                 let version = result.renderer_version;
                 let stale = version != 0
                     && current_renderer_versions(&call.name).is_some_and(|now| now != version);
@@ -51,7 +53,7 @@ pub fn replay_cards(
                 card: card::build(
                     &call.call_id,
                     &call.name,
-                    &call.arguments,
+                    &call.presentation,
                     root,
                     CardOutcome::Pending,
                 ),

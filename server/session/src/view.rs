@@ -9,8 +9,8 @@ use crate::scan::{Event, Scan, scan};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use toolhost_protocol::ContentBlock;
 use toolhost_protocol::session_log::{SessionHeader, ToolResultEvent};
+use toolhost_protocol::{CallPresentation, ContentBlock};
 
 /// One tool call of a session, in log order.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +21,8 @@ pub struct CallRecord {
     pub name: String,
     /// The JSON arguments (a string only when they were not JSON).
     pub arguments: Value,
+    /// How the tool presented the call (recorded, or derived for an older log).
+    pub presentation: CallPresentation,
     /// `None` while the call is open (pending, or interrupted before repair).
     pub result: Option<ToolResultEvent>,
 }
@@ -81,11 +83,13 @@ pub(crate) fn build_view(
         match record.event {
             Event::Call(call) => {
                 open.insert(call.call_id.clone(), calls.len());
+                let presentation = call.presentation();
                 calls.push(CallRecord {
                     seq: record.seq,
                     call_id: call.call_id,
                     name: call.name,
                     arguments: call.arguments,
+                    presentation,
                     result: None,
                 });
             }
@@ -102,6 +106,7 @@ pub(crate) fn build_view(
                         call_id: result.call_id.clone(),
                         name: result.name.clone(),
                         arguments: Value::Null,
+                        presentation: CallPresentation::generic(&result.name),
                         result: Some(result),
                     }),
                 }

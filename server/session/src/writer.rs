@@ -4,9 +4,11 @@
 //! Durability policy: every awaited append returns only after its line was written and
 //! `sync_data`'d. Appends that arrive while a sync is in progress are committed together by the
 //! next write + sync (group commit), so concurrent callers share one sync without weakening the
-//! guarantee. `observe` enqueues an `fs/observed` line without waiting; it is committed (and
-//! synced) with the next batch, and because the writer drains one FIFO queue, every later
-//! append is ordered after it.
+//! guarantee. Appends nobody waits for — `observe`d `fs/observed` lines, and the `tool/call` of
+//! a read-only call ([`SessionLog::enqueue_tool_call`]) — cost no sync of their own: they are
+//! held and committed, in order, in front of the next batch that someone waits for (or a flush,
+//! or the close). So a read costs one sync, not three, and nothing acknowledged is ever unsynced;
+//! what a crash can lose is only lines no caller was told were durable.
 //!
 //! A failed write is rolled back to the last committed length and stops the writer (later
 //! appends fail with `WriterClosed`): an fsync error leaves the page cache in an unknown state, so
@@ -100,8 +102,12 @@ type AppendReply = oneshot::Sender<Result<u64, SessionError>>;
 
 enum Command {
     Append(Item, Option<AppendReply>),
+    /// Lines nobody waits for, in order; sent in the same message as the command after them,
+    /// so the writer wakes once for both.
+    Held(Vec<Item>, Box<Command>),
     Flush(oneshot::Sender<Result<(), SessionError>>),
     Shutdown,
+    Nothing,
 }
 
 /// The state owned by the writer thread.
@@ -111,6 +117,8 @@ struct Writer {
     next_seq: u64,
     /// Committed length: everything before it ends with a newline and is synced.
     len: u64,
+    /// Appends nobody waits for, held until the next batch someone waits for.
+    deferred: Vec<Item>,
 }
 
 impl Writer {
@@ -171,19 +179,31 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let mut items = Vec::new();
-            let mut replies = Vec::new();
+            let mut items = std::mem::take(&mut self.deferred);
+            let mut replies: Vec<Option<AppendReply>> = items.iter().map(|_| None).collect();
             let mut flushes = Vec::new();
             let mut shutdown = false;
-            for cmd in commands {
+            let mut pending = commands;
+            while let Some(cmd) = (!pending.is_empty()).then(|| pending.remove(0)) {
                 match cmd {
                     Command::Append(item, reply) => {
                         items.push(item);
                         replies.push(reply);
                     }
+                    Command::Held(held, then) => {
+                        replies.extend(held.iter().map(|_| None));
+                        items.extend(held);
+                        pending.insert(0, *then);
+                    }
                     Command::Flush(reply) => flushes.push(reply),
                     Command::Shutdown => shutdown = true,
+                    Command::Nothing => {}
                 }
+            }
+            let waited_for = replies.iter().any(Option::is_some) || !flushes.is_empty();
+            if !waited_for && !shutdown && items.len() < MAX_BATCH {
+                self.deferred = items;
+                continue;
             }
             match self.commit(items) {
                 Ok(outcomes) => {
@@ -263,8 +283,41 @@ pub struct SessionLog {
     dir: PathBuf,
     log_path: PathBuf,
     blobs: BlobStore,
-    tx: mpsc::Sender<Command>,
+    queue: Arc<Queue>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// The way to the writer thread. Appends nobody waits for are held here, in process, and sent
+/// in front of the next command someone waits for — all under one lock, so the order of lines
+/// is the order of calls, and a read-only call wakes the writer once, not three times.
+struct Queue {
+    held: std::sync::Mutex<Vec<Item>>,
+    tx: mpsc::Sender<Command>,
+}
+
+impl Queue {
+    /// Holds an append nobody waits for (sent with the next waited-for command; a full hold is
+    /// sent at once, which bounds the memory it takes).
+    fn hold(&self, item: Item) -> Result<(), SessionError> {
+        let mut held = self.held.lock().map_err(|_| closed())?;
+        held.push(item);
+        if held.len() >= MAX_BATCH {
+            let items = std::mem::take(&mut *held);
+            self.tx.send(Command::Held(items, Box::new(Command::Nothing))).map_err(|_| closed())?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is held, then `command`.
+    fn send(&self, command: Command) -> Result<(), SessionError> {
+        let mut held = self.held.lock().map_err(|_| closed())?;
+        let command = if held.is_empty() {
+            command
+        } else {
+            Command::Held(std::mem::take(&mut *held), Box::new(command))
+        };
+        self.tx.send(command).map_err(|_| closed())
+    }
 }
 
 impl std::fmt::Debug for SessionLog {
@@ -370,7 +423,13 @@ impl SessionLog {
 
         let blobs = BlobStore::new(dir.join(BLOB_DIR_NAME));
         let last_time = scanned.last_time;
-        let mut writer = Writer { file, blobs: blobs.clone(), next_seq: scanned.next_seq, len };
+        let mut writer = Writer {
+            file,
+            blobs: blobs.clone(),
+            next_seq: scanned.next_seq,
+            len,
+            deferred: Vec::new(),
+        };
         let mut view = build_view(scanned, Some(&blobs))?;
 
         let mut synthetic_results = Vec::new();
@@ -409,7 +468,9 @@ impl SessionLog {
             observed: view.observed.clone(),
             view,
         };
-        let log = SessionLog { id: id.to_owned(), dir, log_path, blobs, tx, thread: Some(thread) };
+        let queue = Arc::new(Queue { held: std::sync::Mutex::new(Vec::new()), tx });
+        let log =
+            SessionLog { id: id.to_owned(), dir, log_path, blobs, queue, thread: Some(thread) };
         Ok((log, report))
     }
 
@@ -451,6 +512,18 @@ impl SessionLog {
         self.append_typed(TOOL_CALL, event, false).await
     }
 
+    /// Enqueues `tool/call` without waiting and without a sync of its own: it is committed in
+    /// front of the next awaited append (normally the call's own `tool/result`). For calls of
+    /// read-only tools, whose start need not be on disk before they run. Errors surface on the
+    /// next awaited append.
+    pub fn enqueue_tool_call(&self, event: &ToolCallEvent) -> Result<(), SessionError> {
+        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
+            kind: TOOL_CALL.to_owned(),
+            detail: e.to_string(),
+        })?;
+        self.queue.hold(Item { kind: TOOL_CALL.to_owned(), data, ignorable: false, time: None })
+    }
+
     /// Appends `tool/result` (when a call ends).
     pub async fn append_tool_result(&self, event: &ToolResultEvent) -> Result<u64, SessionError> {
         self.append_typed(TOOL_RESULT, event, false).await
@@ -470,22 +543,22 @@ impl SessionLog {
     /// committed with the next batch, before any append enqueued after it. Errors surface on the
     /// next awaited append or [`flush`](Self::flush); after close it is dropped.
     pub fn observe(&self, path: &str, version: Option<&str>) {
-        let _ = self.tx.send(observed_command(path, version));
+        let _ = self.queue.hold(observed_item(path, version));
     }
 
     /// A `'static` observer closure for `Ledger::with_observer` (same semantics as
     /// [`observe`](Self::observe)).
     pub fn observer(&self) -> ObserveFn {
-        let tx = self.tx.clone();
+        let queue = Arc::clone(&self.queue);
         Arc::new(move |path: &str, version: Option<&str>| {
-            let _ = tx.send(observed_command(path, version));
+            let _ = queue.hold(observed_item(path, version));
         })
     }
 
     /// Waits until everything enqueued before it (including `observe`d entries) is durable.
     pub async fn flush(&self) -> Result<(), SessionError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Command::Flush(reply)).map_err(|_| closed())?;
+        self.queue.send(Command::Flush(reply))?;
         rx.await.map_err(|_| closed())?
     }
 
@@ -504,14 +577,14 @@ impl SessionLog {
 
     async fn send_append(&self, item: Item) -> Result<u64, SessionError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Command::Append(item, Some(reply))).map_err(|_| closed())?;
+        self.queue.send(Command::Append(item, Some(reply)))?;
         rx.await.map_err(|_| closed())?
     }
 }
 
-fn observed_command(path: &str, version: Option<&str>) -> Command {
+fn observed_item(path: &str, version: Option<&str>) -> Item {
     let data = serde_json::json!({ "path": path, "version": version });
-    Command::Append(Item { kind: FS_OBSERVED.to_owned(), data, ignorable: true, time: None }, None)
+    Item { kind: FS_OBSERVED.to_owned(), data, ignorable: true, time: None }
 }
 
 fn closed() -> SessionError {
@@ -533,7 +606,7 @@ impl Drop for SessionLog {
     fn drop(&mut self) {
         // Shutdown is queued behind everything already sent, so queued lines are committed; the
         // join makes "dropped" mean "unlocked", so a reopen right after cannot see `Locked`.
-        let _ = self.tx.send(Command::Shutdown);
+        let _ = self.queue.send(Command::Shutdown);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -31,7 +31,7 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn call(id: &str, name: &str, args: Value) -> ToolCallEvent {
-    ToolCallEvent { call_id: id.into(), name: name.into(), arguments: args }
+    ToolCallEvent { call_id: id.into(), name: name.into(), arguments: args, card: None }
 }
 
 fn result(id: &str, name: &str, text: &str, meta: Option<Value>) -> ToolResultEvent {
@@ -121,6 +121,7 @@ fn round_trip_reopen_restores_events_and_ledger() {
             call_id: "c2".into(),
             name: "read".into(),
             arguments: json!({}),
+            presentation: toolhost_protocol::card::legacy::presentation("read", &json!({})),
             result: None,
         });
         v.next_seq = 6;

@@ -63,8 +63,12 @@ fn make_session(sessions: &Path, root: &Path, id: &str, calls: usize) -> Session
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let (log, _) = SessionLog::open(sessions, root, id, true).unwrap();
     for i in 0..calls {
-        let event =
-            ToolCallEvent { call_id: format!("c{i}"), name: "read".into(), arguments: json!({}) };
+        let event = ToolCallEvent {
+            call_id: format!("c{i}"),
+            name: "read".into(),
+            arguments: json!({}),
+            card: None,
+        };
         rt.block_on(log.append_tool_call(&event)).unwrap();
     }
     log

@@ -194,9 +194,7 @@ pub fn uri(path: &Path) -> String {
 
 /// One framed message (raw bytes).
 pub fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out
+    toolhost_jsonrpc::content_length::encode(body)
 }
 
 /// A raw JSON-RPC request (for ids the harness does not track).

@@ -10,7 +10,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
-use toolhost_protocol::lsp_ext::ToolDescriptor;
+use toolhost_protocol::CallPresentation;
+use toolhost_protocol::lsp_ext::{ToolAnnotations, ToolDescriptor};
 
 /// Registry settings.
 #[derive(Clone, Debug)]
@@ -193,6 +194,7 @@ impl Registry {
                 description: r.tool.description(),
                 input_schema: r.tool.input_schema().raw().clone(),
                 output_schema: r.tool.output_schema().raw().clone(),
+                annotations: r.tool.annotations(),
             })
             .collect()
     }
@@ -204,6 +206,19 @@ impl Registry {
     /// Whether a call may overlap other concurrency-safe calls (unknown tools: no).
     pub fn concurrency_safe(&self, name: &str, args: &Value) -> bool {
         self.inner.resolve(name).is_some_and(|t| t.concurrency_safe(args))
+    }
+
+    /// How a call of `name` looks before it has a result (the generic card for an unknown tool).
+    pub fn present_call(&self, name: &str, args: &Value) -> CallPresentation {
+        match self.inner.resolve(name) {
+            Some(tool) => tool.present_call(args),
+            None => CallPresentation::generic(name),
+        }
+    }
+
+    /// What a tool says about its effects (MCP's defaults for an unknown tool).
+    pub fn annotations(&self, name: &str) -> ToolAnnotations {
+        self.inner.resolve(name).map(|t| t.annotations()).unwrap_or_default()
     }
 
     /// The renderer version of a tool (0 if unknown).

@@ -15,7 +15,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost_protocol::ContentBlock;
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -60,6 +61,19 @@ pub trait Tool: Send + Sync + 'static {
     fn renderer_version(&self) -> u32 {
         1
     }
+
+    /// How a call looks before it has a result: card kind, title, locations, preview. Pure, and
+    /// it must accept any JSON (a replayed, obsolete or invalid call's arguments). Recorded in
+    /// the session log, so every card of the call follows from it and the call's outcome.
+    fn present_call(&self, _args: &Value) -> CallPresentation {
+        CallPresentation::generic(self.name())
+    }
+
+    /// What the tool's calls do to the world (MCP annotations; the session log also skips the
+    /// separate sync of a read-only call's start).
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default()
+    }
 }
 
 type RawBody =
@@ -67,6 +81,7 @@ type RawBody =
 type RawRender = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type RawMeta = dyn Fn(&Value, &Value) -> Option<Value> + Send + Sync;
 type RawSafe = dyn Fn(&Value) -> bool + Send + Sync;
+type RawPresent = dyn Fn(&Value) -> CallPresentation + Send + Sync;
 
 /// A dynamic tool (MCP bridges, plugins, tests): raw schemas and closures over JSON values.
 #[derive(Clone, Default)]
@@ -85,6 +100,9 @@ pub struct RawTool {
     pub timeout: Option<Duration>,
     pub concurrency_safe: Option<Arc<RawSafe>>,
     pub renderer_version: u32,
+    /// The call's card declaration; without one, calls get the generic card.
+    pub present_call: Option<Arc<RawPresent>>,
+    pub annotations: ToolAnnotations,
 }
 
 impl RawTool {
@@ -151,6 +169,20 @@ impl RawTool {
         self.concurrency_safe = Some(Arc::new(safe));
         self
     }
+
+    /// Declares the tool's card (see [`Tool::present_call`]).
+    pub fn with_present_call(
+        mut self,
+        present: impl Fn(&Value) -> CallPresentation + Send + Sync + 'static,
+    ) -> Self {
+        self.present_call = Some(Arc::new(present));
+        self
+    }
+
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
 }
 
 /// The Native content and the presentation metadata of one value.
@@ -173,6 +205,8 @@ pub(crate) trait ErasedTool: Send + Sync {
     fn timeout(&self) -> Option<Duration>;
     fn concurrency_safe(&self, args: &Value) -> bool;
     fn renderer_version(&self) -> u32;
+    fn present_call(&self, args: &Value) -> CallPresentation;
+    fn annotations(&self) -> ToolAnnotations;
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome>;
     /// Both projections of a validated value; the meta only when `with_meta` (direct calls).
     /// The error is the seed's `output.render failed: …` / `output.presentationMeta failed: …`.
@@ -313,6 +347,15 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         self.tool.renderer_version()
     }
 
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        catch_unwind(AssertUnwindSafe(|| self.tool.present_call(args)))
+            .unwrap_or_else(|_| CallPresentation::generic(&self.name))
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.tool.annotations()
+    }
+
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome> {
         let violations = self.input.violations(&args, "arguments");
         if !violations.is_empty() {
@@ -414,6 +457,18 @@ impl ErasedTool for ErasedRaw {
 
     fn renderer_version(&self) -> u32 {
         self.raw.renderer_version
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        match &self.raw.present_call {
+            Some(present) => catch_unwind(AssertUnwindSafe(|| present(args)))
+                .unwrap_or_else(|_| CallPresentation::generic(&self.raw.name)),
+            None => CallPresentation::generic(&self.raw.name),
+        }
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.raw.annotations
     }
 
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome> {

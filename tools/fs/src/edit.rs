@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_contract::{Tool, ToolContext, ToolError};
-use toolhost_protocol::ContentBlock;
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct EditArgs {
@@ -49,6 +50,19 @@ impl Tool for EditTool {
 
     fn name(&self) -> &str {
         "edit"
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        crate::present::edit(args)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: false,
+        }
     }
 
     fn description(&self) -> String {

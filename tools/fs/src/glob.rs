@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
 use toolhost_contract::{Tool, ToolContext, ToolError};
-use toolhost_protocol::ContentBlock;
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock};
 use toolhost_workspace::search::{self, GlobOptions};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -166,6 +167,14 @@ impl Tool for GlobTool {
 
     fn name(&self) -> &str {
         "glob"
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        crate::present::search("Glob", args, false)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::READ_ONLY
     }
 
     fn description(&self) -> String {

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use toolhost_contract::spill::head_bytes;
 use toolhost_contract::{Tool, ToolContext, ToolError};
-use toolhost_protocol::ContentBlock;
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock};
 use toolhost_workspace::search::{self, GrepOptions};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -146,6 +147,14 @@ impl Tool for GrepTool {
 
     fn name(&self) -> &str {
         "grep"
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        crate::present::search("Grep", args, true)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::READ_ONLY
     }
 
     fn description(&self) -> String {

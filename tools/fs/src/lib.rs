@@ -9,6 +9,7 @@ mod edit;
 mod glob;
 mod grep;
 mod limits;
+mod present;
 mod read;
 mod search_spill;
 mod write;

@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolhost_contract::{Tool, ToolContext, ToolError};
-use toolhost_protocol::ContentBlock;
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
@@ -137,6 +138,14 @@ impl Tool for ReadTool {
 
     fn name(&self) -> &str {
         "read"
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        crate::present::read(args)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::READ_ONLY
     }
 
     fn description(&self) -> String {

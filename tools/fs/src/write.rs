@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_contract::{Tool, ToolContext, ToolError};
-use toolhost_protocol::{ContentBlock, DiffMeta};
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_protocol::{CallPresentation, ContentBlock, DiffMeta};
 use toolhost_workspace::WriteOperation;
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -42,6 +43,14 @@ impl Tool for WriteTool {
 
     fn name(&self) -> &str {
         "write"
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        crate::present::write(args)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations { read_only: false, destructive: true, idempotent: true, open_world: false }
     }
 
     fn description(&self) -> String {

@@ -16,6 +16,8 @@ use toolhost_contract::lsp::{
 };
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::ContentBlock;
+use toolhost_protocol::card::{CallPresentation, CardKind, format_number};
+use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_workspace::{FsError, Ledger, Workspace};
 
 /// The tool's caps (seed defaults plus toolhost's card and snippet bounds).
@@ -159,6 +161,29 @@ impl Tool for LspTool {
         "lsp"
     }
 
+    /// `LSP <operation> <file_path>:<line>:<character>` as a search card at that line.
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        let text = |key: &str| args.get(key).and_then(Value::as_str);
+        let number = |key: &str| args.get(key).and_then(Value::as_f64);
+        let path = text("file_path").unwrap_or("");
+        let title = format!(
+            "LSP {} {path}:{}:{}",
+            text("operation").unwrap_or(""),
+            number("line").map(format_number).unwrap_or_default(),
+            number("character").map(format_number).unwrap_or_default()
+        );
+        let presentation = CallPresentation::new(CardKind::Search, title);
+        if path.is_empty() {
+            return presentation;
+        }
+        let line = number("line").filter(|n| *n >= 1.0).map_or(1, |n| n as u64);
+        presentation.with_location(path, line)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::READ_ONLY
+    }
+
     fn description(&self) -> String {
         format!(
             "Ask the language server about the symbol at a position: goToDefinition, findReferences \
@@ -256,5 +281,27 @@ impl Tool for LspTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(self.limits.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolhost_protocol::card::legacy;
+
+    /// Older logs replay through `card::legacy`; the declaration must give the same card.
+    #[test]
+    fn the_declaration_matches_the_presentation_older_logs_replay_with() {
+        let tool = LspTool::new(crate::NavLimits::default());
+        for args in [
+            json!({"operation": "hover", "file_path": "a.c", "line": 3, "character": 5}),
+            json!({"operation": "goToDefinition", "file_path": "a.c", "line": 0, "character": 1.5}),
+            json!({"file_path": ""}),
+            json!({}),
+            json!(null),
+        ] {
+            assert_eq!(tool.present_call(&args), legacy::presentation("lsp", &args), "{args}");
+        }
     }
 }

@@ -1,0 +1,427 @@
+//! The request and notification handlers of `toolhost serve`: the LSP lifecycle (`initialize`,
+//! `shutdown`), toolhost's methods (`toolhost/listTools`, `toolhost/callTool`,
+//! `toolhost/listSessions`, `toolhost/replaySession`, `workspace/executeCommand`), document
+//! tracking and cancellation. Requests run as tasks under a panic guard (a panic is an
+//! internal-error reply, never a dead server); their answers go out through the outbox.
+
+use super::{Phase, ServerState};
+use crate::config::{PartialConfig, Sources};
+use crate::editor_lsp::EditorLspProvider;
+use crate::host::{Host, HostOptions, new_call_id};
+use crate::session;
+use futures::FutureExt;
+use serde::Deserialize;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use toolhost_contract::CancellationToken;
+use toolhost_contract::lsp::file_uri_path;
+use toolhost_jsonrpc::message::{self, ErrorObject, Id, Notification, Request, codes};
+use toolhost_protocol::lsp_ext::{
+    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
+    ReplaySessionParams, ReplaySessionResult, methods,
+};
+
+fn invalid_request(reason: &str) -> ErrorObject {
+    ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {reason}"))
+}
+
+/// Typed params; toolhost's own methods read a missing or null `params` as `{}`.
+fn params<P: DeserializeOwned>(
+    params: Option<Value>,
+    empty_object: bool,
+) -> Result<P, ErrorObject> {
+    let value = match params {
+        None | Some(Value::Null) if empty_object => json!({}),
+        None => return Err(ErrorObject::invalid_params("Invalid params: missing params")),
+        Some(value) => value,
+    };
+    serde_json::from_value(value)
+        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))
+}
+
+/// Handles one request (on the reader thread: only bookkeeping here, the work is spawned).
+pub(super) fn request(state: &Arc<ServerState>, request: Request) {
+    let Request { id, method, params: raw } = request;
+    let phase = state.phase();
+    if phase == Phase::ShutDown {
+        return state.outbox.send_error(&id, &invalid_request("the server is shutting down"));
+    }
+    if method == "initialize" {
+        if phase != Phase::Uninitialized {
+            return state
+                .outbox
+                .send_error(&id, &invalid_request("initialize was already received"));
+        }
+        // Set before the task exists, so its own transition to Initialized is never undone.
+        state.set_phase(Phase::Initializing);
+        let task_state = Arc::clone(state);
+        let started = spawn(state, id, async move {
+            let result = initialize(&task_state, raw).await;
+            if result.is_err() {
+                task_state.set_phase(Phase::Uninitialized);
+            }
+            result
+        });
+        if !started {
+            state.set_phase(Phase::Uninitialized);
+        }
+        return;
+    }
+    if phase != Phase::Initialized {
+        return state.outbox.send_error(
+            &id,
+            &ErrorObject::new(codes::SERVER_NOT_INITIALIZED, "server not initialized"),
+        );
+    }
+    let task_state = Arc::clone(state);
+    match method.as_str() {
+        "shutdown" => {
+            state.set_phase(Phase::ShutDown);
+            match message::encode_result(&id, &Value::Null) {
+                Ok(body) => state.outbox.send(body),
+                Err(err) => state.outbox.send_error(&id, &ErrorObject::internal(err.to_string())),
+            }
+        }
+        methods::LIST_TOOLS => {
+            spawn(state, id, async move {
+                Ok(ListToolsResult { tools: task_state.host()?.registry().descriptors() })
+            });
+        }
+        methods::CALL_TOOL => {
+            spawn(state, id, async move {
+                let p: CallToolParams = params(raw, true)?;
+                run_call(&task_state, p.name, p.arguments, p.call_id).await
+            });
+        }
+        methods::LIST_SESSIONS => {
+            spawn(state, id, async move {
+                let p: ListSessionsParams = params(raw, true)?;
+                list_sessions(&task_state, p)
+            });
+        }
+        methods::REPLAY_SESSION => {
+            spawn(state, id, async move {
+                let p: ReplaySessionParams = params(raw, true)?;
+                replay_session(&task_state, p)
+            });
+        }
+        "workspace/executeCommand" => {
+            spawn(state, id, async move { execute_command(&task_state, raw).await });
+        }
+        #[cfg(feature = "test-tools")]
+        crate::test_tools::PANIC_METHOD if crate::test_tools::enabled() => {
+            spawn(state, id, async move { crate::test_tools::panic_in_handler() });
+        }
+        _ => state.outbox.send_error(
+            &id,
+            &ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {method}")),
+        ),
+    }
+}
+
+/// Runs `work` as a task answering request `id`: its result, its error, `-32800` when the
+/// client cancels it first, or an internal error when it panics. Returns `false` (and answers
+/// `-32600`) when a request with the same id is still running.
+fn spawn<T, F>(state: &Arc<ServerState>, id: Id, work: F) -> bool
+where
+    T: Serialize + Send + 'static,
+    F: Future<Output = Result<T, ErrorObject>> + Send + 'static,
+{
+    let token = CancellationToken::new();
+    {
+        let Ok(mut requests) = state.requests.lock() else { return false };
+        if requests.contains_key(&id) {
+            drop(requests);
+            state.outbox.send_error(&id, &invalid_request(&format!("request id {id} is in use")));
+            return false;
+        }
+        requests.insert(id.clone(), token.clone());
+    }
+    let state = Arc::clone(state);
+    state.runtime.clone().spawn(async move {
+        let outcome = tokio::select! {
+            outcome = AssertUnwindSafe(work).catch_unwind() => Some(outcome),
+            () = token.cancelled() => None,
+        };
+        if let Ok(mut requests) = state.requests.lock() {
+            requests.remove(&id);
+        }
+        let body = match outcome {
+            None => message::encode_error(&id, &ErrorObject::cancelled()),
+            Some(Err(_)) => message::encode_error(
+                &id,
+                &ErrorObject::internal("internal error: the request handler panicked"),
+            ),
+            Some(Ok(Err(error))) => message::encode_error(&id, &error),
+            Some(Ok(Ok(value))) => message::encode_result(&id, &value).unwrap_or_else(|e| {
+                message::encode_error(
+                    &id,
+                    &ErrorObject::internal(format!("unencodable result: {e}")),
+                )
+            }),
+        };
+        state.outbox.send(body);
+    });
+    true
+}
+
+/// Handles one notification, in order, on the reader thread (`exit` never gets here).
+pub(super) fn notification(state: &Arc<ServerState>, note: Notification) {
+    let params = note.params.unwrap_or(Value::Null);
+    if note.method == "$/cancelRequest" {
+        if let Some(id) = params.get("id").and_then(Id::from_value)
+            && let Ok(requests) = state.requests.lock()
+            && let Some(token) = requests.get(&id)
+        {
+            token.cancel();
+        }
+        return;
+    }
+    // Before initialize every notification but `exit` is dropped; afterwards only document
+    // changes matter.
+    if let Some(host) = state.host.get() {
+        state.documents.notification(host.workspace(), &note.method, params);
+    }
+}
+
+#[derive(Deserialize)]
+struct WorkspaceFolder {
+    uri: String,
+}
+
+/// The members of `initialize` params toolhost reads; the rest may be anything.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams {
+    #[serde(default)]
+    process_id: Option<i32>,
+    #[serde(default)]
+    root_uri: Option<String>,
+    #[serde(default)]
+    workspace_folders: Option<Vec<WorkspaceFolder>>,
+    capabilities: Map<String, Value>,
+    #[serde(default)]
+    initialization_options: Option<Value>,
+}
+
+async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Value, ErrorObject> {
+    let params: InitializeParams = params(raw, false)?;
+    let mut roots: Vec<PathBuf> = params
+        .workspace_folders
+        .iter()
+        .flatten()
+        .filter_map(|folder| file_uri_path(&folder.uri))
+        .collect();
+    if roots.is_empty()
+        && let Some(path) = params.root_uri.as_deref().and_then(file_uri_path)
+    {
+        roots.push(path);
+    }
+    if roots.is_empty() {
+        let cwd = std::env::current_dir()
+            .map_err(|e| ErrorObject::internal(format!("no workspace: {e}")))?;
+        roots.push(cwd);
+    }
+    let primary = roots[0].clone();
+    let init = PartialConfig::from_json(
+        "initializationOptions",
+        params.initialization_options.as_ref().unwrap_or(&Value::Null),
+    )
+    .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let requested = init.session_id().map(str::to_owned);
+    let mut sources = Sources::load(&primary, crate::config::user_config_path().as_deref())
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    sources.init_options = Some(init);
+    let config = sources.resolve(&primary);
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let sessions = session::sessions_dir(&config, state.options.session_dir.as_deref())
+        .map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let id = requested.unwrap_or_else(toolhost_session::new_session_id);
+    let opened = session::open_session(&sessions, &primary, &id).map_err(|e| {
+        ErrorObject::new(-32001, format!("cannot open session {id}: {e}"))
+            .with_data(json!({"code": e.code()}))
+    })?;
+    let mut host = Host::new(
+        &config,
+        HostOptions {
+            roots,
+            read_only_roots: vec![opened.blob_dir()],
+            session_id: Some(id.clone()),
+            ledger: Arc::clone(&opened.ledger),
+            spill: Some(opened.spill()),
+            session: Some(Arc::clone(&opened.log)),
+        },
+    )
+    .map_err(|e| ErrorObject::internal(e.to_string()))?;
+    // Tool bodies reach the editor through this capability (the host is not shared yet).
+    host.insert_capability(state.editor.clone());
+    let provider = params
+        .capabilities
+        .get("experimental")
+        .and_then(|e| e.pointer("/toolhost/lspProvider"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if provider {
+        host.lsp().set_editor(Some(EditorLspProvider::handle(state.editor.clone())));
+    }
+    let host = Arc::new(host);
+    let _ = state.watch_events.set(crate::watcher::spawn(Arc::clone(&host), state.stop.clone()));
+    let _ = state.host.set(host);
+    let _ = state.opened.set(opened);
+    if let Ok(mut pid) = state.client_pid.lock() {
+        *pid = params.process_id;
+    }
+    // Initialized before the result is written, so a client that waits for the result never
+    // sees a spurious -32002.
+    state.set_phase(Phase::Initialized);
+    Ok(json!({
+        "capabilities": {
+            "textDocumentSync": {"openClose": true, "change": 1, "save": {"includeText": false}},
+            "executeCommandProvider": {"commands": [methods::CALL_TOOL_COMMAND]},
+            "experimental": {"toolhost": {"version": env!("CARGO_PKG_VERSION"), "sessionId": id}}
+        },
+        "serverInfo": {"name": "toolhost", "version": env!("CARGO_PKG_VERSION")}
+    }))
+}
+
+/// Runs one tool call as its own task, so a cancelled request never abandons the body: the
+/// call's token is cancelled, and the body is still awaited to its end and logged.
+async fn run_call(
+    state: &Arc<ServerState>,
+    name: String,
+    arguments: Value,
+    call_id: Option<String>,
+) -> Result<CallToolResult, ErrorObject> {
+    let host = state.host()?;
+    let call_id = call_id.unwrap_or_else(new_call_id);
+    let token = CancellationToken::new();
+    {
+        let mut calls =
+            state.calls.lock().map_err(|_| ErrorObject::internal("call table poisoned"))?;
+        if calls.contains_key(&call_id) {
+            return Err(ErrorObject::invalid_params(format!(
+                "call id {call_id:?} is already running"
+            )));
+        }
+        calls.insert(call_id.clone(), token.clone());
+    }
+    // Dropping this future (the request was cancelled) cancels the call.
+    let guard = token.clone().drop_guard();
+    state.active.fetch_add(1, Ordering::SeqCst);
+    let task_state = Arc::clone(state);
+    let task_host = Arc::clone(&host);
+    let task_id = call_id.clone();
+    let task = tokio::spawn(async move {
+        let (state, host) = (task_state, task_host);
+        let prepared = host.prepare(&task_id, &name, arguments);
+        let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
+        let outcome = {
+            let _permit = if safe {
+                Permit::Shared(Arc::clone(&state.barrier).read_owned().await)
+            } else {
+                Permit::Exclusive(Arc::clone(&state.barrier).write_owned().await)
+            };
+            state.editor.notify(methods::CARD, &host.pending_card(&prepared));
+            host.run(prepared, token).await
+        };
+        // The final card goes out at once (the client draws it while the response is encoded),
+        // and even when the request was cancelled and nobody awaits this task.
+        if let Ok(outcome) = &outcome {
+            state.editor.notify(methods::CARD, &outcome.card);
+        }
+        if let Ok(mut calls) = state.calls.lock() {
+            calls.remove(&task_id);
+        }
+        if state.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+            state.idle.notify_waiters();
+        }
+        outcome
+    });
+    let joined = task.await;
+    guard.disarm();
+    let outcome = match joined {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(err)) => return Err(ErrorObject::internal(err.to_string())),
+        Err(err) => {
+            return Err(ErrorObject::internal(format!(
+                "internal error: the call task failed: {err}"
+            )));
+        }
+    };
+    Ok(CallToolResult {
+        session_id: host.session_id().map(str::to_owned),
+        call_id: outcome.call_id,
+        result: outcome.finalized.result,
+        card: outcome.card,
+    })
+}
+
+/// A barrier permit, held (never read) until the call ends.
+#[allow(dead_code)]
+enum Permit {
+    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
+    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+fn list_sessions(
+    state: &ServerState,
+    params: ListSessionsParams,
+) -> Result<ListSessionsResult, ErrorObject> {
+    let host = state.host()?;
+    let opened = state.opened.get().ok_or_else(|| ErrorObject::internal("no session"))?;
+    Ok(session::list(&opened.sessions_dir, host.root(), params.all))
+}
+
+fn replay_session(
+    state: &ServerState,
+    params: ReplaySessionParams,
+) -> Result<ReplaySessionResult, ErrorObject> {
+    let host = state.host()?;
+    let opened = state.opened.get().ok_or_else(|| ErrorObject::internal("no session"))?;
+    let path = if params.session_id == opened.log.id() {
+        opened.log.log_path().to_path_buf()
+    } else {
+        let key = session::workspace_key_of(host.root());
+        toolhost_session::session_dir(&opened.sessions_dir, &key, &params.session_id)
+            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?
+            .join(toolhost_session::LOG_FILE_NAME)
+    };
+    let calls = session::replay(host.registry(), &path).map_err(|e| {
+        ErrorObject::new(-32001, format!("cannot replay session {}: {e}", params.session_id))
+            .with_data(json!({"code": e.code()}))
+    })?;
+    Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect() })
+}
+
+#[derive(Deserialize)]
+struct ExecuteCommandParams {
+    command: String,
+    #[serde(default)]
+    arguments: Option<Vec<Value>>,
+}
+
+async fn execute_command(
+    state: &Arc<ServerState>,
+    raw: Option<Value>,
+) -> Result<CallToolResult, ErrorObject> {
+    let params: ExecuteCommandParams = params(raw, false)?;
+    if params.command != methods::CALL_TOOL_COMMAND {
+        return Err(ErrorObject::invalid_params(format!("unknown command {:?}", params.command)));
+    }
+    let mut args = params.arguments.unwrap_or_default().into_iter();
+    let Some(Value::String(name)) = args.next() else {
+        return Err(ErrorObject::invalid_params(
+            "toolhost.callTool expects arguments [name, argumentsObject]",
+        ));
+    };
+    let arguments = args.next().unwrap_or_else(|| json!({}));
+    run_call(state, name, arguments, None).await
+}
