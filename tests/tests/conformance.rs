@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
 use toolhost_harness::runner::{SESSION_ID, program_exists};
-use toolhost_harness::scenario::{Scenario, Step, apply_external, check_step, substitute};
+use toolhost_harness::scenario::{
+    Scenario, Step, apply_external, bless_requested, bless_step, check_step, substitute,
+};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
 use toolhost_server::session::open_session;
@@ -42,6 +44,8 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     )
     .unwrap();
     let workspace = host.root_display().to_owned();
+    // Bless mode (UPDATE_EXPECT=1): expectations are rewritten, not checked.
+    let mut raw = bless_requested().then(|| scenario.raw_steps().unwrap());
     let mut problems = Vec::new();
     for (idx, step) in scenario.steps.iter().enumerate() {
         match step {
@@ -58,6 +62,10 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                     .unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
                 let card = serde_json::to_value(&outcome.card).unwrap();
+                if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {
+                    bless_step(step, &result, &card, &workspace);
+                    continue;
+                }
                 for p in check_step(expect, &result, &card, &workspace) {
                     problems.push(format!("step {idx} ({tool}): {p}"));
                 }
@@ -66,6 +74,12 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                 }
             }
         }
+    }
+    host.shutdown().await;
+    if let Some(raw) = raw {
+        scenario.write_raw_steps(&raw).unwrap();
+        scenario.bless_after(&root).unwrap();
+        return problems;
     }
     problems.extend(scenario.check_after(&root).unwrap());
     problems

@@ -1,5 +1,10 @@
-//! Project tasks: `cargo xtask test` installs what the test suites need (idempotently) and runs
-//! every suite; `cargo xtask demo` runs the main job on the embedded sample workspace.
+//! Project tasks:
+//! - `cargo xtask test` installs what the suites need (idempotently) and runs every suite, quietly:
+//!   the servers' logs go to `test-output/server.log`, shown (tail) and kept only on failure
+//!   (`--verbose` shows everything as it happens);
+//! - `cargo xtask demo` runs the main job on the embedded sample workspace;
+//! - `cargo xtask dist` writes the release binary and the VS Code extension (`.vsix`, with that
+//!   binary inside) to `dist/`.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -10,9 +15,12 @@ fn main() -> ExitCode {
     let res = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(),
+        Some("dist") => dist().map(drop),
         Some("install-deps") => install_deps(),
         _ => {
-            eprintln!("usage: cargo xtask <test|demo|install-deps>");
+            eprintln!(
+                "usage: cargo xtask <test [--verbose] [cargo test args]|demo|dist|install-deps>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -32,12 +40,22 @@ fn project_root() -> PathBuf {
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
-    eprintln!("xtask: running {cmd:?}");
-    let status = cmd.status().with_context(|| format!("cannot start {cmd:?}"))?;
+    eprintln!("xtask: running {}", describe(cmd));
+    let status = cmd.status().with_context(|| format!("cannot start {}", describe(cmd)))?;
     if !status.success() {
-        bail!("{cmd:?} failed with {status}");
+        bail!("{} failed with {status}", describe(cmd));
     }
     Ok(())
+}
+
+/// The command line, without the environment noise of `{:?}`.
+fn describe(cmd: &Command) -> String {
+    let mut text = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        text.push(' ');
+        text.push_str(&arg.to_string_lossy());
+    }
+    text
 }
 
 fn cargo() -> Command {
@@ -103,6 +121,9 @@ fn install_deps() -> Result<()> {
     if !have("npm") {
         apt.extend(["nodejs", "npm"]);
     }
+    if !have("unzip") {
+        apt.push("unzip");
+    }
     if !apt.is_empty() {
         let sudo = if have("sudo") && !is_root() { "sudo " } else { "" };
         run(Command::new("sh").args([
@@ -142,34 +163,166 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0"))
 }
 
+/// The servers' log of a test run: every `toolhost serve` the suites start appends to it.
+fn server_log() -> PathBuf {
+    project_root().join("test-output").join("server.log")
+}
+
 /// Every suite: formatting, lints, the Rust tests (unit, integration, conformance in-process),
-/// the conformance scenarios over stdio, the Neovim suites and the VS Code suites.
-fn test(extra: &[String]) -> Result<()> {
+/// the conformance scenarios over stdio, the Neovim suites, the install steps of the README
+/// (`cargo install`, `cargo xtask dist`) and the VS Code suites on the `.vsix` from `dist/`.
+fn test(args: &[String]) -> Result<()> {
+    let verbose = args.iter().any(|a| a == "--verbose");
+    let extra: Vec<&String> = args.iter().filter(|a| *a != "--verbose").collect();
     install_deps()?;
+    let log = server_log();
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let _ = std::fs::remove_file(&log);
+    let outcome = run_suites(&extra, verbose, &log);
+    match &outcome {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&log);
+        }
+        Err(_) => show_log_tail(&log),
+    }
+    outcome
+}
+
+fn show_log_tail(log: &Path) {
+    let Ok(text) = std::fs::read_to_string(log) else { return };
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(40)..];
+    eprintln!(
+        "xtask: the servers' log is kept at {} ({} lines); its end:",
+        log.display(),
+        lines.len()
+    );
+    for line in tail {
+        eprintln!("  {line}");
+    }
+}
+
+fn run_suites(extra: &[&String], verbose: bool, log: &Path) -> Result<()> {
+    let root = project_root();
+    // Every server the suites start logs to the file instead of the test output.
+    let quiet = |cmd: &mut Command| {
+        if !verbose {
+            cmd.env("TOOLHOST_LOG_FILE", log);
+        }
+    };
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    run(cargo().args(["test", "--workspace"]).args(extra).env("PATH", test_path()))?;
+    let mut tests = cargo();
+    tests.args(["test", "--workspace"]).args(extra).env("PATH", test_path());
+    if !verbose {
+        tests.arg("--quiet");
+    }
+    quiet(&mut tests);
+    run(&mut tests)?;
     // The conformance scenarios again, over stdio against the real binary.
-    run(cargo().args(["build", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
-    let root = project_root();
-    run(Command::new(root.join("target/debug/toolhost-harness"))
+    run(cargo().args(["build", "--quiet", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
+    let mut conformance = Command::new(root.join("target/debug/toolhost-harness"));
+    conformance
         .current_dir(&root)
         .args(["run", "editor-clients/conformance", "--bin"])
         .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path()))?;
+        .env("PATH", test_path());
+    quiet(&mut conformance);
+    run(&mut conformance)?;
     // The Neovim client: real headless Neovim 0.11 (installed by the script) and the real binary.
-    run(Command::new("bash")
+    let mut neovim = Command::new("bash");
+    neovim
         .current_dir(&root)
         .arg("editor-clients/neovim/tests/run.sh")
         .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path()))?;
-    // The VS Code extension: unit tests, then real VS Code (code-server + headless Chromium).
-    run(Command::new("bash")
+        .env("PATH", test_path());
+    quiet(&mut neovim);
+    run(&mut neovim)?;
+    // The README's install steps, as a user runs them.
+    let vsix = dist()?;
+    install_binary()?;
+    // The VS Code extension: unit tests, then real VS Code (code-server + headless Chromium)
+    // with the `.vsix` from `dist/` installed.
+    let mut vscode = Command::new("bash");
+    vscode
         .current_dir(&root)
         .arg("vscode-extension/scripts/test.sh")
         .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path()))?;
+        .env("PATH", test_path())
+        .env("TOOLHOST_VSIX", &vsix);
+    quiet(&mut vscode);
+    run(&mut vscode)?;
     Ok(())
+}
+
+/// `cargo install --locked --path server/server` (into a scratch root, sharing this checkout's
+/// build), then the installed `toolhost --version`.
+fn install_binary() -> Result<()> {
+    let scratch = project_root().join("target").join("install-check");
+    let _ = std::fs::remove_dir_all(&scratch);
+    run(cargo()
+        .args(["install", "--locked", "--quiet", "--path", "server/server", "--root"])
+        .arg(&scratch)
+        .args(["--target-dir", "target"]))?;
+    let installed = scratch.join("bin").join("toolhost");
+    let out = Command::new(&installed)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("cannot run {}", installed.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout);
+    let want = format!("toolhost {}", env!("CARGO_PKG_VERSION"));
+    if !out.status.success() || version.trim() != want {
+        bail!("the installed toolhost --version printed {version:?}, expected {want:?}");
+    }
+    eprintln!("xtask: cargo install works: {}", version.trim());
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+/// The VS Code platform of this machine, for a `.vsix` that carries a native binary.
+fn vscode_target() -> Result<&'static str> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok("linux-x64"),
+        "aarch64" => Ok("linux-arm64"),
+        other => bail!("no VS Code target for architecture {other}"),
+    }
+}
+
+/// `dist/toolhost` (the release binary) and `dist/toolhost-<version>-<target>.vsix` (the
+/// extension with that binary as `bin/toolhost`, which it runs unless `toolhost.serverPath` says
+/// otherwise). Returns the `.vsix` path.
+fn dist() -> Result<PathBuf> {
+    let root = project_root();
+    let dist = root.join("dist");
+    std::fs::create_dir_all(&dist).with_context(|| format!("cannot create {}", dist.display()))?;
+    run(cargo().args(["build", "--release", "--locked", "--quiet", "-p", "toolhost-server"]))?;
+    let binary = root.join("target/release/toolhost");
+    let copy = |to: &Path| -> Result<()> {
+        std::fs::copy(&binary, to)
+            .with_context(|| format!("cannot copy {} to {}", binary.display(), to.display()))?;
+        Ok(())
+    };
+    copy(&dist.join("toolhost"))?;
+    let extension = root.join("vscode-extension");
+    let bundled = extension.join("bin");
+    std::fs::create_dir_all(&bundled)
+        .with_context(|| format!("cannot create {}", bundled.display()))?;
+    copy(&bundled.join("toolhost"))?;
+    run(Command::new("npm").current_dir(&extension).args(["ci", "--no-audit", "--no-fund"]))?;
+    let target = vscode_target()?;
+    let vsix = dist.join(format!("toolhost-{}-{target}.vsix", env!("CARGO_PKG_VERSION")));
+    let _ = std::fs::remove_file(&vsix);
+    run(Command::new("npx")
+        .current_dir(&extension)
+        .args(["--no-install", "vsce", "package", "--target", target, "--out"])
+        .arg(&vsix))?;
+    if !vsix.is_file() {
+        bail!("vsce wrote no {}", vsix.display());
+    }
+    eprintln!("xtask: wrote {} and {}", dist.join("toolhost").display(), vsix.display());
+    Ok(vsix)
 }
 
 /// The main job on the embedded default: the harness copies the sample workspace into a temp

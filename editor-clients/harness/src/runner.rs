@@ -2,7 +2,9 @@
 //! each tool step a `toolhost/callTool`, comparing value, content, meta, card and workspace-after.
 
 use crate::client::{Client, ClientError};
-use crate::scenario::{Scenario, Step, apply_external, check_step, substitute};
+use crate::scenario::{
+    Scenario, Step, apply_external, bless_requested, bless_step, check_step, substitute,
+};
 use serde_json::json;
 use std::path::Path;
 
@@ -64,25 +66,34 @@ pub fn run_scenario(
         Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], Client::no_handler())?;
     client.initialize(&root, init, json!({}))?;
     let workspace = root.display().to_string();
+    let io =
+        |e: crate::scenario::ScenarioError| ClientError::Io(std::io::Error::other(e.to_string()));
+    let bless = bless_requested();
+    let mut raw = if bless { Some(scenario.raw_steps().map_err(io)?) } else { None };
     let mut problems = Vec::new();
     for (idx, step) in scenario.steps.iter().enumerate() {
         match step {
-            Step::External { external } => apply_external(&root, external)
-                .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?,
+            Step::External { external } => apply_external(&root, external).map_err(io)?,
             Step::Tool { tool, args, expect } => {
                 let response = client.call_tool(tool, substitute(args, &workspace, None))?;
-                for p in check_step(expect, &response["result"], &response["card"], &workspace) {
+                let (result, card) = (&response["result"], &response["card"]);
+                if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {
+                    bless_step(step, result, card, &workspace);
+                    continue;
+                }
+                for p in check_step(expect, result, card, &workspace) {
                     problems.push(format!("step {idx} ({tool}): {p}"));
                 }
             }
         }
     }
     let _ = client.shutdown();
-    problems.extend(
-        scenario
-            .check_after(&root)
-            .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?,
-    );
+    if let Some(raw) = raw {
+        scenario.write_raw_steps(&raw).map_err(io)?;
+        scenario.bless_after(&root).map_err(io)?;
+        return Ok(problems);
+    }
+    problems.extend(scenario.check_after(&root).map_err(io)?);
     Ok(problems)
 }
 

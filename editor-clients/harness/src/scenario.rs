@@ -8,6 +8,11 @@
 //! that step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the
 //! failure's `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares each key
 //! it lists (a card's `callId` is never compared).
+//!
+//! Bless mode (`UPDATE_EXPECT=1`, like rust-analyzer's `UPDATE_EXPECT`): the runners rewrite each
+//! expectation a step lists with what the step produced (paths turned back into `${WORKSPACE}`
+//! and `${SPILL}`), and `after/` with the workspace afterwards — for changes made on purpose;
+//! review the diff before committing it.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -299,4 +304,190 @@ pub fn check_step(expect: &Expect, result: &Value, card: &Value, workspace: &str
         }
     }
     problems
+}
+
+/// Whether the runners should rewrite expectations instead of checking them.
+pub fn bless_requested() -> bool {
+    std::env::var("UPDATE_EXPECT").is_ok_and(|v| v == "1")
+}
+
+/// Turns a produced value back into an expectation: the workspace root and the spill locator
+/// become `${WORKSPACE}` and `${SPILL}` again.
+pub fn unsubstitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value {
+    match value {
+        Value::String(s) => {
+            let mut s = s.clone();
+            if let Some(spill) = spill.filter(|l| !l.is_empty()) {
+                s = s.replace(spill, "${SPILL}");
+            }
+            if !workspace.is_empty() {
+                s = s.replace(workspace, "${WORKSPACE}");
+            }
+            Value::String(s)
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| unsubstitute(v, workspace, spill)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter().map(|(k, v)| (k.clone(), unsubstitute(v, workspace, spill))).collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Rewrites the expectations step `raw` (its JSON in steps.json) lists with what the step
+/// produced. Returns whether anything changed.
+pub fn bless_step(raw: &mut Value, result: &Value, card: &Value, workspace: &str) -> bool {
+    let spill = spill_locator(result);
+    let Some(expect) = raw.get_mut("expect").and_then(Value::as_object_mut) else { return false };
+    let before = Value::Object(expect.clone());
+    let produced = |v: &Value| unsubstitute(v, workspace, spill.as_deref());
+    if expect.contains_key("isError") {
+        expect.insert("isError".into(), result.get("isError").cloned().unwrap_or(Value::Null));
+    }
+    for key in ["value", "content", "meta"] {
+        if expect.contains_key(key) {
+            expect.insert(key.into(), produced(result.get(key).unwrap_or(&Value::Null)));
+        }
+    }
+    if let Some(Value::Object(wanted)) = expect.get_mut("error") {
+        for (key, want) in wanted.iter_mut() {
+            *want = produced(result.get("error").and_then(|e| e.get(key)).unwrap_or(&Value::Null));
+        }
+    }
+    if let Some(Value::Object(wanted)) = expect.get_mut("card") {
+        for (key, want) in wanted.iter_mut() {
+            *want = produced(card.get(key).unwrap_or(&Value::Null));
+        }
+    }
+    Value::Object(expect.clone()) != before
+}
+
+impl Scenario {
+    /// steps.json as plain JSON, for bless mode.
+    pub fn raw_steps(&self) -> Result<Value, ScenarioError> {
+        let path = self.dir.join("steps.json");
+        read_json(&path)?.ok_or_else(|| ScenarioError::Invalid {
+            path: path.display().to_string(),
+            detail: "missing steps.json".to_owned(),
+        })
+    }
+
+    /// Writes steps.json in the folders' style: one line per step key and expectation, values
+    /// compact.
+    pub fn write_raw_steps(&self, steps: &Value) -> Result<(), ScenarioError> {
+        let path = self.dir.join("steps.json");
+        fs::write(&path, format_steps(steps)).map_err(io_err(&path))
+    }
+
+    /// Replaces `after/` with the workspace at `root` (or removes it when the workspace equals
+    /// `before/`).
+    pub fn bless_after(&self, root: &Path) -> Result<(), ScenarioError> {
+        let before = self.dir.join("before");
+        let after = self.dir.join("after");
+        let actual = snapshot(root)?;
+        let original = if before.is_dir() { snapshot(&before)? } else { BTreeMap::new() };
+        if after.is_dir() {
+            fs::remove_dir_all(&after).map_err(io_err(&after))?;
+        }
+        if actual == original {
+            return Ok(());
+        }
+        for (rel, bytes) in actual {
+            let target = after.join(&rel);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            fs::write(&target, bytes).map_err(io_err(&target))?;
+        }
+        Ok(())
+    }
+}
+
+/// `[` + one object per step, each key on its own line (expectations one level deeper), every
+/// value compact with `": "` and `", "` separators.
+fn format_steps(steps: &Value) -> String {
+    let Some(items) = steps.as_array() else { return format!("{}\n", compact(steps)) };
+    let mut out = String::from("[\n");
+    for (i, step) in items.iter().enumerate() {
+        out.push_str("  {\n");
+        if let Some(map) = step.as_object() {
+            let last = map.len().saturating_sub(1);
+            for (j, (key, value)) in map.iter().enumerate() {
+                let comma = if j < last { "," } else { "" };
+                match (key.as_str(), value.as_object()) {
+                    ("expect", Some(expect)) => {
+                        out.push_str("    \"expect\": {\n");
+                        let inner_last = expect.len().saturating_sub(1);
+                        for (k, (ek, ev)) in expect.iter().enumerate() {
+                            let c = if k < inner_last { "," } else { "" };
+                            out.push_str(&format!(
+                                "      {}: {}{c}\n",
+                                compact(&Value::from(ek.as_str())),
+                                compact(ev)
+                            ));
+                        }
+                        out.push_str(&format!("    }}{comma}\n"));
+                    }
+                    _ => out.push_str(&format!(
+                        "    {}: {}{comma}\n",
+                        compact(&Value::from(key.as_str())),
+                        compact(value)
+                    )),
+                }
+            }
+        }
+        out.push_str(if i + 1 < items.len() { "  },\n" } else { "  }\n" });
+    }
+    out.push_str("]\n");
+    out
+}
+
+/// Compact JSON with a space after `:` and `,` (the scenario files' style).
+fn compact(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(compact).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), compact(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bless_rewrites_only_the_listed_expectations_with_placeholders() {
+        let mut raw = json!({"tool": "read", "args": {}, "expect": {
+            "isError": true,
+            "content": [{"type": "text", "text": "old"}],
+            "card": {"title": "old", "rendered": "old"}
+        }});
+        let result = json!({"isError": false, "value": {"path": "/tmp/w/a.txt"},
+            "content": [{"type": "text", "text": "<path>/tmp/w/a.txt</path>"}]});
+        let card = json!({"title": "Read a.txt", "rendered": "read Read a.txt · completed", "kind": "read"});
+        assert!(bless_step(&mut raw, &result, &card, "/tmp/w"));
+        assert_eq!(
+            raw["expect"],
+            json!({"isError": false,
+                "content": [{"type": "text", "text": "<path>${WORKSPACE}/a.txt</path>"}],
+                "card": {"title": "Read a.txt", "rendered": "read Read a.txt · completed"}})
+        );
+        assert!(!bless_step(&mut raw, &result, &card, "/tmp/w"), "blessing twice changes nothing");
+        let text = format_steps(&json!([raw]));
+        assert!(text.starts_with(
+            "[\n  {\n    \"tool\": \"read\",\n    \"args\": {},\n    \"expect\": {\n"
+        ));
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!([raw]));
+    }
 }

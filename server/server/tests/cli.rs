@@ -158,3 +158,57 @@ fn a_spill_can_be_read_back_through_its_locator() {
         String::from_utf8_lossy(&denied.stdout)
     );
 }
+
+#[test]
+fn session_last_continues_the_newest_session_so_a_read_authorizes_the_next_edit() {
+    let (_dir, ws, state) = setup();
+    let edit = r#"{"file_path":"a.txt","old_string":"world","new_string":"there"}"#;
+    // Without a session, each call starts a new one: the edit is refused.
+    let read = toolhost(&ws, &state, &["call", "read", r#"{"file_path":"a.txt"}"#, "--json"]);
+    let first: Value = serde_json::from_slice(&read.stdout).unwrap();
+    let refused = toolhost(&ws, &state, &["call", "edit", edit]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("edit requires reading"));
+    // The refused edit's session is now the newest; read and edit with `last` continue it.
+    let read = toolhost(
+        &ws,
+        &state,
+        &["call", "read", r#"{"file_path":"a.txt"}"#, "--session", "last", "--json"],
+    );
+    let second: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_ne!(second["sessionId"], first["sessionId"]);
+    let out = toolhost(&ws, &state, &["call", "edit", edit, "--session", "last", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let edited: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(edited["sessionId"], second["sessionId"]);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "hello\nthere\n");
+    // `replay last` shows that session's cards.
+    let replay = toolhost(&ws, &state, &["replay", "last"]);
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        text.contains("read Read a.txt · completed")
+            && text.contains("edit Edit a.txt · completed")
+    );
+
+    // A session held by another process (a running editor) is skipped.
+    let sessions = state.join("toolhost").join("sessions");
+    let canonical = ws.canonicalize().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (_held, _) =
+        toolhost_session::SessionLog::open(&sessions, &canonical, "zz-held", true).unwrap();
+    let out = toolhost(
+        &ws,
+        &state,
+        &[
+            "call",
+            "edit",
+            r#"{"file_path":"a.txt","old_string":"there","new_string":"again"}"#,
+            "--session",
+            "last",
+            "--json",
+        ],
+    );
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["sessionId"], second["sessionId"], "the held session must be skipped");
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -28,6 +28,16 @@ impl PathLocks {
         };
         PathLock { key: key.to_owned(), _guard: mutex.lock_owned().await }
     }
+
+    /// The lock of `key` if nobody holds it now (no waiting; usable off the async threads).
+    pub(crate) fn try_lock(&self, key: &str) -> Option<PathLock> {
+        let mutex = {
+            let mut table = self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            table.entry(key.to_owned()).or_default().clone()
+        };
+        let guard = mutex.try_lock_owned().ok()?;
+        Some(PathLock { key: key.to_owned(), _guard: guard })
+    }
 }
 
 /// Holds one path's lock until dropped.

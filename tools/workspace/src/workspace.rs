@@ -241,7 +241,22 @@ impl Workspace {
     }
 
     async fn read_impl(&self, input: &str, limit: Option<u64>) -> Result<ReadFile, FsError> {
-        let target = self.resolve_for(input, Op::Read).await?;
+        // One trip off the async threads when the path's lock is free (the common case):
+        // resolve, lock and read together; a held lock is then awaited like any other.
+        let owned = input.to_owned();
+        let fast = self
+            .blocking(Op::Read, input, move |ws| {
+                let target = ws.resolve_blocking(&owned, Op::Read)?;
+                match ws.shared.locks.try_lock(&target.key()) {
+                    Some(_lock) => ws.read_blocking(&target, limit).map(Ok),
+                    None => Ok(Err(target)),
+                }
+            })
+            .await?;
+        let target = match fast {
+            Ok(file) => return Ok(file),
+            Err(target) => target,
+        };
         let _lock = self.shared.locks.lock(&target.key()).await;
         self.blocking(Op::Read, input, move |ws| ws.read_blocking(&target, limit)).await
     }

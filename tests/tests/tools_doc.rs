@@ -1,0 +1,349 @@
+//! `docs/tools.md` stays true: each tool's generated block — its description, annotations,
+//! arguments, canonical value schema and a real example (arguments, Native text, meta, card) —
+//! comes from the registry and from real calls on a small workspace, and every error code the
+//! tools produce (as the conformance scenarios pin them) is documented. The test fails on drift;
+//! `UPDATE_DOCS=1 cargo test -p toolhost-tests --test tools_doc` rewrites the blocks.
+//!
+//! The lsp example needs clangd on `PATH` (`cargo xtask test` installs it); without it the test
+//! fails rather than silently documenting less.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_contract::CancellationToken;
+use toolhost_protocol::lsp_ext::ToolDescriptor;
+use toolhost_server::config::Config;
+use toolhost_server::host::{Host, HostOptions};
+use toolhost_workspace::Ledger;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The example workspace: small, with fixed content and modification times.
+fn example_workspace(root: &Path) {
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let files = [
+        (
+            "src/greet.c",
+            "#include <stdio.h>\n\nvoid greet(const char *name) {\n    printf(\"Hello, %s!\\n\", name);\n}\n",
+        ),
+        (
+            "src/main.c",
+            "static int add(int a, int b) {\n    return a + b;\n}\n\nint main(void) {\n    return add(1, 2) - 3;\n}\n",
+        ),
+        ("README.md", "# Example\n\nA workspace for the tool examples.\n"),
+    ];
+    for (i, (path, text)) in files.iter().enumerate() {
+        let full = root.join(path);
+        std::fs::write(&full, text).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&full).unwrap();
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + i as u64);
+        file.set_modified(time).unwrap();
+    }
+}
+
+/// One documented example call.
+struct Example {
+    tool: &'static str,
+    args: Value,
+}
+
+fn examples() -> Vec<Example> {
+    vec![
+        Example {
+            tool: "read",
+            args: json!({"file_path": "src/greet.c", "offset": 3, "limit": 2}),
+        },
+        Example {
+            tool: "edit",
+            args: json!({"file_path": "src/greet.c", "old_string": "Hello", "new_string": "Hi"}),
+        },
+        Example {
+            tool: "write",
+            args: json!({"file_path": "notes.txt", "content": "first line\nsecond line\n"}),
+        },
+        Example { tool: "glob", args: json!({"pattern": "*.c"}) },
+        Example { tool: "grep", args: json!({"pattern": "greet|add", "include": "*.c"}) },
+        Example {
+            tool: "lsp",
+            args: json!({"operation": "goToDefinition", "file_path": "src/main.c", "line": 6, "character": 12}),
+        },
+    ]
+}
+
+/// Runs the examples in one host (in order: edit needs the read before it) and returns, per
+/// tool, its example section.
+async fn run_examples(root: &Path) -> Vec<(String, String)> {
+    let host = Host::new(
+        &Config::default(),
+        HostOptions {
+            roots: vec![root.to_path_buf()],
+            read_only_roots: Vec::new(),
+            session_id: None,
+            ledger: Arc::new(Ledger::new()),
+            spill: None,
+            session: None,
+        },
+    )
+    .unwrap();
+    let root_text = root.display().to_string();
+    let scrub = |text: &str| text.replace(&root_text, "/w");
+    let mut out = Vec::new();
+    for (i, example) in examples().into_iter().enumerate() {
+        let outcome = host
+            .call(
+                &format!("call_{i}"),
+                example.tool,
+                example.args.clone(),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        let result = &outcome.finalized.result;
+        assert!(!result.is_error(), "example {} failed: {:?}", example.tool, result.content());
+        let text = toolhost_protocol::content::joined_text(result.content());
+        let mut section = format!(
+            "**Example** — arguments `{}`\n\nNative text:\n\n```text\n{}\n```\n",
+            example.args,
+            scrub(&text)
+        );
+        if let Some(meta) = result.meta() {
+            section.push_str(&format!(
+                "\nMeta:\n\n```json\n{}\n```\n",
+                scrub(&serde_json::to_string_pretty(meta).unwrap())
+            ));
+        }
+        section.push_str(&format!(
+            "\nCard (`kind: {}`), as every client renders it:\n\n```text\n{}\n```\n",
+            outcome.card.kind.as_str(),
+            scrub(&outcome.card.rendered)
+        ));
+        out.push((example.tool.to_owned(), section));
+    }
+    host.shutdown().await;
+    out
+}
+
+fn type_of(schema: &Value, defs: &Value) -> String {
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let name = reference.rsplit('/').next().unwrap_or("");
+        let target = &defs[name];
+        if let Some(values) = target.get("enum").and_then(Value::as_array) {
+            let names: Vec<String> =
+                values.iter().filter_map(Value::as_str).map(|v| format!("`{v}`")).collect();
+            return format!("one of {}", names.join(", "));
+        }
+        return type_of(target, defs);
+    }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let names: Vec<String> =
+            values.iter().filter_map(Value::as_str).map(|v| format!("`{v}`")).collect();
+        return format!("one of {}", names.join(", "));
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "array" => {
+            format!("array of {}", type_of(schema.get("items").unwrap_or(&Value::Null), defs))
+        }
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(types)) => {
+            types.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or ")
+        }
+        _ => "any".to_owned(),
+    }
+}
+
+fn annotations_line(tool: &ToolDescriptor) -> String {
+    let a = tool.annotations;
+    let mut parts = Vec::new();
+    if a.read_only {
+        parts.push("read-only");
+    } else if a.destructive {
+        parts.push("changes files (destructive)");
+    } else {
+        parts.push("changes files");
+    }
+    if a.idempotent {
+        parts.push("idempotent");
+    }
+    parts.push(if a.open_world {
+        "reaches beyond the workspace"
+    } else {
+        "stays in the workspace"
+    });
+    format!("Annotations: {}.", parts.join(", "))
+}
+
+fn arguments_table(tool: &ToolDescriptor) -> String {
+    let schema = &tool.input_schema;
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    let required: BTreeSet<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = String::from("| argument | type | required | meaning |\n|---|---|---|---|\n");
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, prop) in props {
+            let description = prop
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .replace('\n', " ")
+                .replace('|', "\\|");
+            out.push_str(&format!(
+                "| `{name}` | {} | {} | {description} |\n",
+                type_of(prop, &defs),
+                if required.contains(name.as_str()) { "yes" } else { "no" }
+            ));
+        }
+    }
+    out
+}
+
+fn block(tool: &ToolDescriptor, example: Option<&str>) -> String {
+    let mut out = format!(
+        "{}\n\n{}\n\n{}\n**Canonical value** — the JSON the call returns to programs, validated \
+         against this schema:\n\n<details><summary>output schema</summary>\n\n```json\n{}\n```\n\n</details>\n",
+        tool.description,
+        annotations_line(tool),
+        arguments_table(tool),
+        serde_json::to_string_pretty(&tool.output_schema).unwrap()
+    );
+    if let Some(example) = example {
+        out.push('\n');
+        out.push_str(example);
+    }
+    out
+}
+
+fn begin_marker(name: &str) -> String {
+    format!(
+        "<!-- generated: {name} (UPDATE_DOCS=1 cargo test -p toolhost-tests --test tools_doc) -->"
+    )
+}
+
+fn end_marker(name: &str) -> String {
+    format!("<!-- end generated: {name} -->")
+}
+
+/// Replaces (or checks) the generated block of every tool; returns the tools whose block is
+/// missing or stale.
+fn apply(doc: &mut String, blocks: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, body) in blocks {
+        let (begin, end) = (begin_marker(name), end_marker(name));
+        let (Some(start), Some(stop)) = (doc.find(&begin), doc.find(&end)) else {
+            problems.push(format!("{name}: no generated block (add `{begin}` … `{end}`)"));
+            continue;
+        };
+        let inner_start = start + begin.len();
+        let wanted = format!("\n{body}");
+        if doc[inner_start..stop] != wanted {
+            problems.push(format!("{name}: generated block is stale"));
+            doc.replace_range(inner_start..stop, &wanted);
+        }
+    }
+    problems
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_reference_matches_the_registry_and_real_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    example_workspace(&root);
+    let descriptors = {
+        let host = Host::new(
+            &Config::default(),
+            HostOptions {
+                roots: vec![root.clone()],
+                read_only_roots: Vec::new(),
+                session_id: None,
+                ledger: Arc::new(Ledger::new()),
+                spill: None,
+                session: None,
+            },
+        )
+        .unwrap();
+        host.registry().descriptors()
+    };
+    let examples = run_examples(&root).await;
+    let blocks: Vec<(String, String)> = descriptors
+        .iter()
+        .map(|tool| {
+            let example = examples.iter().find(|(name, _)| *name == tool.name).map(|(_, s)| s);
+            (tool.name.clone(), block(tool, example.map(String::as_str)))
+        })
+        .collect();
+    let path = repo().join("docs/tools.md");
+    let mut doc = std::fs::read_to_string(&path).unwrap();
+    let problems = apply(&mut doc, &blocks);
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &doc).unwrap();
+        let missing: Vec<&String> =
+            problems.iter().filter(|p| p.contains("no generated")).collect();
+        assert!(missing.is_empty(), "{missing:#?}");
+        return;
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/tools.md is out of date (UPDATE_DOCS=1 cargo test -p toolhost-tests --test tools_doc): {problems:#?}"
+    );
+}
+
+/// Every `info.code` the conformance scenarios pin, and every code of the lsp tool, is
+/// documented (with its message) in docs/tools.md.
+#[test]
+fn every_error_code_is_documented() {
+    let doc = std::fs::read_to_string(repo().join("docs/tools.md")).unwrap();
+    let mut codes: BTreeSet<String> = [
+        "UNKNOWN_TOOL",
+        "INVALID_ARGS",
+        "INVALID_TOOL_OUTPUT",
+        "ABORTED",
+        "ABORTED_BEFORE_DISPATCH",
+        "TOOL_TIMEOUT",
+        "INTERNAL_ERROR",
+        "TOOL_OUTCOME_UNKNOWN",
+        "LSP_WORKSPACE_REQUIRED",
+        "LSP_UNAVAILABLE",
+        "LSP_MALFORMED_RESPONSE",
+        "LSP_UNSUPPORTED_OPERATION",
+        "LSP_DISPOSED",
+        "FS_ABORTED",
+        "FS_DIRTY_BUFFER",
+        "SEARCH_ABORTED",
+        "SEARCH_RAW_OUTPUT_OVERFLOW",
+        "SEARCH_FAILED",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    let scenarios = repo().join("editor-clients/conformance");
+    for entry in std::fs::read_dir(&scenarios).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("steps.json")) else { continue };
+        let steps: Value = serde_json::from_str(&text).unwrap();
+        collect_codes(&steps, &mut codes);
+    }
+    let missing: Vec<&String> = codes.iter().filter(|c| !doc.contains(&format!("`{c}`"))).collect();
+    assert!(missing.is_empty(), "error codes missing from docs/tools.md: {missing:?}");
+}
+
+fn collect_codes(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(code)) = map.get("code")
+                && code.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            {
+                out.insert(code.clone());
+            }
+            map.values().for_each(|v| collect_codes(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_codes(v, out)),
+        _ => {}
+    }
+}
