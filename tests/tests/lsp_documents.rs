@@ -1,4 +1,4 @@
-//! Editor buffers and external changes over the wire (design.md §4, B.11 row 12):
+//! Editor buffers and external changes over the wire (docs/protocol.md, Editor buffers):
 //! `didOpen`/`didChange` (full sync)/`didSave`/`didClose` tracking makes `edit` of a file with
 //! unsaved editor changes fail `FS_DIRTY_BUFFER` (never a silent overwrite); a buffer equal to
 //! the disk is not dirty; the workspace watcher lets a same-content rewrite (new mtime only)

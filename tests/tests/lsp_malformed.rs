@@ -1,4 +1,4 @@
-//! Malformed-input corpus of `toolhost serve` (style-and-reliability B.5, B.11 rows 2–3).
+//! Malformed-input corpus of `toolhost serve` (docs/protocol.md, Framing and Error codes).
 //!
 //! Body-level cases run in batches on one connection each (before `initialize`, after it, after
 //! `shutdown`, and with a 4 KiB body cap): every case gets its exact expected reply (code and id)

@@ -1,7 +1,8 @@
-//! Session resume over the wire (design.md §4, §6): `initializationOptions.session_id` resumes
-//! a session in a later server process, so a read in one process authorizes an edit in the next;
-//! another session id is not authorized (`FS_NOT_OBSERVED`). The initialize result reports the
-//! session as `capabilities.experimental.toolhost.sessionId`.
+//! Session resume over the wire (docs/protocol.md, Lifecycle; docs/design.md §6):
+//! `initializationOptions.session_id` resumes a session in a later server process, so a read in one
+//! process authorizes an edit in the next; another session id is not authorized
+//! (`FS_NOT_OBSERVED`). The initialize result reports the session as
+//! `capabilities.experimental.toolhost.sessionId`.
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/server.rs"]

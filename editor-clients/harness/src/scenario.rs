@@ -1,18 +1,18 @@
-//! Conformance scenarios (design.md §8): `editor-clients/conformance/<NNN-name>/` with
-//! `steps.json`, `before/` (the workspace), `after/` (the workspace afterwards; absent = unchanged),
-//! optional `mtimes.json` (`{path: seconds}`) and `requires.json` (`["clangd"]`).
+//! Conformance scenarios (docs/design.md §9): `editor-clients/conformance/<NNN-name>/` with
+//! `steps.json`, `before/` (the workspace), `after/` (the workspace afterwards; absent =
+//! unchanged), optional `mtimes.json` (`{path: seconds}`) and `requires.json` (`["clangd"]`).
 //!
 //! A step is `{tool, args, expect: {isError?, value?, content?, meta?, card?}}` or an external
 //! change `{"external": {"write": path, "content": text}}` / `{"external": {"touch": path}}`.
-//! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of
-//! that step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the
-//! failure's `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares each key
-//! it lists (a card's `callId` is never compared).
+//! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of that
+//! step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the failure's
+//! `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares
+//! each key it lists (a card's `callId` is never compared).
 //!
 //! Bless mode (`UPDATE_EXPECT=1`, like rust-analyzer's `UPDATE_EXPECT`): the runners rewrite each
-//! expectation a step lists with what the step produced (paths turned back into `${WORKSPACE}`
-//! and `${SPILL}`), and `after/` with the workspace afterwards — for changes made on purpose;
-//! review the diff before committing it.
+//! expectation a step lists with what the step produced (paths turned back into `${WORKSPACE}` and
+//! `${SPILL}`), and `after/` with the workspace afterwards — for changes made on purpose; review
+//! the diff before committing it.
 
 use serde::Deserialize;
 use serde_json::Value;

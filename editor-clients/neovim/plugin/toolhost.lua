@@ -38,8 +38,16 @@ local function on_buffer(buf)
   if vim.bo[buf].buftype ~= '' then
     return
   end
+  -- vim.lsp.enable('toolhost') (Neovim 0.11): the client starts from lsp/toolhost.lua; the
+  -- plugin still attaches what Neovim's FileType trigger misses (files without a filetype).
+  local lsp = package.loaded['vim.lsp']
+  local enabled = lsp ~= nil
+    and (
+      (type(lsp.is_enabled) == 'function' and lsp.is_enabled('toolhost'))
+      or (type(lsp._enabled_configs) == 'table' and lsp._enabled_configs.toolhost ~= nil)
+    )
   -- Attach to a running client even when auto-start is off.
-  if auto or package.loaded['toolhost.client'] then
+  if auto or enabled or package.loaded['toolhost.client'] then
     require('toolhost.client').attach(buf, auto)
   end
 end
@@ -62,6 +70,17 @@ if vim.v.vim_did_enter == 1 then
     end
   end)
 end
+
+vim.api.nvim_create_autocmd('LspAttach', {
+  group = group,
+  desc = 'toolhost: session and request-id watch of a toolhost client, however it started',
+  callback = function(ev)
+    local client = vim.lsp.get_client_by_id(ev.data.client_id)
+    if client and client.name == 'toolhost' then
+      require('toolhost.client').ready(client)
+    end
+  end,
+})
 
 vim.api.nvim_create_autocmd('ColorScheme', {
   group = group,

@@ -98,6 +98,12 @@ end
 
 --- Stops every LSP client and wipes every buffer (between tests).
 function H.reset()
+  -- Configs a test enabled (vim.lsp.enable) stay enabled otherwise.
+  for _, name in ipairs({ 'toolhost', 'clangd' }) do
+    if vim.lsp.is_enabled(name) then
+      vim.lsp.enable(name, false)
+    end
+  end
   for _, c in ipairs(vim.lsp.get_clients()) do
     c:stop()
   end

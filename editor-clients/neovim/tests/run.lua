@@ -72,7 +72,18 @@ test('plugin loads lazily and works without setup()', function()
   vim.fn.writefile(vim.fn.readfile(H.plugin_dir .. '/doc/toolhost.txt', 'b'), doc .. '/toolhost.txt', 'b')
   vim.cmd.helptags(doc)
   local tags = table.concat(vim.fn.readfile(doc .. '/tags'), '\n')
-  for _, tag in ipairs({ 'toolhost.txt', ':Toolhost', 'toolhost.setup()', 'g:toolhost', 'toolhost-provider' }) do
+  for _, tag in ipairs({
+    'toolhost.txt',
+    ':Toolhost',
+    'toolhost.setup()',
+    'g:toolhost',
+    'toolhost-provider',
+    'toolhost-provider-cancel',
+    'toolhost-install',
+    'toolhost-install-lazy',
+    'toolhost-install-packages',
+    'toolhost-enable',
+  }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
   vim.keymap.del('n', '<leader>tc')
@@ -160,8 +171,9 @@ test(':Toolhost call edit changes the file, reloads the buffer, shows inline hun
   table.sort(added, function(a, b)
     return a[1] < b[1]
   end)
+  H.eq(card.hunks[1].header, '@@ -3,7 +3,8 @@', 'hunk header from the server')
   H.eq(virt, {
-    { row = 2, above = true, lines = { { 'edit Edit a.txt  +2 -1', 'ToolhostInlineHeader' } } },
+    { row = 2, above = true, lines = { { 'edit Edit a.txt  @@ -3,7 +3,8 @@  +2 -1', 'ToolhostInlineHeader' } } },
     { row = 5, above = true, lines = { { 'line 6', 'ToolhostInlineDelete' } } },
   }, 'virtual lines: header at newStart (line 3), removed line above its replacement (line 6)')
   H.eq(added, { { 5, 'ToolhostInlineAdd' }, { 6, 'ToolhostInlineAdd' } }, 'added lines highlighted')
@@ -240,7 +252,8 @@ test('cards buffer shows each card rendered byte for byte, newest first, with hi
   )
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local hl = {}
-  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, require('toolhost.cards').namespace, 0, -1, { details = true })) do
+  local ns = require('toolhost.cards').namespace
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
     hl[m[2] + 1] = m[4].line_hl_group
   end
   -- The edit card (4th newest) holds the +/- lines; check every line of that card.
@@ -496,15 +509,11 @@ test('provider position conversion: UTF-16 <-> UTF-8/UTF-32 with non-ASCII befor
   H.write(tmp, line .. '\n')
   local uri = vim.uri_from_fname(tmp)
   H.eq(
-    p.normalize_locations(
-      {
-        targetUri = uri,
-        targetRange = {},
-        targetSelectionRange = { start = { line = 0, character = 17 }, ['end'] = { line = 0, character = 20 } },
-      },
-      'utf-8',
-      {}
-    ),
+    p.normalize_locations({
+      targetUri = uri,
+      targetRange = {},
+      targetSelectionRange = { start = { line = 0, character = 17 }, ['end'] = { line = 0, character = 20 } },
+    }, 'utf-8', {}),
     { { uri = uri, range = { start = { line = 0, character = 12 }, ['end'] = { line = 0, character = 15 } } } },
     'LocationLink (utf-8) -> Location (utf-16)'
   )
@@ -649,15 +658,11 @@ for _, encoding in ipairs({ 'utf-8', 'utf-16', 'utf-32' }) do
     -- errors: an unknown operation, a file no language server handles
     local _, e1 = handler(nil, { operation = 'rename', uri = uri, position = { line = 0, character = 0 } }, {})
     H.eq(e1 and e1.data and e1.data.code, 'LSP_UNSUPPORTED_OPERATION', 'unknown operation')
-    local _, e2 = handler(
-      nil,
-      {
-        operation = 'hover',
-        uri = vim.uri_from_fname(ws .. '/compile_flags.txt'),
-        position = { line = 0, character = 0 },
-      },
-      {}
-    )
+    local _, e2 = handler(nil, {
+      operation = 'hover',
+      uri = vim.uri_from_fname(ws .. '/compile_flags.txt'),
+      position = { line = 0, character = 0 },
+    }, {})
     H.eq(e2 and e2.data and e2.data.code, 'LSP_UNAVAILABLE', 'no language server for the file')
   end)
 end
@@ -695,6 +700,618 @@ test('editor-backed lsp provider through the server (`lsp` tool, when the server
     res.card.rendered:find(('main.c:2:%d'):format(def_col16 + 1), 1, true) ~= nil,
     'card shows main.c:2:' .. (def_col16 + 1) .. ' — ' .. res.card.rendered
   )
+end)
+
+test(
+  'cards: hunk headers come from the server; a preview hunk is shown from `rendered`, never placed inline',
+  function()
+    local ws, sessions = H.workspace({ ['p.txt'] = 'one\ntwo\nthree\nfour\n' })
+    H.setup(sessions)
+    vim.cmd.edit(ws .. '/p.txt')
+    local buf = vim.api.nvim_get_current_buf()
+    local th = H.client()
+    local seen, marks_at_pending = {}, nil
+    local orig = th.handlers['toolhost/card']
+    th.handlers['toolhost/card'] = function(e, card, ctx)
+      table.insert(seen, vim.deepcopy(card))
+      orig(e, card, ctx)
+      if card.status == 'pending' and card.tool == 'edit' then
+        marks_at_pending = #require('toolhost.inline').marks(buf)
+      end
+    end
+    H.call('read', { file_path = 'p.txt' }, th)
+    local done = H.call('edit', { file_path = 'p.txt', old_string = 'two\n', new_string = 'TWO\nand more\n' }, th)
+    th.handlers['toolhost/card'] = orig
+    local pending
+    for _, c in ipairs(seen) do
+      if c.tool == 'edit' and c.status == 'pending' then
+        pending = c
+      end
+    end
+    assert(pending, 'a pending edit card arrives: ' .. vim.inspect(seen))
+    H.eq(pending.kind, 'diff', 'pending edit card kind')
+    local hunk = assert(pending.hunks and pending.hunks[1], 'the pending card has a preview hunk')
+    H.eq(hunk.preview, true, 'hunk.preview')
+    H.eq(hunk.header, ('@@ preview -%d +%d @@'):format(hunk.oldLines, hunk.newLines), 'preview hunk header')
+    H.eq(marks_at_pending, 0, 'no inline marks for the pending card')
+    -- The preview hunk is never anchored at a line (its newStart is 0 and means nothing).
+    local inline = require('toolhost.inline')
+    H.eq(inline.plan(pending, hunk, vim.api.nvim_buf_line_count(buf)), nil, 'no plan for a preview hunk')
+    inline.clear(buf)
+    inline.show(buf, pending)
+    H.eq(#inline.marks(buf), 0, 'inline.show places nothing for preview hunks')
+    -- Not even a completed card made only of preview hunks reloads or places anything.
+    local fake = vim.deepcopy(pending)
+    fake.callId, fake.status = 'preview-only', 'completed'
+    require('toolhost.cards').on_card(th.id, fake)
+    H.eq(#inline.marks(buf), 0, 'a card of preview hunks changes no buffer')
+    -- The completed card: headers are the server's, the hunk is placed at its line.
+    local completed = done.card
+    H.eq(completed.hunks[1].preview, nil, 'the completed hunk is no preview')
+    H.eq(
+      completed.hunks[1].header,
+      ('@@ -%d,%d +%d,%d @@'):format(
+        completed.hunks[1].oldStart,
+        completed.hunks[1].oldLines,
+        completed.hunks[1].newStart,
+        completed.hunks[1].newLines
+      ),
+      'completed hunk header'
+    )
+    -- Cards buffer: both cards byte for byte; hunk header lines are the `header` strings, highlighted.
+    local cbuf = assert(require('toolhost').cards())
+    local text = H.buf_text(cbuf)
+    H.check(text:find(completed.rendered, 1, true) ~= nil, 'completed card shown')
+    H.check(text:find(pending.rendered, 1, true) ~= nil, 'the preview card (stored as callId preview-only) shown')
+    local lines = vim.api.nvim_buf_get_lines(cbuf, 0, -1, false)
+    local hl = {}
+    for _, m in
+      ipairs(vim.api.nvim_buf_get_extmarks(cbuf, require('toolhost.cards').namespace, 0, -1, { details = true }))
+    do
+      hl[m[2] + 1] = m[4].line_hl_group
+    end
+    local headers = {}
+    for row, l in ipairs(lines) do
+      if hl[row] == 'ToolhostHunkHeader' then
+        table.insert(headers, l)
+      end
+    end
+    H.eq(headers, { hunk.header, completed.hunks[1].header }, 'hunk header lines (newest card first)')
+    -- <CR> on a line of the preview hunk: the card's location, not a made-up line.
+    local layout = require('toolhost.cards').layout(fake)
+    H.eq(layout[2].role, 'header', 'layout: header line')
+    H.eq(layout[2].line, nil, 'layout: a preview header has no line')
+    local path, line = require('toolhost.cards').target({ card = fake, index = 3 })
+    H.eq({ path, line }, { fake.locations[1].path, fake.locations[1].line }, 'target of a preview line')
+    local cpath, cline = require('toolhost.cards').target({ card = completed, index = 2 })
+    H.eq({ cpath, cline }, { ws .. '/p.txt', completed.hunks[1].newStart }, 'target of a completed hunk header')
+  end
+)
+
+test('cards: kinds without a view here (terminal, todo, a tool-invented kind) are drawn as generic', function()
+  local ws, sessions = H.workspace({ ['q.txt'] = 'a\nb\nc\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/q.txt')
+  local th = H.client()
+  local cards = require('toolhost.cards')
+  local function card(id, kind, body, data)
+    return {
+      callId = id,
+      tool = 'mytool',
+      status = 'completed',
+      kind = kind,
+      title = 'Do ' .. kind,
+      text = body,
+      rendered = 'mytool Do ' .. kind .. ' · completed\n' .. body,
+      locations = { { path = ws .. '/q.txt', line = 2 } },
+      data = data,
+    }
+  end
+  local list = {
+    card('k1', 'terminal', '$ make\n+ok\n-1 warning', { command = 'make', exitCode = 0 }),
+    card('k2', 'todo', '- [x] one\n- [ ] two', { items = { { text = 'one', done = true } } }),
+    card('k3', 'my-own-kind', '@@ not a hunk @@\n+plus\n-minus', { anything = { 1, 2 } }),
+    -- a diff card whose hunks do not match its text falls back to the line prefixes
+    card('k4', 'generic', '+x', nil),
+  }
+  for _, c in ipairs(list) do
+    cards.on_card(th.id, c)
+  end
+  local buf = assert(require('toolhost').cards())
+  local want = {}
+  for i = #list, 1, -1 do
+    table.insert(want, list[i].rendered)
+  end
+  H.eq(H.buf_text(buf), table.concat(want, '\n\n'), 'each card rendered byte for byte')
+  local groups = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, cards.namespace, 0, -1, { details = true })) do
+    groups[m[4].line_hl_group] = (groups[m[4].line_hl_group] or 0) + 1
+  end
+  H.eq(groups, { ToolhostCardTitle = #list }, 'only titles are highlighted: no diff colours in generic cards')
+  for _, c in ipairs(list) do
+    for i, role in ipairs(cards.layout(c)) do
+      H.eq(role.role, i == 1 and 'title' or 'text', ('%s line %d is generic text'):format(c.kind, i))
+    end
+  end
+  -- <CR> anywhere in a generic card opens its location.
+  local row
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if l == '+plus' then
+      row = i
+    end
+  end
+  vim.api.nvim_win_set_cursor(0, { assert(row, '+plus line'), 0 })
+  cards.jump()
+  H.eq(
+    { vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1] },
+    { ws .. '/q.txt', 2 },
+    '<CR> on a generic card'
+  )
+  -- echo draws the same way
+  local echoed
+  local orig = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks)
+    echoed = chunks
+  end
+  cards.echo(list[3])
+  vim.api.nvim_echo = orig
+  H.eq(echoed[1][2], 'ToolhostCardTitle', 'echo: title highlighted')
+  for i = 2, #echoed do
+    H.eq(echoed[i][2], nil, 'echo: no diff highlight in a generic card: ' .. echoed[i][1])
+  end
+  -- a diff card whose hunks do not fit its text: line prefixes decide
+  local odd = card('k5', 'diff', '@@ -1,1 +1,1 @@\n-a\n+b', nil)
+  odd.hunks =
+    { { path = 'q.txt', oldStart = 1, oldLines = 1, newStart = 1, newLines = 1, header = '@@ other @@', lines = {} } }
+  local roles = vim.tbl_map(function(r)
+    return r.role
+  end, cards.layout(odd))
+  H.eq(roles, { 'title', 'header', '-', '+' }, 'fallback layout of a diff card')
+end)
+
+--- A language server inside Neovim (cmd = function) that never answers navigation requests and
+--- records every request and `$/cancelRequest` it gets.
+--- With `init_delay_ms` it takes that long to initialize; with `answer` it answers every
+--- navigation request with `answer(params)` instead.
+---@param log {requests: table[], cancels: integer[]}
+---@param opts? {init_delay_ms?: integer, answer?: fun(params: table): any}
+local function slow_server(log, opts)
+  opts = opts or {}
+  return function(dispatchers)
+    local closing, next_id = false, 0
+    return {
+      request = function(method, params, callback)
+        next_id = next_id + 1
+        local id = next_id
+        if method == 'initialize' then
+          vim.defer_fn(function()
+            callback(nil, {
+              capabilities = { definitionProvider = true, hoverProvider = true, referencesProvider = true },
+            })
+          end, opts.init_delay_ms or 0)
+        elseif opts.answer and method ~= 'shutdown' then
+          table.insert(log.requests, { id = id, method = method, params = params, callback = callback })
+          vim.schedule(function()
+            callback(nil, opts.answer(params))
+          end)
+        elseif method == 'shutdown' then
+          vim.schedule(function()
+            callback(nil, vim.NIL)
+          end)
+        else
+          table.insert(log.requests, { id = id, method = method, params = params, callback = callback })
+        end
+        return true, id
+      end,
+      notify = function(method, params)
+        if method == '$/cancelRequest' then
+          table.insert(log.cancels, params.id)
+        elseif method == 'exit' then
+          closing = true
+          vim.schedule(function()
+            dispatchers.on_exit(0, 0)
+          end)
+        end
+        return true
+      end,
+      is_closing = function()
+        return closing
+      end,
+      terminate = function()
+        if not closing then
+          closing = true
+          vim.schedule(function()
+            dispatchers.on_exit(0, 15)
+          end)
+        end
+      end,
+    }
+  end
+end
+
+test('a toolhost/lspQuery the server cancels: the language-server request is cancelled, no late answer', function()
+  local ws, sessions = H.workspace({ ['main.c'] = C_SOURCE })
+  -- Without cancellation the handler would wait 20 s for the silent language server.
+  H.setup(sessions, { lsp_timeout_ms = 20000 })
+  vim.cmd.edit(ws .. '/main.c')
+  local buf = vim.api.nvim_get_current_buf()
+  local th = H.client()
+  local log = { requests = {}, cancels = {} }
+  local sid = assert(vim.lsp.start({ name = 'slowls', cmd = slow_server(log), root_dir = ws }, { bufnr = buf }))
+  H.wait(function()
+    local c = vim.lsp.get_client_by_id(sid)
+    return c and c.initialized
+  end, 'the slow language server')
+  local answers = {}
+  local orig = th.handlers['toolhost/lspQuery']
+  th.handlers['toolhost/lspQuery'] = function(e, p, ctx)
+    local r, err = orig(e, p, ctx)
+    table.insert(answers, { result = r, err = err, at = vim.uv.now() })
+    return r, err
+  end
+  local cancelled_before = require('toolhost.provider').stats.cancelled
+  local lines = vim.split(C_SOURCE, '\n')
+  local reply
+  local ok, call_id = th:request('toolhost/callTool', {
+    name = 'lsp',
+    arguments = {
+      operation = 'goToDefinition',
+      file_path = 'main.c',
+      line = 5,
+      character = col16(lines[5], 'add') + 1,
+    },
+  }, function(e, r)
+    reply = { err = e, result = r }
+  end)
+  H.check(ok and call_id, 'callTool sent')
+  H.wait(function()
+    return #log.requests > 0
+  end, 'the provider asking the slow language server', 10000)
+  H.eq(log.requests[1].method, 'textDocument/definition', 'the query reached the language server')
+  local inflight = require('toolhost.provider').inflight()[th.id]
+  H.check(inflight and #inflight == 1, 'the query id is known to the provider: ' .. vim.inspect(inflight))
+  -- Cancel the tool call: the server stops waiting and sends $/cancelRequest for its query.
+  local t0 = vim.uv.now()
+  th:cancel_request(call_id)
+  H.wait(function()
+    return #answers > 0
+  end, 'the handler to return after the cancel', 5000)
+  th.handlers['toolhost/lspQuery'] = orig
+  H.check(answers[1].at - t0 < 3000, ('answered %d ms after the cancel'):format(answers[1].at - t0))
+  H.eq(answers[1].result, nil, 'no result for a cancelled query')
+  H.eq(answers[1].err and answers[1].err.code, vim.lsp.protocol.ErrorCodes.RequestCancelled, 'answer: RequestCancelled')
+  H.eq(log.cancels, { log.requests[1].id }, 'the language-server request was cancelled')
+  H.eq(require('toolhost.provider').stats.cancelled, cancelled_before + 1, 'one query cancelled')
+  H.eq(require('toolhost.provider').inflight()[th.id], nil, 'nothing left in flight')
+  -- The language server answers late: nothing more goes to the toolhost server.
+  log.requests[1].callback(nil, {
+    uri = vim.uri_from_fname(ws .. '/main.c'),
+    range = {
+      start = { line = 1, character = 0 },
+      ['end'] = { line = 1, character = 3 },
+    },
+  })
+  vim.wait(200)
+  H.eq(#answers, 1, 'one answer only, and no late one')
+  -- The callTool itself is answered -32800 (Neovim does not surface that to callbacks); its
+  -- card ends `failed` (aborted), never with the late location.
+  local failed
+  H.wait(function()
+    for _, c in ipairs(require('toolhost.cards').list(th.id)) do
+      if c.tool == 'lsp' and c.status ~= 'pending' then
+        failed = c
+        return true
+      end
+    end
+  end, 'the card of the cancelled call')
+  H.eq(failed.status, 'failed', 'the cancelled call failed: ' .. failed.rendered)
+  H.check(reply == nil or reply.err ~= nil or reply.result.result.isError, 'no success: ' .. vim.inspect(reply))
+  vim.lsp.get_client_by_id(sid):stop(true)
+end)
+
+test('editor-backed lsp provider waits for a language server that is still initializing', function()
+  -- What broke: Neovim 0.11 lists no initializing client unless asked, so a language server that
+  -- took more than 300 ms to start (clangd on a busy machine) was taken for none: LSP_UNAVAILABLE.
+  local ws, sessions = H.workspace({ ['main.c'] = C_SOURCE })
+  H.setup(sessions)
+  local uri = vim.uri_from_fname(ws .. '/main.c')
+  local log = { requests = {}, cancels = {} }
+  local want = { uri = uri, range = { start = { line = 1, character = 2 }, ['end'] = { line = 1, character = 5 } } }
+  vim.api.nvim_create_autocmd('FileType', {
+    pattern = 'c',
+    once = true,
+    callback = function(ev)
+      vim.lsp.start({
+        name = 'slowstart',
+        cmd = slow_server(log, {
+          init_delay_ms = 800,
+          answer = function()
+            return { want }
+          end,
+        }),
+        root_dir = ws,
+      }, { bufnr = ev.buf })
+    end,
+  })
+  local handler = require('toolhost.client').handlers()['toolhost/lspQuery']
+  local res, err = handler(nil, { operation = 'goToDefinition', uri = uri, position = { line = 4, character = 2 } }, {})
+  H.eq(err, nil, 'no error')
+  H.eq(res, { kind = 'locations', locations = { want } }, 'answered once the server was up')
+  H.eq(#log.requests, 1, 'one request')
+end)
+
+--- Runs a child Neovim (`args` after the program) with `env`, waits for it, and returns the JSON
+--- object its check script wrote to `out`.
+---@param args string[]
+---@param env table<string, string>
+---@param out string
+---@param clear_env? boolean
+---@return table
+local function child(args, env, out, clear_env)
+  local cmd = { vim.v.progpath }
+  vim.list_extend(cmd, args)
+  local res = vim.system(cmd, { env = env, clear_env = clear_env, text = true }):wait(40000)
+  local data = H.read(out)
+  H.check(
+    data ~= nil,
+    ('the child Neovim wrote no result (exit %s)\nstdout: %s\nstderr: %s'):format(res.code, res.stdout, res.stderr)
+  )
+  return vim.json.decode(data)
+end
+
+--- The check script a child Neovim runs: opens files of `TH_WS`, reports on the toolhost client.
+local CHILD_CHECK = [=[
+local out = {}
+local ok, err = pcall(function()
+  local ws = vim.env.TH_WS
+  out.loaded_toolhost = vim.g.loaded_toolhost == true
+  out.lsp_files = vim.api.nvim_get_runtime_file('lsp/toolhost.lua', true)
+  out.resolved_cmd = vim.lsp.config.toolhost and vim.lsp.config.toolhost.cmd
+  vim.cmd.edit(ws .. '/src/main.c')
+  local buf = vim.api.nvim_get_current_buf()
+  local c
+  out.attached = vim.wait(20000, function()
+    c = vim.lsp.get_clients({ name = 'toolhost', bufnr = buf })[1]
+    return c ~= nil and c.initialized
+  end, 10)
+  if c then
+    out.root = c.root_dir
+    out.cmd = c.config.cmd
+    out.lsp_provider = c.config.capabilities.experimental.toolhost.lspProvider
+    out.handlers = vim.tbl_keys(c.handlers)
+    table.sort(out.handlers)
+    out.session = require('toolhost.client').state(c.id).session_id
+    out.server_session = c.server_capabilities.experimental.toolhost.sessionId
+    vim.cmd.edit(ws .. '/notes.unknownext')
+    local nb = vim.api.nvim_get_current_buf()
+    out.notes_filetype = vim.bo[nb].filetype
+    out.notes_attached = vim.wait(2000, function()
+      return c.attached_buffers[nb] == true
+    end, 10)
+    local done
+    require('toolhost').call('read', { file_path = 'src/main.c' }, { client = c, echo = false }, function(e, r)
+      done = { err = e, status = r and r.card and r.card.status }
+    end)
+    vim.wait(15000, function()
+      return done ~= nil
+    end, 10)
+    out.call = done
+  end
+  vim.wait(300) -- a second start (scheduled by either path) would show up here
+  local all = vim.lsp.get_clients({ name = 'toolhost', _uninitialized = true })
+  out.clients = #all
+  out.messages = vim.api.nvim_exec2('messages', { output = true }).output
+end)
+if not ok then
+  out.error = tostring(err)
+end
+local f = assert(io.open(vim.env.TH_OUT, 'w'))
+f:write(vim.json.encode(out))
+f:close()
+vim.cmd('qall!')
+]=]
+
+local function child_workspace()
+  local ws, sessions = H.workspace({ ['src/main.c'] = 'int main(void) { return 0; }\n', ['notes.unknownext'] = 'n\n' })
+  local dir = vim.fs.dirname(ws)
+  H.write(dir .. '/check.lua', CHILD_CHECK)
+  return ws, sessions, dir
+end
+
+test('lsp/toolhost.lua: the config vim.lsp.enable() uses', function()
+  local cfg = dofile(H.plugin_dir .. '/lsp/toolhost.lua')
+  H.eq(cfg.cmd, { 'toolhost', 'serve' }, 'cmd')
+  H.eq(cfg.root_markers, { 'toolhost.toml', '.git' }, 'root_markers')
+  H.eq(cfg.filetypes, nil, 'every filetype (root_dir picks the buffers)')
+  H.eq(type(cfg.root_dir), 'function', 'root_dir decides per buffer')
+  H.eq(cfg.capabilities.experimental.toolhost.lspProvider, true, 'lspProvider capability')
+  for _, m in ipairs({ 'toolhost/card', 'toolhost/lspQuery', '$/cancelRequest' }) do
+    H.eq(type(cfg.handlers[m]), 'function', 'handler ' .. m)
+  end
+  for _, hook in ipairs({ 'on_init', 'on_attach', 'on_exit' }) do
+    H.eq(type(cfg[hook]), 'table', hook .. ' (a list, as vim.lsp.ClientConfig allows)')
+  end
+  -- root_dir: a file under a marker root; nothing for scratch buffers or files outside roots
+  local ws = H.workspace({ ['a.c'] = 'int a;\n' })
+  vim.g.toolhost = { auto_start = false } -- only root_dir is under test here
+  vim.cmd.edit(ws .. '/a.c')
+  vim.g.toolhost = nil
+  local got
+  cfg.root_dir(vim.api.nvim_get_current_buf(), function(root)
+    got = root
+  end)
+  H.eq(got, ws, 'root of a file under .git')
+  got = nil
+  local scratch = vim.api.nvim_create_buf(false, true)
+  cfg.root_dir(scratch, function(root)
+    got = root
+  end)
+  H.eq(got, nil, 'no root for a scratch buffer')
+  -- setup()/g:toolhost give the defaults
+  require('toolhost').setup({ cmd = { '/opt/toolhost', 'serve' }, lsp_provider = false })
+  local cfg2 = dofile(H.plugin_dir .. '/lsp/toolhost.lua')
+  H.eq(cfg2.cmd, { '/opt/toolhost', 'serve' }, 'cmd from setup()')
+  H.eq(cfg2.capabilities.experimental.toolhost.lspProvider, false, 'lspProvider from setup()')
+end)
+
+test('vim.lsp.enable(toolhost) and the automatic start coexist: one client per root', function()
+  local ws, sessions = H.workspace({
+    ['src/main.c'] = 'int main(void) { return 0; }\n',
+    ['README.md'] = '# r\n',
+    ['data.unknownext'] = 'x\n',
+  })
+  H.setup(sessions)
+  vim.lsp.config('toolhost', { cmd = { H.bin(), 'serve', '--session-dir', sessions } })
+  vim.lsp.enable('toolhost')
+  vim.cmd.edit(ws .. '/src/main.c')
+  local c = H.client()
+  vim.cmd.edit(ws .. '/README.md')
+  vim.cmd.edit(ws .. '/data.unknownext')
+  H.eq(vim.bo.filetype, '', 'a file without a filetype (no FileType event for vim.lsp.enable)')
+  vim.cmd.edit(ws .. '/later.c') -- does not exist yet: attaches once it does
+  local later = vim.api.nvim_get_current_buf()
+  vim.wait(300)
+  ---@diagnostic disable-next-line: invisible
+  local all = vim.lsp.get_clients({ name = 'toolhost', _uninitialized = true })
+  H.eq(#all, 1, 'one toolhost client for the root')
+  for _, rel in ipairs({ 'src/main.c', 'README.md', 'data.unknownext' }) do
+    H.check(c.attached_buffers[vim.fn.bufnr(ws .. '/' .. rel)], rel .. ' attached')
+  end
+  H.check(not c.attached_buffers[later], 'a buffer of a file that does not exist yet waits')
+  H.eq(c.config.cmd, { H.bin(), 'serve', '--session-dir', sessions }, 'cmd')
+  H.check(require('toolhost.client').state(c.id).session_id ~= nil, 'session recorded')
+  local card = H.call('write', { file_path = 'later.c', content = 'int later;\n' }, c).card
+  H.eq(card.status, 'completed', 'the agent creates the file: ' .. card.text)
+  H.wait(function()
+    return c.attached_buffers[later]
+  end, 'the new file attached')
+  -- :Toolhost start and the API reuse it too
+  vim.cmd('Toolhost start')
+  H.eq(#vim.lsp.get_clients({ name = 'toolhost' }), 1, ':Toolhost start reuses the client')
+  -- another root: its own client, from the same config
+  local ws2 = H.workspace({ ['toolhost.toml'] = '', ['x.c'] = 'int x;\n' })
+  vim.cmd.edit(ws2 .. '/x.c')
+  local c2 = H.client()
+  H.check(c2.id ~= c.id and c2.root_dir == ws2, 'a second root gets its own client')
+  vim.wait(300)
+  ---@diagnostic disable-next-line: invisible
+  H.eq(#vim.lsp.get_clients({ name = 'toolhost', _uninitialized = true }), 2, 'two roots, two clients')
+  vim.cmd('silent checkhealth toolhost')
+  local text = H.buf_text(0)
+  H.check(
+    text:find("OK vim.lsp.enable('toolhost')", 1, true) ~= nil,
+    'checkhealth reports the enabled config:\n' .. text
+  )
+  H.check(not text:find('ERROR', 1, true), 'checkhealth: no error:\n' .. text)
+end)
+
+test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(toolhost) attaches', function()
+  local ws, sessions, dir = child_workspace()
+  local init = dir .. '/init.lua'
+  H.write(
+    init,
+    table.concat({
+      "vim.lsp.config('toolhost', { cmd = { vim.env.TH_BIN, 'serve', '--session-dir', vim.env.TH_SESSIONS } })",
+      "vim.lsp.enable('toolhost')",
+    }, '\n')
+  )
+  local rtp = ("let &runtimepath = '%s,' . $VIMRUNTIME"):format(H.plugin_dir)
+  local env = { TH_WS = ws, TH_BIN = H.bin(), TH_SESSIONS = sessions }
+  for _, variant in ipairs({ 'with plugin/toolhost.lua', 'lsp/toolhost.lua alone' }) do
+    env.TH_OUT = dir .. '/out-' .. (variant:match('^with') and 'plugin' or 'alone') .. '.json'
+    local args = { '--clean', '--headless', '--cmd', rtp }
+    if variant == 'lsp/toolhost.lua alone' then
+      vim.list_extend(args, { '--cmd', 'let g:loaded_toolhost = 1' })
+    end
+    vim.list_extend(args, { '--cmd', 'luafile ' .. init, '-c', 'luafile ' .. dir .. '/check.lua' })
+    local out = child(args, env, env.TH_OUT)
+    H.eq(out.error, nil, variant .. ': no error')
+    H.eq(out.lsp_files, { H.plugin_dir .. '/lsp/toolhost.lua' }, variant .. ': lsp/toolhost.lua from the plugin')
+    H.eq(out.attached, true, variant .. ': the toolhost client attached: ' .. vim.inspect(out))
+    H.eq(out.root, ws, variant .. ': root')
+    H.eq(out.cmd, { H.bin(), 'serve', '--session-dir', sessions }, variant .. ': cmd from vim.lsp.config')
+    H.eq(out.lsp_provider, true, variant .. ': lspProvider')
+    H.eq(out.handlers, { '$/cancelRequest', 'toolhost/card', 'toolhost/lspQuery' }, variant .. ': handlers')
+    H.check(out.session and out.session == out.server_session, variant .. ': session recorded by on_init')
+    H.eq(out.call and out.call.status, 'completed', variant .. ': a tool call')
+    H.eq(out.clients, 1, variant .. ': one client')
+    H.eq(out.notes_filetype, '', variant .. ': notes file has no filetype')
+    -- The plugin attaches buffers Neovim's FileType trigger misses; lsp/toolhost.lua alone cannot.
+    H.eq(out.notes_attached, variant:match('^with') ~= nil, variant .. ': buffer without a filetype attached')
+    H.check(not out.messages:find('not executable', 1, true), variant .. ': no warning: ' .. out.messages)
+    -- (in the second variant g:loaded_toolhost = 1 kept plugin/toolhost.lua from running)
+    H.eq(out.loaded_toolhost, variant:match('^with') ~= nil, variant .. ': plugin/toolhost.lua ran')
+  end
+end)
+
+--- The shell lines of the doc's plain-packages recipe (*toolhost-install-packages*).
+---@return string[]
+local function packages_recipe()
+  local doc = vim.fn.readfile(H.plugin_dir .. '/doc/toolhost.txt')
+  local out, state = {}, 'before'
+  for _, l in ipairs(doc) do
+    if state == 'before' and l:find('*toolhost-install-packages*', 1, true) then
+      state = 'tag'
+    elseif state == 'tag' and l:match('>sh$') then
+      state = 'block'
+    elseif state == 'block' then
+      if l:match('^<') then
+        break
+      end
+      table.insert(out, vim.trim(l))
+    end
+  end
+  return out
+end
+
+test('the plain-packages recipe of the doc, run literally: the plugin loads and attaches', function()
+  local ws, _, dir = child_workspace()
+  local recipe = packages_recipe()
+  H.check(#recipe >= 2, 'recipe found in the doc: ' .. vim.inspect(recipe))
+  local repo = vim.fs.dirname(vim.fs.dirname(H.plugin_dir))
+  local script = {}
+  for _, l in ipairs(recipe) do
+    local dest = l:match('^git clone %S+ (%S+)$')
+    if dest then
+      -- The clone, offline: this checkout stands in for it at the same place.
+      table.insert(script, ('mkdir -p "$(dirname %s)" && ln -s %s %s'):format(dest, vim.fn.shellescape(repo), dest))
+    else
+      table.insert(script, l)
+    end
+  end
+  local home = dir .. '/home'
+  vim.fn.mkdir(home, 'p')
+  local env = {}
+  for k, v in pairs(vim.fn.environ()) do
+    if not k:match('^XDG_') and not k:match('^NVIM') and k ~= 'VIMRUNTIME' and k ~= 'MYVIMRC' then
+      env[k] = v
+    end
+  end
+  env.HOME = home
+  local sh = vim
+    .system({ 'sh', '-ec', table.concat(script, '\n') }, { env = env, clear_env = true, text = true })
+    :wait()
+  H.eq(sh.code, 0, 'the recipe runs: ' .. (sh.stderr or ''))
+  local linked = home .. '/.local/share/nvim/site/pack/toolhost/start/toolhost'
+  H.eq(vim.uv.fs_realpath(linked), H.plugin_dir, 'the package is the plugin folder')
+  -- `toolhost` on PATH, as the default cmd expects
+  local bin = dir .. '/bin'
+  vim.fn.mkdir(bin, 'p')
+  assert(vim.uv.fs_symlink(H.bin(), bin .. '/toolhost'))
+  env.PATH = bin .. ':' .. (env.PATH or '')
+  env.TH_WS = ws
+  env.TH_OUT = dir .. '/out-packages.json'
+  local out = child({ '--headless', '-i', 'NONE', '-c', 'luafile ' .. dir .. '/check.lua' }, env, env.TH_OUT, true)
+  H.eq(out.error, nil, 'no error')
+  H.eq(out.loaded_toolhost, true, 'plugin/toolhost.lua loaded from the package')
+  H.eq(out.lsp_files, { linked .. '/lsp/toolhost.lua' }, 'lsp/toolhost.lua found in the package')
+  H.eq(out.resolved_cmd, { 'toolhost', 'serve' }, 'vim.lsp.config.toolhost resolves')
+  H.eq(out.attached, true, 'the automatic start attached: ' .. vim.inspect(out))
+  H.eq(out.root, ws, 'root')
+  H.eq(out.cmd, { 'toolhost', 'serve' }, 'the default cmd')
+  H.eq(out.notes_attached, true, 'every file buffer under the root attached')
+  H.eq(out.call and out.call.status, 'completed', 'a tool call')
+  H.eq(out.clients, 1, 'one client')
 end)
 
 test(':Toolhost tools, subcommand and tool completion, unknown subcommand', function()

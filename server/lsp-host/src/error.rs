@@ -1,4 +1,4 @@
-//! Errors of the stdio provider, each with its `LspError` code (or none, for the seed's plain
+//! Errors of the stdio provider, each with its `LspError` code (or none, for a plain
 //! JSON-RPC error messages), converted to tool failures at the seam.
 
 use toolhost_contract::ToolError;
@@ -27,7 +27,7 @@ pub enum LspHostError {
     Unsupported(String),
     #[error("{0}")]
     Malformed(String),
-    /// A JSON-RPC error answer: its message verbatim (a plain failure, as the seed).
+    /// A JSON-RPC error answer: its message verbatim (a plain failure).
     #[error("{message}")]
     Rpc { code: i64, message: String },
     #[error("the LSP host is shut down")]

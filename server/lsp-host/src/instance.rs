@@ -1,4 +1,4 @@
-//! One initialized language server for one workspace: start (`initialize` with the seed's client
+//! One initialized language server for one workspace: start (`initialize` with our client
 //! capabilities plus the position encodings we convert), queries as transient
 //! `didOpen` → request → `didClose`, cancellation (`$/cancelRequest`, then teardown after the
 //! grace), and shutdown (`shutdown` + `exit`, then SIGTERM/SIGKILL of the process group).

@@ -1,4 +1,4 @@
-//! Normalization of server answers (seed §6.3 step 5) into the seam's closed shapes: `Location` /
+//! Normalization of server answers into the provider's closed shapes: `Location` /
 //! `LocationLink` (single or array, `null` ⇒ none) and hover (`MarkupContent`, `MarkedString`,
 //! arrays joined by a blank line; empty ⇒ none). Anything else is `LSP_MALFORMED_RESPONSE`.
 

@@ -1,5 +1,5 @@
 //! `LspHost`: the contract's `LspProvider` over a pool of stdio servers, plus the selection order
-//! of design.md §7 / issue 6: a configured server for the file's extension, then the editor (when
+//! of docs/tools.md (lsp): a configured server for the file's extension, then the editor (when
 //! the client offered `toolhost/lspQuery`), then a well-known server found on `PATH`.
 //!
 //! One instance per (server id, canonical workspace), started lazily and single-flighted under

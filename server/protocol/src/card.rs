@@ -293,8 +293,8 @@ pub struct Card {
     pub data: Option<Value>,
 }
 
-/// A proposed change shown before a call runs (the seed's `{path, oldText, newText}`): the text
-/// it replaces (`None` for new content) and the new text.
+/// A proposed change shown before a call runs (`{path, oldText, newText}`, as `FileDiff` without
+/// line numbers): the text it replaces (`None` for new content) and the new text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PreviewDiff {
@@ -613,7 +613,7 @@ fn fill_result_view(
 }
 
 /// The hunks of diff meta: its unified `patch` when present (malformed ⇒ none), else its
-/// non-empty, well-formed `diffs` (the seed's `{path, oldText, newText}`, placed when they
+/// non-empty, well-formed `diffs` (`{path, oldText, newText}`, placed when they
 /// carry line numbers).
 fn diff_hunks(path: &str, meta: &Value) -> Option<Vec<Hunk>> {
     if let Some(patch) = meta.get("patch") {
@@ -861,7 +861,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_shaped_diffs_make_a_diff_card_too() {
+    fn diffs_without_a_patch_make_a_diff_card_too() {
         let presentation = CallPresentation::new(CardKind::Diff, "Patch b.txt");
         let meta = json!({"diffs": [{"path": "b.txt", "oldText": "a", "newText": "b"}]});
         let content = vec![ContentBlock::text("ok")];

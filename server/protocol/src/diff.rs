@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// One hunk of a change, seed-compatible (`path`, `oldText`, `newText`) plus unified-diff numbers.
+/// One hunk of a change, in the widely used `{path, oldText, newText}` shape plus unified-diff
+/// numbers.
 ///
 /// Context lines go to both sides, removed lines to `oldText`, added lines to `newText`; each side
 /// is its lines joined by `\n` without a trailing newline. `oldText` is null iff the hunk has no

@@ -3,7 +3,7 @@
 //! Serialized exactly as `{"isError":false,"value":…,"content":[…],"meta"?:…}` or
 //! `{"isError":true,"error":{"message":…,"info"?:{"name":…,"code":…}},"content":[…],"meta"?:…}`.
 //! A success without meta has no `meta` key; a failure never has `value`. The in-process extras of
-//! the seed (`additionalContexts`, `concludesTurn`) are not part of this type.
+//! the agent loop (`additionalContexts`, `concludesTurn`) are not part of this type.
 
 use crate::content::ContentBlock;
 use schemars::JsonSchema;

@@ -1,5 +1,5 @@
-//! Configuration (design.md §7): user config → workspace `toolhost.toml` → `initializationOptions`
-//! → CLI flags, later sources winning key by key.
+//! Configuration (docs/configuration.md): user config → workspace `toolhost.toml` →
+//! `initializationOptions` → CLI flags, later sources winning key by key.
 //!
 //! Trust rule: settings that start a program or steer what a language server runs
 //! (`lsp.servers.*.command`, `args`, `env`, `initialization_options`, `settings`) are taken only
@@ -29,7 +29,7 @@ pub struct LspServerConfig {
 /// The effective configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// The file tools' caps (`[limits]`), the seed's defaults unless configured.
+    /// The file tools' caps (`[limits]`), the documented defaults unless configured.
     pub limits: FsLimits,
     pub spill_max_inline_bytes: u64,
     pub session_dir: Option<PathBuf>,

@@ -1,12 +1,11 @@
-//! The editor-backed `LspProvider` (design.md §4): the `lsp` tool asks the editor's own language
-//! servers through the server→client request `toolhost/lspQuery`
-//! `{operation, uri, position: {line, character}}` (zero-based UTF-16), offered by clients that
-//! set `capabilities.experimental.toolhost.lspProvider = true`. Answers
-//! `{kind: "locations", locations: [{uri, range}]}` / `{kind: "hover", hover: {contents, range?} |
-//! null}` are normalized like a stdio server's. An error whose `data.code` is an `LSP_*` code
-//! keeps it; `-32601` (the editor cannot) is `LSP_UNAVAILABLE`, so the host falls back to a
-//! well-known server. A cancelled or timed-out call sends the editor `$/cancelRequest` for its
-//! query.
+//! The editor-backed `LspProvider` (docs/protocol.md, `toolhost/lspQuery`): the `lsp` tool asks the
+//! editor's own language servers through the server→client request `toolhost/lspQuery` `{operation,
+//! uri, position: {line, character}}` (zero-based UTF-16), offered by clients that set
+//! `capabilities.experimental.toolhost.lspProvider = true`. Answers `{kind: "locations", locations:
+//! [{uri, range}]}` / `{kind: "hover", hover: {contents, range?} | null}` are normalized like a
+//! stdio server's. An error whose `data.code` is an `LSP_*` code keeps it; `-32601` (the editor
+//! cannot) is `LSP_UNAVAILABLE`, so the host falls back to a well-known server. A cancelled or
+//! timed-out call sends the editor `$/cancelRequest` for its query.
 
 use crate::editor::EditorBridge;
 use serde_json::Value;

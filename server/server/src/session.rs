@@ -74,7 +74,7 @@ pub fn open_session(
     Ok(OpenedSession { log, report, ledger, blobs, sessions_dir: sessions_dir.to_path_buf() })
 }
 
-/// The workspace key of a root (design.md §6), from its canonical path when it resolves.
+/// The workspace key of a root (docs/design.md §6), from its canonical path when it resolves.
 pub fn workspace_key_of(root: &Path) -> String {
     toolhost_session::workspace_key(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
 }

@@ -1,5 +1,5 @@
 //! Append-only session log, crash repair, replay and the content-addressed blob store
-//! (design.md §6).
+//! (docs/design.md §6).
 //!
 //! Layout: `<sessions dir>/<workspace key>/<session id>/session.jsonl`, blobs in `blobs/` beside
 //! it; directories 0700, files 0600. The first line is a [`SessionHeader`], every other line an

@@ -1,5 +1,5 @@
 //! What a tool body sees of its execution: ids, the cancellation signal, capabilities, and the
-//! two in-process side channels of the seed (`deferContext`, `concludeTurn`).
+//! two in-process side channels for the agent loop (`deferContext`, `concludeTurn`).
 
 use crate::capabilities::Capabilities;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,7 +11,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    /// A failure without a code (the seed's plain `Error`).
+    /// A failure without a code (a plain failure: no `info`).
     pub fn plain(message: impl Into<String>) -> Self {
         ToolError { message: message.into(), info: None }
     }

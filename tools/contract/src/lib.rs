@@ -1,11 +1,11 @@
 //! The tool contract: typed and raw tool definitions, the registry, and the dispatch pipeline of
-//! seed-behavior §2 (argument snapshot → pre-execute → approval → guards → execute wrappers → body →
-//! normalization → post-execute → cancellation override → finalize → result observers).
+//! docs/design.md §3 (argument snapshot → pre-execute → approval → guards → execute wrappers → body
+//! → normalization → post-execute → cancellation override → finalize → result observers).
 //!
 //! Every successful body value is snapshotted losslessly, validated against the tool's output
 //! schema, deserialized back into the typed output, and only then rendered (`render`) and projected
-//! (`presentation_meta`, direct calls only). Results are sealed to the execution that produced them,
-//! so a wrapper's authored or cached result is re-normalized under the active declaration.
+//! (`presentation_meta`, direct calls only). Results are sealed to the execution that produced
+//! them, so a wrapper's authored or cached result is re-normalized under the active declaration.
 
 mod capabilities;
 mod context;

@@ -1,4 +1,4 @@
-//! The LSP seam (seed §6.2, design.md §2): the `LspProvider` capability the `lsp` tool queries.
+//! The LSP seam (docs/tools.md, lsp): the `LspProvider` capability the `lsp` tool queries.
 //!
 //! A provider answers one closed operation (`goToDefinition`, `findReferences`,
 //! `goToImplementation`, `hover`) at a zero-based UTF-16 position and returns a normalized
@@ -125,7 +125,7 @@ pub fn provider(cx: &ToolContext) -> Option<LspHandle> {
     cx.capability::<LspHandle>()
 }
 
-/// The `LspError` codes (seed §1.6).
+/// The `LspError` codes (docs/tools.md, lsp).
 pub mod codes {
     pub const WORKSPACE_REQUIRED: &str = "LSP_WORKSPACE_REQUIRED";
     pub const UNAVAILABLE: &str = "LSP_UNAVAILABLE";

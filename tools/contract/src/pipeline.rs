@@ -1,6 +1,7 @@
-//! One execution through the pipeline, in the seed's order (§2): argument snapshot → pre-aborted
-//! check → `tools/pre-execute` → approval → guards → `tools/execute` wrappers → body →
-//! normalization → token check → `tools/post-execute` → cancellation override → result observers.
+//! One execution through the pipeline, in the documented order (docs/design.md §3): argument
+//! snapshot → pre-aborted check → `tools/pre-execute` → approval → guards → `tools/execute`
+//! wrappers → body → normalization → token check → `tools/post-execute` → cancellation override →
+//! result observers.
 //!
 //! "Final" outcomes (argument snapshot failure, pre-aborted entry, a throwing listener, approval
 //! service or wrapper) skip post-execute; everything else goes through it.

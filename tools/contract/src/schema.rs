@@ -1,5 +1,5 @@
-//! Schema compilation (JSON Schema 2020-12 via the jsonschema crate) and the seed's §1.3 wording
-//! for argument and output violations.
+//! Schema compilation (JSON Schema 2020-12 via the jsonschema crate) and the argument-violation
+//! wording of docs/tools.md for argument and output violations.
 
 use crate::error::RegistrationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
@@ -52,7 +52,7 @@ impl CompiledSchema {
         &self.raw
     }
 
-    /// Every violation of `instance`, in the seed's wording, with `root` naming the root
+    /// Every violation of `instance`, in the documented wording, with `root` naming the root
     /// (`arguments` for parameters, `value` for outputs).
     pub fn violations(&self, instance: &Value, root: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -63,8 +63,8 @@ impl CompiledSchema {
     }
 }
 
-/// Violations of tool arguments against an input schema, in the seed's wording (root `arguments`,
-/// top-level keys bare).
+/// Violations of tool arguments against an input schema, in the documented wording (root
+/// `arguments`, top-level keys bare).
 pub fn argument_violations(schema: &CompiledSchema, args: &Value) -> Vec<String> {
     schema.violations(args, "arguments")
 }
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_wording_for_arguments() {
+    fn documented_wording_for_arguments() {
         let s = schema();
         assert_eq!(
             argument_violations(&s, &json!({})),

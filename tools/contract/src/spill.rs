@@ -1,6 +1,6 @@
 //! Spilling oversized results: the `SpillStore` capability, a private temp-dir store, and the
-//! generic spill policy (seed §3.2), a post-execute listener registered outermost that bounds the
-//! finally accepted content and leaves a locator the model can `read` or `grep`.
+//! generic spill policy (docs/tools.md, Spill), a post-execute listener registered outermost that
+//! bounds the finally accepted content and leaves a locator the model can `read` or `grep`.
 
 use crate::error::ToolError;
 use crate::pipeline::{CanonicalResult, Execution};

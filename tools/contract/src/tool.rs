@@ -209,7 +209,7 @@ pub(crate) trait ErasedTool: Send + Sync {
     fn annotations(&self) -> ToolAnnotations;
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome>;
     /// Both projections of a validated value; the meta only when `with_meta` (direct calls).
-    /// The error is the seed's `output.render failed: …` / `output.presentationMeta failed: …`.
+    /// The error is `output.render failed: …` / `output.presentationMeta failed: …`.
     fn project(&self, args: &Value, value: &Value, with_meta: bool) -> Result<Projection, String>;
 }
 
@@ -238,7 +238,7 @@ fn validate_timeout(name: &str, timeout: Option<Duration>) -> Result<(), Registr
 }
 
 /// Strips `null` from optional argument types: an omitted argument is how "no value" is said, and
-/// the seed's parameter schemas never declare null (so `"offset" must be a number` stays exact).
+/// documented parameter schemas never declare null (so `"offset" must be a number` stays exact).
 #[derive(Clone)]
 struct NonNullOptions;
 

@@ -1,4 +1,4 @@
-//! The cancellation matrix of seed-behavior §2.2–2.7 and §9: where the caller's cancellation lands
+//! The cancellation matrix of docs/design.md §3: where the caller's cancellation lands
 //! decides between `ABORTED_BEFORE_DISPATCH`, `ABORTED`, a kept denial and a kept tool failure; a
 //! started body is always awaited; a pre-aborted entry publishes one result and runs no phase.
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! `tools/post-execute` decisions (seed-behavior §2.7) and the `additionalContexts` ordering of §9:
+//! `tools/post-execute` decisions (docs/design.md §3) and the `additionalContexts` ordering:
 //! content replacement keeps value and meta, value replacement re-runs the canonical step, block
 //! turns the result into a valueless failure, and listener failures are contained.
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! Registry behaviour pinned by the seed (seed-behavior §1.5, §1.6, §2, §9 "Registry"): the result
+//! Registry behaviour as docs/design.md §3 and docs/tools.md pin it: the result
 //! wire shape, output validation and projections, registration checks, argument validation,
 //! pre-execute / approval / guards, the timeout policy, wrapper-authored and cached results, and
 //! nested calls.
@@ -505,7 +505,7 @@ impl Tool for ReadLike {
 }
 
 #[tokio::test]
-async fn invalid_args_use_the_seed_wording() {
+async fn invalid_args_use_the_documented_wording() {
     let registry = Registry::default();
     let calls = counter();
     let _d = registry.register(ReadLike { calls: Arc::clone(&calls) }).unwrap();
@@ -608,7 +608,7 @@ async fn ask_without_approval_channel_is_a_denial() {
 }
 
 #[tokio::test]
-async fn approval_outcomes_map_to_the_seed_messages() {
+async fn approval_outcomes_map_to_the_documented_messages() {
     let cases = [
         (ApprovalOutcome::AllowedOnce, None),
         (ApprovalOutcome::Rejected, Some(r#"the user rejected tool "echo""#)),
@@ -1046,10 +1046,10 @@ async fn cached_canonical_result_of_the_same_tool_is_rerendered_for_the_new_call
 
 #[tokio::test]
 async fn wrapper_error_is_a_final_result_that_skips_post_execute() {
-    // SEED BUG (pipeline.rs ExecNext::run): seed §2.4/§2.9 — "A throw escaping the wrapper chain ⇒
-    // final result": it does not go through tools/post-execute. The pipeline currently turns the
-    // wrapper's Err into an ordinary bound failure that post-execute listeners still see (and may
-    // replace or block).
+    // Regression (pipeline.rs ExecNext::run) — the pipeline's rule: "A throw escaping the wrapper
+    // chain ⇒ final result": it does not go through tools/post-execute. The pipeline currently
+    // turns the wrapper's Err into an ordinary bound failure that post-execute listeners still see
+    // (and may replace or block).
     let registry = Registry::default();
     let (calls, posted) = (counter(), counter());
     let _d = registry.register(Echo::new("echo").counting(&calls)).unwrap();

@@ -1,4 +1,4 @@
-//! The generic spill policy (seed-behavior §3.1–3.2, §9 "Spill"): registered outermost, it bounds
+//! The generic spill policy (docs/tools.md, Spill): registered outermost, it bounds
 //! the finally accepted text content of a direct call to `max_inline_bytes`, stores the full text
 //! through the `SpillHandle` capability and leaves a locator notice — and never turns a success
 //! into a failure.
@@ -167,7 +167,7 @@ async fn oversized_text_is_bounded_and_stored_privately() {
 }
 
 #[tokio::test]
-async fn notice_and_request_follow_the_seed_format() {
+async fn notice_and_request_follow_the_documented_format() {
     let registry = spill_registry(300, &["web_fetch"]);
     let store = Arc::new(RecordingStore::default());
     let caps = with_store(store.clone());

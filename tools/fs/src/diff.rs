@@ -1,7 +1,7 @@
 //! Line diffs for write/edit metadata.
 //!
 //! `diff_meta` turns the canonical before/after texts of a write or edit into the replayable
-//! `DiffMeta`: one seed-compatible `FileDiff` per hunk (jsdiff `structuredPatch` semantics with 3
+//! `DiffMeta`: one `FileDiff` per hunk (jsdiff `structuredPatch` semantics with 3
 //! context lines) plus `patch`, the same hunks as a unified diff that replays `before` into `after`
 //! byte for byte. Both views come from one pass over the same grouped ops, so their numbers agree.
 //!
@@ -33,7 +33,7 @@ pub fn diff_meta(path: &str, before: &str, after: &str) -> DiffMeta {
     }
     // `split_inclusive` keeps each line's `\n`, which is what makes "x" and "x\n" distinct lines
     // and lets the patch restore the exact bytes (similar's own line tokenizer would also split
-    // on a lone `\r`, which would not match the `\n`-only line model of the seed).
+    // on a lone `\r`, which would not match the `\n`-only line model of the diffs).
     let old: Vec<&str> = before.split_inclusive('\n').collect();
     let new: Vec<&str> = after.split_inclusive('\n').collect();
     let deadline = Instant::now().checked_add(DIFF_BUDGET);
@@ -163,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_replace_in_middle_is_one_hunk_with_context() {
+    fn replace_in_middle_is_one_hunk_with_context() {
         let before = "a\nb\nc\nOLD\nd\ne\nf\n";
         let after = before.replace("OLD", "NEW");
         let meta = assert_replays(before, &after);
@@ -178,7 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_creation_from_empty_has_null_old_text() {
+    fn creation_from_empty_has_null_old_text() {
         let meta = assert_replays("", "brand new\n");
         assert_eq!(meta.diffs, vec![fd(None, "brand new", (0, 0, 1, 1))]);
         assert_eq!(
@@ -188,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_whole_file_deletion_has_empty_new_text() {
+    fn whole_file_deletion_has_empty_new_text() {
         let meta = assert_replays("gone\n", "");
         assert_eq!(meta.diffs, vec![fd(Some("gone"), "", (1, 1, 0, 0))]);
         assert_eq!(
@@ -198,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_single_lines_without_newline() {
+    fn single_lines_without_newline() {
         let meta = assert_replays("x", "y");
         assert_eq!(meta.diffs, vec![fd(Some("x"), "y", (1, 1, 1, 1))]);
         assert_eq!(
@@ -211,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_changes_13_lines_apart_are_two_hunks() {
+    fn changes_13_lines_apart_are_two_hunks() {
         let before: String = (1..=20).map(|i| format!("line{i}\n")).collect();
         let after = before.replace("line3\n", "CHANGED3\n").replace("line16\n", "CHANGED16\n");
         let meta = assert_replays(&before, &after);
@@ -233,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_identical_texts_have_no_diffs_and_no_patch() {
+    fn identical_texts_have_no_diffs_and_no_patch() {
         for text in ["", "same\n", "no newline", "a\r\nb\r\n"] {
             assert_eq!(diff_meta("a.txt", text, text), DiffMeta { diffs: Vec::new(), patch: None });
         }

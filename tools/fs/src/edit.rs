@@ -1,7 +1,7 @@
-//! `edit`: replace a literal string in a file that was read in this session (seed §5.3).
+//! `edit`: replace a literal string in a file that was read in this session (docs/tools.md, edit).
 //!
 //! Line endings are normalized for matching and written back in the file's majority style; a
-//! UTF-8 BOM is kept on write-back (a deliberate departure from the seed, which drops it); it is
+//! UTF-8 BOM is kept on write-back (a deliberate departure, docs/design.md §10); it is
 //! not part of `before`/`after`.
 
 use crate::diff::diff_meta;

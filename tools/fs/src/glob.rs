@@ -1,4 +1,5 @@
-//! `glob`: files matching a pattern, oldest modification first (seed §5.4; mtime ties by path).
+//! `glob`: files matching a pattern, oldest modification first (docs/tools.md, glob; mtime ties by
+//! path).
 
 use crate::{FsLimits, fs_failure, workspace};
 use schemars::JsonSchema;

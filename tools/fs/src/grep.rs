@@ -1,4 +1,5 @@
-//! `grep`: regex search over file contents (seed §5.5; files sorted by path, lines ascending).
+//! `grep`: regex search over file contents (docs/tools.md, grep; files sorted by path, lines
+//! ascending).
 
 use crate::glob::{Recovery, bound_meta};
 use crate::{FsLimits, fs_failure, workspace};

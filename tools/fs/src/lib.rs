@@ -1,8 +1,9 @@
 //! File tools: `read`, `write`, `edit`, `glob` and `grep`, with replayable diff metadata.
 //!
 //! Every tool reaches the filesystem only through the `Workspace` capability of its context
-//! (confinement, atomic writes, the observation ledger). Native text follows the seed byte for
-//! byte; `render` and `presentation_meta` are pure functions of (args, value).
+//! (confinement, atomic writes, the observation ledger). Native text is byte for byte what
+//! docs/tools.md documents for byte; `render` and `presentation_meta` are pure functions of (args,
+//! value).
 
 pub mod diff;
 mod edit;
@@ -45,7 +46,7 @@ pub(crate) fn workspace(cx: &ToolContext) -> Result<Workspace, ToolError> {
         .ok_or_else(|| ToolError::plain("the file tools require a workspace (none is configured)"))
 }
 
-/// A typed `FsError` failure, with the seed's model-facing remedies appended.
+/// A typed `FsError` failure, with the documented model-facing remedies appended.
 pub(crate) fn fs_failure(err: FsError) -> ToolError {
     let code = err.code();
     let mut message = err.to_string();

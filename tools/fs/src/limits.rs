@@ -1,4 +1,4 @@
-//! Caps of the file tools (the seed's defaults; configurable through `[limits]`).
+//! Caps of the file tools (the documented defaults; configurable through `[limits]`).
 
 /// Caps shared by the file tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -7,7 +7,7 @@ pub struct FsLimits {
     pub read_limit: u64,
     /// Byte budget of one read window (UTF-8 bytes).
     pub read_max_bytes: u64,
-    /// Longest line read shows before truncating it (UTF-16 code units, as the seed).
+    /// Longest line read shows before truncating it (UTF-16 code units).
     pub read_max_line_length: u64,
     pub glob_max_results: u64,
     pub grep_max_matches: u64,

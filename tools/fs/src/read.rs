@@ -1,4 +1,4 @@
-//! `read`: a numbered window of a text file (seed §5.2).
+//! `read`: a numbered window of a text file (docs/tools.md, read).
 
 use crate::{FsLimits, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
@@ -51,7 +51,7 @@ fn positive_integer(value: Option<f64>, what: &str) -> Result<Option<u64>, ToolE
     }
 }
 
-/// Cuts `line` to at most `max` UTF-16 code units (at a char boundary) with the seed's suffix.
+/// Cuts `line` to at most `max` UTF-16 code units (at a char boundary) with the documented suffix.
 fn truncate_line(line: &str, max: u64) -> String {
     let mut units = 0u64;
     for (idx, ch) in line.char_indices() {
@@ -63,8 +63,9 @@ fn truncate_line(line: &str, max: u64) -> String {
     line.to_owned()
 }
 
-/// The windowing of seed §5.2: lines split on `\n` (one trailing `\r` stripped), long lines
-/// truncated, at most `limit` lines from `offset` within a byte budget; every line is counted.
+/// The windowing of docs/tools.md (read): lines split on `\n` (one trailing `\r` stripped), long
+/// lines truncated, at most `limit` lines from `offset` within a byte budget; every line is
+/// counted.
 fn window(text: &str, offset: u64, limit: u64, limits: &FsLimits) -> (Vec<ReadLine>, u64, bool) {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let mut lines = Vec::new();
@@ -240,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn line_counting_follows_the_seed() {
+    fn line_counting_is_the_documented_one() {
         assert_eq!(window("", 1, 10, &limits()).1, 0);
         assert_eq!(window("\n", 1, 10, &limits()).1, 1);
         assert_eq!(window("a\nb\n", 1, 10, &limits()).1, 2);

@@ -1,5 +1,6 @@
-//! Tool-owned spill of glob and grep (seed §3.4): when a plain-accepted direct result is over its
-//! item cap, the complete formatted list is stored and the page's footer names its locator.
+//! Tool-owned spill of glob and grep (docs/tools.md, glob and grep): when a plain-accepted direct
+//! result is over its item cap, the complete formatted list is stored and the page's footer names
+//! its locator.
 
 use crate::FsLimits;
 use crate::glob::{GlobOutput, Recovery, render_glob};

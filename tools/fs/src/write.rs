@@ -1,4 +1,4 @@
-//! `write`: create or overwrite a file, verbatim and atomically (seed §5.3).
+//! `write`: create or overwrite a file, verbatim and atomically (docs/tools.md, write).
 
 use crate::diff::diff_meta;
 use crate::{crlf_to_lf, fs_failure, require_non_empty, workspace};

@@ -1,4 +1,4 @@
-//! How the `lsp` tool names a location's file (seed §6.1 "URI display"): `file:` URIs become
+//! How the `lsp` tool names a location's file (docs/tools.md, lsp): `file:` URIs become
 //! paths relative to the resolved workspace URI (`.` for the root itself), paths outside it stay
 //! absolute; non-`file:` or unparsable URIs, paths with a NUL or an encoded separator stay
 //! verbatim. A workspace URI with a host or a `/X:` drive selects Windows rules (output with `/`,

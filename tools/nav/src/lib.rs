@@ -1,5 +1,5 @@
 //! The `lsp` navigation tool (definitions, references, implementations, hover) over the
-//! contract's `LspProvider` capability (seed §6, design.md §9): one-based positions in, grouped
+//! contract's `LspProvider` capability (docs/tools.md, lsp): one-based positions in, grouped
 //! `path:line:character` text out, an additive source snippet per location, card metadata, and an
 //! optional `symbol` argument that fixes a wrong column.
 

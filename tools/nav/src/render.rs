@@ -1,7 +1,7 @@
-//! The `lsp` tool's pure projections: the Native text of seed §6.1 (grouped `path:line:character`
-//! lines, the omission line, hover text, the whole text bounded in UTF-16 units with the seed's
-//! truncation notice) and the card metadata `{locations: [{path, line, character, snippet}]}`
-//! bounded in bytes.
+//! The `lsp` tool's pure projections: the Native text of docs/tools.md (lsp: grouped
+//! `path:line:character` lines, the omission line, hover text, the whole text bounded in UTF-16
+//! units with the documented truncation notice) and the card metadata `{locations: [{path, line,
+//! character, snippet}]}` bounded in bytes.
 
 use crate::display::display_uri;
 use crate::tool::LocationOut;
@@ -45,7 +45,7 @@ fn utf16_len(text: &str) -> usize {
 }
 
 /// The longest prefix of `text` of at most `units` UTF-16 code units (cut at a char boundary,
-/// so a surrogate pair at the edge is dropped whole — one unit short of the seed's JS slice).
+/// so a surrogate pair at the edge is dropped whole — one unit short of a UTF-16 slice).
 fn utf16_prefix(text: &str, units: usize) -> &str {
     let mut seen = 0;
     for (idx, ch) in text.char_indices() {

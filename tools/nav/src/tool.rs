@@ -1,4 +1,4 @@
-//! The `lsp` tool (seed §6.1 plus design.md §9): argument checks, the workspace (confinement
+//! The `lsp` tool (docs/tools.md, lsp): argument checks, the workspace (confinement
 //! before any provider work), the optional `symbol` column fix, the provider query, and the
 //! additive per-location `snippet`s read through the workspace.
 
@@ -20,18 +20,18 @@ use toolhost_protocol::card::{CallPresentation, CardKind, format_number};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_workspace::{FsError, Ledger, Workspace};
 
-/// The tool's caps (seed defaults plus toolhost's card and snippet bounds).
+/// The tool's caps (the documented defaults plus the card and snippet bounds).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NavLimits {
-    /// Locations rendered in the Native text (seed `maxLocations`).
+    /// Locations rendered in the Native text (`maxLocations`).
     pub max_locations: usize,
-    /// The Native text bound in UTF-16 units (seed `maxResultChars`).
+    /// The Native text bound in UTF-16 units (`maxResultChars`).
     pub max_result_chars: usize,
     /// Deadline of one call (queueing, start, open, request, close).
     pub timeout: Duration,
     /// Bound of the card metadata, in bytes.
     pub meta_max_bytes: usize,
-    /// Largest source file sent to a server (seed `maxDocumentBytes`).
+    /// Largest source file sent to a server (`maxDocumentBytes`).
     pub max_document_bytes: u64,
     /// Distinct files read for snippets per call (later files get an empty snippet).
     pub max_snippet_files: usize,

@@ -1,4 +1,4 @@
-//! The `lsp` tool against a scripted provider: argument checks and their seed messages, the
+//! The `lsp` tool against a scripted provider: argument checks and their documented messages, the
 //! workspace rule, the request the provider sees, Native text (grouping, omission, bounding,
 //! display paths), snippets, card metadata, `symbol`, error pass-through and the timeout.
 #![allow(clippy::unwrap_used)]
@@ -130,7 +130,7 @@ fn locations(list: Vec<LspLocation>) -> Result<LspAnswer, ToolError> {
 }
 
 #[tokio::test]
-async fn argument_checks_use_the_seed_messages() {
+async fn argument_checks_use_the_documented_messages() {
     let s = setup(|_| locations(vec![]));
     let cases = [
         (

@@ -56,6 +56,12 @@ async fn every_member_is_reaped() {
     let mut stdout = group.take_stdout().unwrap();
     let mut line = [0u8; 8];
     stdout.read_exact(&mut line).await.unwrap();
+    // The shell, its sleep, the subshell (which execs its last sleep) and the subshell's first
+    // sleep; they may start after the echo, so wait.
+    let until = Instant::now() + Duration::from_secs(5);
+    while members(pgid).len() < 4 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(members(pgid).len() >= 4, "{:?}", members(pgid));
     let started = Instant::now();
     group.terminate(Duration::from_millis(500)).await;

@@ -1,10 +1,10 @@
-//! Wall-clock comparison of the in-process glob/grep with the `rg` invocations the seed spawns.
+//! Wall-clock comparison of the in-process glob/grep with the equivalent `rg` invocations.
 //!
 //! Run with `cargo bench -p toolhost-workspace --bench search_vs_rg` (a plain `main`, no harness).
 //! The tree defaults to cargo's unpacked registry sources (`$CARGO_HOME/registry/src`); set
 //! `TOOLHOST_BENCH_TREE` to another directory. Each case reports the best of `RUNS` runs, ours and
 //! rg interleaved so that cache and frequency drift hit both equally. rg's time includes what the
-//! seed pays: the process spawn, `--json` serialization and reading the pipe.
+//! spawning `rg` pays: the process spawn, `--json` serialization and reading the pipe.
 
 // Cargo's auto-discovery builds this file with the libtest harness until the `[[bench]]`
 // entry (harness = false) is present; `main` is unused in that build only.

@@ -1,5 +1,5 @@
-//! `FsError`: every way a workspace file operation can fail, with the seed's `FS_*` code and the
-//! exact model-facing message.
+//! `FsError`: every way a workspace file operation can fail, with its `FS_*` code (docs/tools.md)
+//! and the exact model-facing message.
 //!
 //! Remedies such as ` — re-read the file, then retry` are deliberately not part of these messages:
 //! the tool layer appends them, so one error type serves read, write, edit and the search tools.
@@ -47,7 +47,7 @@ pub enum SandboxReason {
 }
 
 /// A failed workspace file operation. `Display` is the model-facing message; [`FsError::code`] is
-/// the seed's `FS_*` code.
+/// its `FS_*` code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FsError {
     /// `FS_NOT_FOUND`.
@@ -114,7 +114,7 @@ fn sandbox_message(path: &str, reason: &SandboxReason) -> String {
 }
 
 impl FsError {
-    /// The seed's error code (`info.code`), e.g. `FS_NOT_FOUND`.
+    /// The error code (`info.code`), e.g. `FS_NOT_FOUND`.
     pub fn code(&self) -> &'static str {
         match self {
             FsError::NotFound { .. } => "FS_NOT_FOUND",
@@ -132,7 +132,7 @@ impl FsError {
         }
     }
 
-    /// The seed's error name (`info.name`); always `FsError`.
+    /// The error name (`info.name`); always `FsError`.
     pub fn name(&self) -> &'static str {
         "FsError"
     }
@@ -222,7 +222,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_match_the_seed() {
+    fn messages_are_the_documented_ones() {
         let p = "/w/a.txt".to_owned();
         let cases: Vec<(FsError, &str, &str)> = vec![
             (

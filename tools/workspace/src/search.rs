@@ -1,8 +1,8 @@
 //! In-process glob and grep built on ripgrep's own crates (`ignore`, `globset`, `grep-*`).
 //!
-//! The seed drives the `rg` binary; these functions reproduce what it observes from
-//! `rg --files --glob=<p> --sort=modified --no-ignore --hidden` (plus VCS exclusions) and
-//! `rg --json --regexp=<p> [--glob=<include>] [-- <path>]`, without a child process.
+//! These functions reproduce what running the `rg` binary would show from `rg --files --glob=<p>
+//! --sort=modified --no-ignore --hidden` (plus VCS exclusions) and `rg --json --regexp=<p>
+//! [--glob=<include>] [-- <path>]`, without a child process.
 //!
 //! # Semantics
 //!
@@ -13,14 +13,15 @@
 //!   `search_root` (`src/*.rs` with `search_root = workdir/sub` matches nothing; write
 //!   `sub/src/*.rs` or `**/src/*.rs`), `*` never crosses `/`, `**` does;
 //! - a leading `!` negates, a trailing `/` restricts to directories (so it never lists files);
-//! - a `search_root` outside `workdir` is matched as an absolute path, so anchored globs miss
-//!   there while slash-free and `**/`-prefixed globs still work.
+//! - a `search_root` outside `workdir` is matched as an absolute path, so anchored globs miss there
+//!   while slash-free and `**/`-prefixed globs still work.
 //!
 //! **glob** lists regular files only (no directories, no symlinks: links are never followed),
 //! includes hidden and ignored files, and skips `.git .svn .hg .bzr .jj .sl` (file or directory)
-//! and the writes' own `.toolhost-tmp-*` temp files at any depth. The result is ordered by modification time ascending (oldest first), ties and
-//! unreadable times broken by display path; files whose time cannot be read sort last. This is
-//! ripgrep 14's global `--sort=modified`; ripgrep 13 sorts siblings per directory instead.
+//! and the writes' own `.toolhost-tmp-*` temp files at any depth. The result is ordered by
+//! modification time ascending (oldest first), ties and unreadable times broken by display path;
+//! files whose time cannot be read sort last. This is ripgrep 14's global `--sort=modified`;
+//! ripgrep 13 sorts siblings per directory instead.
 //!
 //! **grep** follows ripgrep's default filters: hidden entries are skipped; `.ignore` and
 //! `.rgignore` always apply; `.gitignore`, `.git/info/exclude` and the global git excludes file
@@ -28,23 +29,23 @@
 //! `--no-require-git`; ignore files in ancestors of `search_root` apply too. Matching is
 //! case-sensitive, per line, and a match never spans a line break (a pattern that needs a literal
 //! `\n` is rejected). Lines carry one trailing `\r?\n` stripped; a line that is not valid UTF-8
-//! (after ripgrep's UTF-16 BOM transcoding) becomes `(line is not valid UTF-8)`.
-//! Binary files found by the walk use ripgrep's `quit` detection: searching stops at the first
-//! read buffer (64 KiB) holding a NUL byte, so a file with an early NUL yields nothing while
-//! matches from earlier buffers of a large file are kept, as `rg --json` emits them.
-//! A `search_root` that is itself a file is always searched, as text, whatever its name,
-//! hiddenness or `include` (ripgrep treats explicit paths this way).
-//! Results are grouped by file, files in byte order of their display path, lines ascending.
+//! (after ripgrep's UTF-16 BOM transcoding) becomes `(line is not valid UTF-8)`. Binary files found
+//! by the walk use ripgrep's `quit` detection: searching stops at the first read buffer (64 KiB)
+//! holding a NUL byte, so a file with an early NUL yields nothing while matches from earlier
+//! buffers of a large file are kept, as `rg --json` emits them. A `search_root` that is itself a
+//! file is always searched, as text, whatever its name, hiddenness or `include` (ripgrep treats
+//! explicit paths this way). Results are grouped by file, files in byte order of their display
+//! path, lines ascending.
 //!
-//! **Display paths**: a path inside `workdir` is shown relative to it (`src/a.ts`, no `./`);
-//! any other path is shown absolute. Non-UTF-8 path bytes are replaced lossily (U+FFFD).
+//! **Display paths**: a path inside `workdir` is shown relative to it (`src/a.ts`, no `./`); any
+//! other path is shown absolute. Non-UTF-8 path bytes are replaced lossily (U+FFFD).
 //!
-//! **Errors** differ from the seed where the seed only reflects `rg` plumbing: an unreadable
-//! entry below the root is skipped (rg would exit 2 and the seed would fail the whole search),
-//! while an unreadable `search_root` is [`SearchError::Failed`].
+//! **Errors** differ from running `rg` where that only reflects `rg` plumbing: an unreadable entry
+//! below the root is skipped (rg would exit 2, failing the whole search), while an unreadable
+//! `search_root` is [`SearchError::Failed`].
 //!
-//! **Bounds**: `cancelled` is polled for every walked entry and every 256 matches; the summed
-//! size of results (path bytes + 1 per glob path, path + line bytes per grep match) is capped by
+//! **Bounds**: `cancelled` is polled for every walked entry and every 256 matches; the summed size
+//! of results (path bytes + 1 per glob path, path + line bytes per grep match) is capped by
 //! `max_output_bytes` so one search cannot exhaust memory.
 
 use std::fmt;
@@ -59,14 +60,14 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
-/// The seed's `rawOutputMaxBytes`: the default cap on accumulated result bytes.
+/// `rawOutputMaxBytes`: the default cap on accumulated result bytes.
 pub const RAW_OUTPUT_MAX_BYTES: usize = 20_000_000;
 
-/// Version-control metadata names that glob never lists (the seed passes `--glob=!**/<d>` and
+/// Version-control metadata names that glob never lists (as `rg --glob=!**/<d>` would, and
 /// `--glob=!**/<d>/**` for each).
 pub const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
-/// Line text reported for a matching line that is not valid UTF-8 (the seed's placeholder for
+/// Line text reported for a matching line that is not valid UTF-8 (the placeholder for
 /// ripgrep's `lines.bytes`).
 pub const NOT_UTF8_LINE: &str = "(line is not valid UTF-8)";
 
@@ -107,7 +108,7 @@ impl fmt::Display for SearchTool {
     }
 }
 
-/// A failed glob or grep; [`SearchError::code`] gives the seed's error code.
+/// A failed glob or grep; [`SearchError::code`] gives the documented error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SearchError {
@@ -129,7 +130,7 @@ pub enum SearchError {
 }
 
 impl SearchError {
-    /// The seed's wire code for this error.
+    /// The documented code (docs/tools.md) for this error.
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidPattern(..) => "SEARCH_INVALID_PATTERN",
@@ -317,7 +318,7 @@ pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
     Ok(matches)
 }
 
-/// The override set of `rg --glob=<pattern>` followed by the seed's VCS exclusions; order
+/// The override set of `rg --glob=<pattern>` followed by the VCS exclusions; order
 /// matters because the last matching glob wins, so the exclusions beat the pattern.
 fn glob_overrides(workdir: &Path, pattern: &str) -> Result<Override, SearchError> {
     let tool = SearchTool::Glob;
@@ -586,7 +587,8 @@ impl Sink for CollectSink<'_> {
     }
 }
 
-/// The seed's view of ripgrep's `lines`: one trailing `\r?\n` removed, placeholder for non-UTF-8.
+/// The view of ripgrep's `lines` the tools render: one trailing `\r?\n` removed, placeholder for
+/// non-UTF-8.
 fn line_text(bytes: &[u8]) -> String {
     let mut line = bytes;
     if let Some(rest) = line.strip_suffix(b"\n") {

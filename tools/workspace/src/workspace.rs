@@ -27,7 +27,8 @@ use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath}
 /// Protected patterns used when the configuration names none.
 pub const DEFAULT_PROTECTED: [&str; 3] = [".git/", "toolhost.toml", ".toolhost/"];
 
-/// Files at least this large get no `before` text for diffs (seed `diffBasisMaxBytes`).
+/// Files at least this large get no `before` text for diffs (`diffBasisMaxBytes`, docs/tools.md
+/// write).
 pub const DIFF_BASIS_MAX_BYTES: usize = 10 * 1024 * 1024;
 
 /// Read looks for NUL bytes in this many leading bytes to call a file binary.

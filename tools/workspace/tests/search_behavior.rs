@@ -49,7 +49,8 @@ fn pre_cancelled_searches_abort() {
     );
     let err = grep(&GrepOptions::new(tmp.path(), tmp.path(), "needle", None, ALWAYS)).unwrap_err();
     assert_eq!(err, SearchError::Aborted(SearchTool::Grep));
-    // Cancellation is checked before the pattern, as the seed checks it before spawning rg.
+    // Cancellation is checked before the pattern, as an `rg`-based implementation checks it before
+    // spawning rg.
     let err = grep(&GrepOptions::new(tmp.path(), tmp.path(), "(", None, ALWAYS)).unwrap_err();
     assert_eq!(err.code(), "SEARCH_ABORTED");
 }

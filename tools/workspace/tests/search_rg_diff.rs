@@ -1,7 +1,7 @@
 //! Differential tests: the in-process glob/grep against Debian's `rg` (ripgrep 13) run with the
-//! seed's exact argv, on generated trees covering hidden and ignored files, git and non-git
-//! roots, binary, CRLF, BOM and non-UTF-8 content, anchored and basename globs, include filters
-//! and single-file roots.
+//! exact argv a `rg`-based implementation would use, on generated trees covering hidden and ignored
+//! files, git and non-git roots, binary, CRLF, BOM and non-UTF-8 content, anchored and basename
+//! globs, include filters and single-file roots.
 //!
 //! `rg` is a required test program (`apt-get install -y ripgrep`); its absence fails the tests.
 

@@ -10,23 +10,34 @@
 
 ---@class toolhost.Hunk
 ---@field path string
----@field oldStart integer
+---@field oldStart integer meaningless (0) in a preview hunk
 ---@field oldLines integer
----@field newStart integer
+---@field newStart integer meaningless (0) in a preview hunk
 ---@field newLines integer
 ---@field lines toolhost.HunkLine[]
+---@field header? string The header line as the server writes it (`@@ -a,b +c,d @@`, `@@ preview -b +d @@`).
+---@field preview? boolean A pending change whose place in the file is not known yet.
 
 ---@class toolhost.Card
 ---@field callId string
 ---@field tool string
 ---@field status 'pending'|'completed'|'failed'
----@field kind 'diff'|'read'|'search'|'terminal'|'generic'
+---@field kind string Open: diff, read, search, terminal, todo, question, fetch, structured, generic
+---  or a tool's own kind; a kind without a view here is drawn as generic (its `rendered` text).
 ---@field title string
 ---@field text string
 ---@field rendered string The one plain-text rendering; shown byte for byte.
 ---@field locations toolhost.CardLocation[]
 ---@field hunks? toolhost.Hunk[]
 ---@field stats? {additions: integer, deletions: integer}
+---@field read? table read cards: {path, offset, lines, totalLines, lang?}
+---@field search? table search cards: {shape, paths?, files?, locations?, truncated, total}
+---@field data? any presentation meta of kinds without a view of their own here
+
+---@class toolhost.LineRole
+---@field role 'title'|'header'|'+'|'-'|' '|'text'
+---@field hunk? toolhost.Hunk the hunk of a diff line
+---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
 ---@class toolhost.Store
 ---@field order string[] callIds, oldest first
@@ -91,10 +102,20 @@ function M.forget(client_id)
   live_bufs[client_id] = nil
 end
 
+--- Whether a card reports files a call changed: a completed diff card (by kind, never by
+--- tool name, so tools registered at run time count too) with a hunk placed in the file.
 ---@param card toolhost.Card
 ---@return boolean
 local function changes_files(card)
-  return card.status == 'completed' and card.kind == 'diff' and (card.tool == 'write' or card.tool == 'edit')
+  if card.status ~= 'completed' or card.kind ~= 'diff' or type(card.hunks) ~= 'table' then
+    return false
+  end
+  for _, hunk in ipairs(card.hunks) do
+    if type(hunk) == 'table' and not hunk.preview then
+      return true
+    end
+  end
+  return false
 end
 
 --- Records a card (notification or callTool response). A card with a known callId replaces the
@@ -166,6 +187,70 @@ function M.lines(cards)
   return lines, info
 end
 
+--- The role of each line of a card's `rendered` (index 1 is the title). A diff card's lines are
+--- read off its hunks — each hunk's `header` as the server wrote it, then its lines — so a
+--- hunk header is never formatted or guessed here. When `rendered` does not have that shape the
+--- lines starting with `@@ `, `+` and `-` are taken for diff lines. Every other kind (including
+--- kinds this plugin does not know) is the generic view: a title and text.
+---@param card toolhost.Card
+---@return toolhost.LineRole[]
+function M.layout(card)
+  local lines = M.split(card.rendered or '')
+  local out = { { role = 'title' } }
+  for i = 2, #lines do
+    out[i] = { role = 'text' }
+  end
+  if card.kind ~= 'diff' then
+    return out
+  end
+  local planned, idx, fits = {}, 1, type(card.hunks) == 'table'
+  for _, hunk in ipairs(fits and card.hunks or {}) do
+    idx = idx + 1
+    local header = type(hunk.header) == 'string' and hunk.header ~= '' and hunk.header or nil
+    if type(hunk.lines) ~= 'table' or lines[idx] == nil or (header and lines[idx] ~= header) then
+      fits = false
+      break
+    end
+    local new_line = (not hunk.preview) and tonumber(hunk.newStart) or nil
+    planned[idx] = { role = 'header', hunk = hunk, line = new_line }
+    for _, hl in ipairs(hunk.lines) do
+      idx = idx + 1
+      if lines[idx] ~= (tostring(hl.op) .. tostring(hl.text)) then
+        fits = false
+        break
+      end
+      local op = (hl.op == '+' or hl.op == '-') and hl.op or ' '
+      planned[idx] = { role = op, hunk = hunk, line = new_line }
+      if new_line and op ~= '-' then
+        new_line = new_line + 1
+      end
+    end
+    if not fits then
+      break
+    end
+  end
+  if fits and idx == #lines then
+    for i, role in pairs(planned) do
+      out[i] = role
+    end
+    return out
+  end
+  for i = 2, #lines do
+    local l = lines[i]
+    local c = l:sub(1, 1)
+    out[i] = { role = (l:sub(1, 3) == '@@ ' and 'header') or ((c == '+' or c == '-') and c) or 'text' }
+  end
+  return out
+end
+
+---@type table<string, string>
+local role_groups = {
+  title = 'ToolhostCardTitle',
+  header = 'ToolhostHunkHeader',
+  ['+'] = 'ToolhostDiffAdd',
+  ['-'] = 'ToolhostDiffDelete',
+}
+
 --- Fills a cards buffer and its highlights.
 ---@param buf integer
 ---@param cards toolhost.Card[]
@@ -177,22 +262,13 @@ function M.render(buf, cards)
   vim.bo[buf].modified = false
   line_info[buf] = info
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local layouts = {}
   for row, li in ipairs(info) do
     local group
     if li then
-      local text = lines[row]
-      if li.index == 1 then
-        group = 'ToolhostCardTitle'
-      elseif li.card.kind == 'diff' then
-        local c = text:sub(1, 1)
-        if text:sub(1, 3) == '@@ ' then
-          group = 'ToolhostHunkHeader'
-        elseif c == '+' then
-          group = 'ToolhostDiffAdd'
-        elseif c == '-' then
-          group = 'ToolhostDiffDelete'
-        end
-      end
+      layouts[li.card] = layouts[li.card] or M.layout(li.card)
+      local role = layouts[li.card][li.index]
+      group = role and role_groups[role.role] or nil
     end
     if group then
       vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
@@ -208,24 +284,11 @@ function M.target(li)
   local card = li.card
   local locs = card.locations or {}
   local first = locs[1]
-  if li.index > 1 and card.kind == 'diff' and card.hunks and first then
-    -- Walk the hunks the way `rendered` lists them: a header line, then the hunk's lines.
-    local idx = 1
-    for _, hunk in ipairs(card.hunks) do
-      idx = idx + 1
-      local new_line = hunk.newStart
-      if idx == li.index then
-        return first.path, math.max(new_line, 1)
-      end
-      for _, hl in ipairs(hunk.lines) do
-        idx = idx + 1
-        if idx == li.index then
-          return first.path, math.max(new_line, 1)
-        end
-        if hl.op ~= '-' then
-          new_line = new_line + 1
-        end
-      end
+  if li.index > 1 and card.kind == 'diff' and first then
+    -- A diff line: its line in the new file (a preview hunk has none: the card's location).
+    local role = M.layout(card)[li.index]
+    if role and role.line then
+      return first.path, math.max(role.line, 1)
     end
   elseif li.index > 1 and card.kind == 'search' and locs[li.index - 1] then
     local loc = locs[li.index - 1]
@@ -342,16 +405,10 @@ end
 ---@param card toolhost.Card
 function M.echo(card)
   local lines = M.split(card.rendered or '')
+  local layout = M.layout(card)
   local chunks = {}
   for i, l in ipairs(lines) do
-    local group = i == 1 and 'ToolhostCardTitle' or nil
-    if i > 1 and card.kind == 'diff' then
-      local c = l:sub(1, 1)
-      group = (l:sub(1, 3) == '@@ ' and 'ToolhostHunkHeader')
-        or (c == '+' and 'ToolhostDiffAdd')
-        or (c == '-' and 'ToolhostDiffDelete')
-        or nil
-    end
+    local group = layout[i] and role_groups[layout[i].role] or nil
     table.insert(chunks, { l .. (i < #lines and '\n' or ''), group })
   end
   vim.api.nvim_echo(chunks, true, {})

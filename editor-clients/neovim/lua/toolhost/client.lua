@@ -78,11 +78,13 @@ function M.find_buf(path)
   return nil
 end
 
---- Every running toolhost client.
+--- Every running toolhost client (with `starting`, also those still initializing).
+---@param starting? boolean
 ---@return vim.lsp.Client[]
-function M.clients()
+function M.clients(starting)
   local out = {}
-  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+  ---@diagnostic disable-next-line: invisible
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME, _uninitialized = starting or nil })) do
     if not c:is_stopped() then
       table.insert(out, c)
     end
@@ -90,12 +92,53 @@ function M.clients()
   return out
 end
 
+--- Whether the user enabled the `toolhost` LSP config with `vim.lsp.enable('toolhost')`
+--- (Neovim 0.11+, config from `lsp/toolhost.lua`). Then clients start from that config.
+---@return boolean
+function M.enabled()
+  if not package.loaded['vim.lsp'] and not rawget(vim, 'lsp') then
+    return false
+  end
+  local lsp = vim.lsp
+  if type(lsp.is_enabled) == 'function' then
+    return lsp.is_enabled(M.NAME) == true
+  end
+  ---@diagnostic disable-next-line: invisible
+  return type(lsp._enabled_configs) == 'table' and lsp._enabled_configs[M.NAME] ~= nil
+end
+
+--- The resolved `vim.lsp.config.toolhost` (lsp/toolhost.lua merged with the user's
+--- `vim.lsp.config()` overrides), or nil before Neovim 0.11 or when it cannot be resolved.
+---@return table?
+function M.lsp_config()
+  if type(vim.lsp.config) ~= 'table' and type(vim.lsp.config) ~= 'userdata' then
+    return nil
+  end
+  local ok, resolved = pcall(function()
+    return vim.lsp.config[M.NAME]
+  end)
+  return ok and type(resolved) == 'table' and resolved or nil
+end
+
+--- Root markers: those of the enabled `vim.lsp.config.toolhost`, else the plugin's.
+---@return string[]
+function M.root_markers()
+  if M.enabled() then
+    local resolved = M.lsp_config()
+    if resolved and type(resolved.root_markers) == 'table' then
+      return resolved.root_markers
+    end
+  end
+  return config.get().root_markers
+end
+
 --- The running client whose root holds `path` (the deepest root wins).
 ---@param path string
+---@param starting? boolean also clients still initializing
 ---@return vim.lsp.Client?
-function M.for_path(path)
+function M.for_path(path, starting)
   local best, best_len = nil, -1
-  for _, c in ipairs(M.clients()) do
+  for _, c in ipairs(M.clients(starting)) do
     if c.root_dir and M.contains(c.root_dir, path) and #c.root_dir > best_len then
       best, best_len = c, #c.root_dir
     end
@@ -111,8 +154,147 @@ function M.find_root(bufnr)
   if not path then
     return nil
   end
-  local root = vim.fs.root(path, config.get().root_markers)
+  local root = vim.fs.root(path, M.root_markers())
   return root and normalize(root) or nil
+end
+
+--- `initializationOptions` from the configuration (`init_options` plus `session_id`).
+---@param cfg toolhost.Config
+---@return table
+local function init_options(cfg)
+  local out = vim.deepcopy(cfg.init_options or {})
+  if cfg.session_id then
+    out.session_id = cfg.session_id
+  end
+  if next(out) == nil then
+    out = vim.empty_dict()
+  end
+  return out
+end
+
+--- The handlers of a toolhost client: cards, the editor-backed lsp provider and the server's
+--- `$/cancelRequest` of a query it no longer waits for.
+---@return table<string, function>
+function M.handlers()
+  return {
+    ['toolhost/card'] = function(_, card, ctx)
+      require('toolhost.cards').on_card(ctx.client_id, card)
+    end,
+    ['toolhost/lspQuery'] = function(_, params, ctx)
+      return require('toolhost.provider').handle(params, ctx)
+    end,
+    ['$/cancelRequest'] = function(_, params, ctx)
+      -- Runs in the RPC reader (a fast event): only schedule. The query's handler was
+      -- scheduled before, so it has registered its id by the time this runs.
+      vim.schedule(function()
+        require('toolhost.provider').on_cancel(ctx.client_id, params)
+      end)
+    end,
+  }
+end
+
+--- Everything the plugin needs once a client is initialized (idempotent: called from
+--- `on_init`, `on_attach` and the plugin's LspAttach autocommand, so a user's own `on_init` in
+--- `vim.lsp.config('toolhost', …)` cannot lose it): the session id, the earlier cards of a
+--- resumed session, and the request-id watch behind `$/cancelRequest`.
+---@param client vim.lsp.Client
+---@param result? table the initialize result
+function M.ready(client, result)
+  if client.name ~= M.NAME then
+    return
+  end
+  local st = M.state(client.id)
+  if st.ready then
+    return
+  end
+  local caps = (result and result.capabilities) or client.server_capabilities
+  local exp = type(caps) == 'table' and caps.experimental or nil
+  local th = type(exp) == 'table' and exp.toolhost or nil
+  local session = type(th) == 'table' and th.sessionId or nil
+  if not session and not client.initialized and not result then
+    return -- not initialized yet: a later call records it
+  end
+  st.ready = true
+  st.session_id = session
+  require('toolhost.provider').watch(client)
+  local init = client.config.init_options
+  local resumed = type(init) == 'table' and init.session_id
+  if session and resumed then
+    -- A resumed session: its earlier cards come from the log.
+    client:request('toolhost/replaySession', { sessionId = session }, function(err, res)
+      if not err and type(res) == 'table' and type(res.cards) == 'table' then
+        require('toolhost.cards').seed(client.id, res.cards)
+      end
+    end)
+  end
+end
+
+--- Forgets a client's cards and state (its server exited).
+---@param client_id integer
+function M.forget(client_id)
+  vim.schedule(function()
+    require('toolhost.cards').forget(client_id)
+    require('toolhost.provider').forget(client_id)
+    states[client_id] = nil
+  end)
+end
+
+--- The `toolhost` config for |vim.lsp.config()| / |vim.lsp.enable()| (what `lsp/toolhost.lua`
+--- returns), built from the plugin's configuration (|toolhost-config|). `root_dir` decides per
+--- buffer (file buffers under a marker root, or under the root of a running toolhost client;
+--- a file that does not exist yet waits until it does), so `filetypes` is nil: every file.
+---@return vim.lsp.Config
+function M.enable_config()
+  local cfg = config.get()
+  return {
+    cmd = cfg.cmd,
+    cmd_env = cfg.cmd_env,
+    filetypes = nil,
+    root_markers = cfg.root_markers,
+    root_dir = function(bufnr, on_dir)
+      local root = M.enable_root(bufnr)
+      if root then
+        on_dir(root)
+      end
+    end,
+    workspace_required = true,
+    init_options = init_options(cfg),
+    capabilities = { experimental = { toolhost = { lspProvider = cfg.lsp_provider } } },
+    handlers = M.handlers(),
+    on_init = { M.ready },
+    on_attach = {
+      function(client)
+        M.ready(client)
+      end,
+    },
+    on_exit = {
+      function(_, _, client_id)
+        M.forget(client_id)
+      end,
+    },
+  }
+end
+
+--- The workspace root `vim.lsp.enable('toolhost')` starts (or reuses) a client for, or nil:
+--- the root of a running client that holds the file, else the nearest marker root. A buffer of
+--- a file that does not exist yet gets nil now and attaches once the file exists or the user
+--- types (an empty new buffer would count as unsaved text and block the agent's write).
+---@param bufnr integer
+---@return string?
+function M.enable_root(bufnr)
+  local path = M.buf_path(bufnr)
+  if not path then
+    return nil
+  end
+  if not vim.uv.fs_stat(path) and not vim.bo[bufnr].modified then
+    M.defer(bufnr, true)
+    return nil
+  end
+  local existing = M.for_path(path, true)
+  if existing then
+    return existing.root_dir
+  end
+  return M.find_root(bufnr)
 end
 
 ---@param root string
@@ -120,59 +302,33 @@ end
 ---@return vim.lsp.ClientConfig
 function M.make_config(root, overrides)
   local cfg = config.get()
-  local init_options = vim.deepcopy(cfg.init_options or {})
-  if cfg.session_id then
-    init_options.session_id = cfg.session_id
+  ---@type table
+  local base
+  local resolved = M.enabled() and M.lsp_config() or nil
+  if resolved then
+    -- vim.lsp.enable('toolhost'): one source of truth, the user's vim.lsp.config.
+    base = vim.deepcopy(resolved)
+    base.root_markers = nil
+    base.filetypes = nil
+  else
+    base = {
+      cmd = cfg.cmd,
+      cmd_env = cfg.cmd_env,
+      init_options = init_options(cfg),
+      capabilities = { experimental = { toolhost = { lspProvider = cfg.lsp_provider } } },
+      handlers = M.handlers(),
+      on_init = M.ready,
+      on_exit = function(_, _, client_id)
+        M.forget(client_id)
+      end,
+    }
   end
-  if next(init_options) == nil then
-    init_options = vim.empty_dict()
-  end
-  local capabilities = vim.lsp.protocol.make_client_capabilities()
-  capabilities.experimental = vim.tbl_extend('force', capabilities.experimental or {}, {
-    toolhost = { lspProvider = cfg.lsp_provider },
-  })
-  local handlers = {
-    ['toolhost/card'] = function(_, card, ctx)
-      require('toolhost.cards').on_card(ctx.client_id, card)
-    end,
-    ['toolhost/lspQuery'] = function(_, params, ctx)
-      return require('toolhost.provider').handle(params, ctx)
-    end,
-  }
-  ---@type vim.lsp.ClientConfig
-  local c = {
-    name = M.NAME,
-    cmd = cfg.cmd,
-    cmd_cwd = root,
-    cmd_env = cfg.cmd_env,
-    root_dir = root,
-    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
-    init_options = init_options,
-    capabilities = capabilities,
-    handlers = handlers,
-    on_init = function(client, result)
-      local exp = result and result.capabilities and result.capabilities.experimental
-      local th = type(exp) == 'table' and exp.toolhost or nil
-      local session = type(th) == 'table' and th.sessionId or nil
-      M.state(client.id).session_id = session
-      local resumed = type(client.config.init_options) == 'table' and client.config.init_options.session_id
-      if session and resumed then
-        -- A resumed session: its earlier cards come from the log.
-        client:request('toolhost/replaySession', { sessionId = session }, function(err, res)
-          if not err and type(res) == 'table' and type(res.cards) == 'table' then
-            require('toolhost.cards').seed(client.id, res.cards)
-          end
-        end)
-      end
-    end,
-    on_exit = function(_, _, client_id)
-      vim.schedule(function()
-        require('toolhost.cards').forget(client_id)
-        states[client_id] = nil
-      end)
-    end,
-  }
-  return vim.tbl_extend('force', c, overrides or {})
+  base.capabilities = vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), base.capabilities or {})
+  base.name = M.NAME
+  base.cmd_cwd = root
+  base.root_dir = root
+  base.workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } }
+  return vim.tbl_extend('force', base, overrides or {})
 end
 
 --- Starts (or reuses) the client for `root`. With `bufnr`, attaches that buffer.
@@ -202,8 +358,29 @@ function M.start(root, opts)
   return vim.lsp.start(cfg, {
     bufnr = opts.bufnr,
     attach = opts.bufnr ~= nil,
+    -- The same name and root: a client started by the plugin or by vim.lsp.enable('toolhost').
     reuse_client = function(client, c)
       return client.name == c.name and client.root_dir == c.root_dir and not client:is_stopped()
+    end,
+  })
+end
+
+--- Attaches `bufnr` once its file exists or the user types in it (see |M.attach|).
+---@param bufnr integer
+---@param start boolean
+function M.defer(bufnr, start)
+  if vim.b[bufnr].toolhost_deferred then
+    return
+  end
+  vim.b[bufnr].toolhost_deferred = true
+  local group = vim.api.nvim_create_augroup('toolhost_deferred_' .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'BufWritePost', 'BufReadPost' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function(ev)
+      vim.api.nvim_del_augroup_by_id(group)
+      vim.b[ev.buf].toolhost_deferred = nil
+      M.attach(ev.buf, start)
     end,
   })
 end
@@ -222,29 +399,19 @@ function M.attach(bufnr, start)
     -- A buffer for a file that does not exist yet is one empty line, which the server would
     -- count as unsaved text and so refuse to create the file. Attach once the user types or
     -- the file appears (a write, or a reload after an agent created it).
-    if not vim.b[bufnr].toolhost_deferred then
-      vim.b[bufnr].toolhost_deferred = true
-      local group = vim.api.nvim_create_augroup('toolhost_deferred_' .. bufnr, { clear = true })
-      vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'BufWritePost', 'BufReadPost' }, {
-        group = group,
-        buffer = bufnr,
-        callback = function(ev)
-          vim.api.nvim_del_augroup_by_id(group)
-          vim.b[ev.buf].toolhost_deferred = nil
-          M.attach(ev.buf, start)
-        end,
-      })
-    end
+    M.defer(bufnr, start)
     return nil
   end
-  local existing = M.for_path(path)
+  local existing = M.for_path(path, true)
   if existing then
     if not existing.attached_buffers[bufnr] then
       vim.lsp.buf_attach_client(bufnr, existing.id)
     end
     return existing.id
   end
-  if not start then
+  -- With vim.lsp.enable('toolhost') the user asked for the server: start it even for buffers
+  -- Neovim's FileType trigger never reaches (files without a filetype).
+  if not start and not M.enabled() then
     return nil
   end
   local root = M.find_root(bufnr)

@@ -23,12 +23,22 @@ function M.check()
     end
   end
 
+  local cmd = cfg.cmd
+  if cl.enabled() then
+    local resolved = cl.lsp_config()
+    health.ok("vim.lsp.enable('toolhost'): clients start from vim.lsp.config.toolhost (lsp/toolhost.lua)")
+    if resolved and type(resolved.cmd) == 'table' then
+      cmd = resolved.cmd
+    end
+  end
+
   health.start('toolhost: server binary')
-  local program = type(cfg.cmd) == 'table' and cfg.cmd[1] or nil
+  local program = type(cmd) == 'table' and cmd[1] or nil
   local path = program and vim.fn.exepath(program) or ''
   if path == '' then
     health.error(('`%s` is not executable'):format(tostring(program)), {
       'Install toolhost (cargo install --path server/server) or set `cmd` in setup()/vim.g.toolhost',
+      "With vim.lsp.enable('toolhost'): vim.lsp.config('toolhost', { cmd = { '/path/to/toolhost', 'serve' } })",
     })
   else
     local res = vim.system({ path, '--version' }, { text = true }):wait(5000)
@@ -60,6 +70,10 @@ function M.check()
           vim.tbl_count(c.attached_buffers)
         )
       )
+      if cfg.lsp_provider and not require('toolhost.provider').watching(c) then
+        local msg = 'client %d: request ids cannot be read off its RPC reader; a cancelled query runs to its end'
+        health.warn(msg:format(c.id))
+      end
     else
       health.warn(('client %d for %s is still starting'):format(c.id, c.root_dir or '?'))
     end

@@ -15,6 +15,12 @@ end
 ---@param opts? toolhost.Config|table
 function M.setup(opts)
   require('toolhost.config').set(opts)
+  -- vim.lsp.config.toolhost (lsp/toolhost.lua) takes its defaults from this configuration:
+  -- have Neovim resolve it again (an empty override changes nothing else).
+  local lsp = package.loaded['vim.lsp']
+  if lsp and lsp.config and getmetatable(lsp.config) then
+    pcall(lsp.config, 'toolhost', {})
+  end
   M.apply_keymaps()
 end
 

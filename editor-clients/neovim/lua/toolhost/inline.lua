@@ -79,7 +79,8 @@ local function watch(buf)
   })
 end
 
---- The header virtual line of a hunk: `<tool> <title>  +A -D`.
+--- The header virtual line of a hunk: `<tool> <title>  <hunk.header>  +A -D` (the hunk
+--- header exactly as the server wrote it; left out when the hunk has none).
 ---@param card toolhost.Card
 ---@param hunk toolhost.Hunk
 ---@return string
@@ -92,20 +93,32 @@ function M.header(card, hunk)
       del = del + 1
     end
   end
-  return ('%s %s  +%d -%d'):format(card.tool, card.title, add, del)
+  local header = type(hunk.header) == 'string' and hunk.header ~= '' and ('  ' .. hunk.header) or ''
+  return ('%s %s%s  +%d -%d'):format(card.tool, card.title, header, add, del)
+end
+
+--- Whether a hunk can be placed in the file: a preview hunk (a pending change whose place is
+--- not known yet; its starts are 0) cannot, so it is never anchored at a made-up line.
+---@param hunk toolhost.Hunk
+---@return boolean
+function M.placeable(hunk)
+  return type(hunk) == 'table' and not hunk.preview and type(hunk.lines) == 'table' and type(hunk.newStart) == 'number'
 end
 
 --- Plans the extmarks of one hunk in a buffer of `line_count` lines (pure; used by tests).
 --- Returns blocks `{row, above, lines = {{text, hl}...}}` (0-based rows), the added rows and the
---- span `{top, bottom}` of the hunk's new lines.
+--- span `{top, bottom}` of the hunk's new lines. A preview hunk gets no plan (nil).
 ---@param card toolhost.Card
 ---@param hunk toolhost.Hunk
 ---@param line_count integer
----@return {row: integer, above: boolean, lines: string[][]}[] blocks
----@return integer[] added_rows
----@return integer top
----@return integer bottom
+---@return {row: integer, above: boolean, lines: string[][]}[]? blocks
+---@return integer[]? added_rows
+---@return integer? top
+---@return integer? bottom
 function M.plan(card, hunk, line_count)
+  if not M.placeable(hunk) then
+    return nil
+  end
   local blocks, added = {}, {}
   local pending = { { M.header(card, hunk), 'ToolhostInlineHeader' } }
   local new_line = hunk.newStart
@@ -159,37 +172,51 @@ function M.show(buf, card)
   groups[buf] = groups[buf] or {}
   for _, hunk in ipairs(card.hunks or {}) do
     local blocks, added, top, bottom = M.plan(card, hunk, count)
-    local marks = {}
-    for _, b in ipairs(blocks) do
-      local virt = {}
-      for _, l in ipairs(b.lines) do
-        table.insert(virt, { { l[1], l[2] } })
-      end
-      table.insert(
-        marks,
-        vim.api.nvim_buf_set_extmark(buf, ns, b.row, 0, {
-          virt_lines = virt,
-          virt_lines_above = b.above,
-          right_gravity = false,
-        })
-      )
+    if blocks and added and top and bottom then
+      M.place(buf, card, blocks, added, top, bottom)
     end
-    for _, row in ipairs(added) do
-      table.insert(
-        marks,
-        vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = 'ToolhostInlineAdd', priority = 90 })
-      )
-    end
-    local span = vim.api.nvim_buf_set_extmark(buf, ns, top, 0, {
-      end_row = bottom,
-      end_col = 0,
-      right_gravity = false,
-      end_right_gravity = true,
-    })
-    table.insert(marks, span)
-    table.insert(groups[buf], { buf = buf, marks = marks, span = span, card_id = card.callId })
   end
   watch(buf)
+end
+
+--- Sets the extmarks of one planned hunk.
+---@param buf integer
+---@param card toolhost.Card
+---@param blocks {row: integer, above: boolean, lines: string[][]}[]
+---@param added integer[]
+---@param top integer
+---@param bottom integer
+function M.place(buf, card, blocks, added, top, bottom)
+  groups[buf] = groups[buf] or {}
+  local marks = {}
+  for _, b in ipairs(blocks) do
+    local virt = {}
+    for _, l in ipairs(b.lines) do
+      table.insert(virt, { { l[1], l[2] } })
+    end
+    table.insert(
+      marks,
+      vim.api.nvim_buf_set_extmark(buf, ns, b.row, 0, {
+        virt_lines = virt,
+        virt_lines_above = b.above,
+        right_gravity = false,
+      })
+    )
+  end
+  for _, row in ipairs(added) do
+    table.insert(
+      marks,
+      vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = 'ToolhostInlineAdd', priority = 90 })
+    )
+  end
+  local span = vim.api.nvim_buf_set_extmark(buf, ns, top, 0, {
+    end_row = bottom,
+    end_col = 0,
+    right_gravity = false,
+    end_right_gravity = true,
+  })
+  table.insert(marks, span)
+  table.insert(groups[buf], { buf = buf, marks = marks, span = span, card_id = card.callId })
 end
 
 --- Reloads (checktime) an unmodified buffer so it matches the disk.

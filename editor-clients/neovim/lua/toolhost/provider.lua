@@ -30,8 +30,114 @@ M.operations = {
 
 local ErrorCodes = vim.lsp.protocol.ErrorCodes
 
---- How often |M.wait| yielded (non-blocking) or blocked with |vim.wait| (for tests).
-M.stats = { yielded = 0, blocked = 0 }
+--- How often |M.wait| yielded (non-blocking) or blocked with |vim.wait|, and how many queries
+--- the server cancelled (for tests).
+M.stats = { yielded = 0, blocked = 0, cancelled = 0 }
+
+---@class toolhost.QueryToken
+---@field id? integer|string the JSON-RPC id of the query (nil when unknown)
+---@field cancelled boolean
+---@field cancels (fun())[] run once when the server cancels the query
+
+---@type table<integer, table<integer|string, toolhost.QueryToken>> client id -> query id -> token
+local inflight = {}
+
+---@type table<integer, integer|string> client id -> id of the query whose handler runs next
+local incoming = {}
+
+---@type table<vim.lsp.Client, boolean>
+local watched = setmetatable({}, { __mode = 'k' })
+
+--- Makes the ids of a client's `toolhost/lspQuery` requests known to their handler, so a
+--- `$/cancelRequest` from the server can name the query it stops.
+---
+--- Neovim gives a server->client request's handler no request id. The id is read off the
+--- client's RPC reader instead (wrapped once): for each query it schedules "the next query is
+--- id N" right before Neovim schedules the query's handler, and the scheduler runs both in that
+--- order, so the handler reads its own id first thing. Returns false when the reader cannot be
+--- found (another Neovim version): queries then still work, only cancellation cannot reach them.
+---@param client vim.lsp.Client
+---@return boolean
+function M.watch(client)
+  if watched[client] then
+    return true
+  end
+  local rpc = client.rpc
+  local request = type(rpc) == 'table' and rpc.request or nil
+  if type(request) ~= 'function' then
+    return false
+  end
+  local reader
+  for i = 1, 16 do
+    local name, value = debug.getupvalue(request, i)
+    if name == nil then
+      break
+    end
+    if name == 'client' and type(value) == 'table' and type(value.handle_body) == 'function' then
+      reader = value
+      break
+    end
+  end
+  if not reader then
+    return false
+  end
+  local handle_body = reader.handle_body
+  local client_id = client.id
+  reader.handle_body = function(self, body)
+    if type(body) == 'string' and body:find('toolhost/lspQuery', 1, true) then
+      local ok, msg = pcall(vim.json.decode, body)
+      if ok and type(msg) == 'table' and msg.method == 'toolhost/lspQuery' and msg.id ~= nil then
+        local id = msg.id
+        vim.schedule(function()
+          incoming[client_id] = id
+        end)
+      end
+    end
+    return handle_body(self, body)
+  end
+  watched[client] = true
+  return true
+end
+
+--- Whether |M.watch| found the client's RPC reader (else cancellation cannot reach a query).
+---@param client vim.lsp.Client
+---@return boolean
+function M.watching(client)
+  return watched[client] == true
+end
+
+--- The server stopped waiting for query `params.id` (`$/cancelRequest`): stop its work.
+---@param client_id integer
+---@param params any
+function M.on_cancel(client_id, params)
+  local id = type(params) == 'table' and params.id or nil
+  local token = id ~= nil and inflight[client_id] and inflight[client_id][id] or nil
+  if not token or token.cancelled then
+    return
+  end
+  token.cancelled = true
+  M.stats.cancelled = M.stats.cancelled + 1
+  for _, cancel in ipairs(token.cancels) do
+    pcall(cancel)
+  end
+end
+
+--- Drops a client's query bookkeeping (its server exited).
+---@param client_id integer
+function M.forget(client_id)
+  inflight[client_id] = nil
+  incoming[client_id] = nil
+end
+
+--- Queries in flight (for tests and :checkhealth): client id -> ids.
+---@return table<integer, (integer|string)[]>
+function M.inflight()
+  local out = {}
+  for cid, tokens in pairs(inflight) do
+    out[cid] = vim.tbl_keys(tokens)
+  end
+  return out
+end
 
 ---@param code integer
 ---@param message string
@@ -241,11 +347,20 @@ local function servers(buf, method)
   return out
 end
 
+--- The clients attached to `buf`, those still initializing included (Neovim 0.11's
+--- get_clients() leaves them out unless asked).
+---@param buf integer
+---@return vim.lsp.Client[]
+local function attached(buf)
+  ---@diagnostic disable-next-line: invisible
+  return vim.lsp.get_clients({ bufnr = buf, _uninitialized = true })
+end
+
 --- Any non-toolhost client attached to `buf` that is still starting.
 ---@param buf integer
 ---@return boolean
 local function starting(buf)
-  for _, c in ipairs(vim.lsp.get_clients({ bufnr = buf })) do
+  for _, c in ipairs(attached(buf)) do
     if c.name ~= 'toolhost' and not c:is_stopped() and not c.initialized then
       return true
     end
@@ -270,12 +385,17 @@ local function load(path)
   return buf
 end
 
---- Answers one `toolhost/lspQuery`. Returns the result, or nil and an LSP ResponseError.
+---@return nil
+---@return lsp.ResponseError
+local function cancelled()
+  return rpc_error(ErrorCodes.RequestCancelled, 'toolhost/lspQuery cancelled by the server')
+end
+
 ---@param params toolhost.LspQueryParams
----@param _ctx? table
+---@param token toolhost.QueryToken
 ---@return table? result
 ---@return lsp.ResponseError? err
-function M.handle(params, _ctx)
+local function answer(params, token)
   local cfg = require('toolhost.config').get()
   if not cfg.lsp_provider then
     return rpc_error(ErrorCodes.MethodNotFound, 'the editor-backed lsp provider is disabled')
@@ -302,15 +422,23 @@ function M.handle(params, _ctx)
   -- Some setups start them from a scheduled callback, hence a short grace when none is attached.
   local started = vim.uv.now()
   M.wait(timeout, function()
-    if #servers(buf, method) > 0 then
+    if token.cancelled or #servers(buf, method) > 0 then
       return true
     end
     if starting(buf) then
       return false
     end
-    local others = #vim.lsp.get_clients({ bufnr = buf }) - #vim.lsp.get_clients({ bufnr = buf, name = 'toolhost' })
+    local others = 0
+    for _, c in ipairs(attached(buf)) do
+      if c.name ~= 'toolhost' then
+        others = others + 1
+      end
+    end
     return others > 0 or vim.uv.now() - started > 300
   end)
+  if token.cancelled then
+    return cancelled()
+  end
   local clients = servers(buf, method)
   if #clients == 0 then
     return rpc_error(
@@ -329,18 +457,31 @@ function M.handle(params, _ctx)
     if method == 'textDocument/references' then
       p.context = { includeDeclaration = true }
     end
-    local ok = c:request(method, p, function(err, result)
+    local ok, request_id = c:request(method, p, function(err, result)
+      if answers[i] then
+        return
+      end
       answers[i] = { err = err, result = result, encoding = c.offset_encoding, name = c.name }
       pending = pending - 1
     end, buf)
     if not ok then
       answers[i] = { err = { message = c.name .. ' is not running' } }
       pending = pending - 1
+    elseif request_id then
+      -- The server stopped waiting: stop the language server's work too.
+      table.insert(token.cancels, function()
+        if not answers[i] and not c:is_stopped() then
+          c:cancel_request(request_id)
+        end
+      end)
     end
   end
   M.wait(timeout, function()
-    return pending == 0
+    return pending == 0 or token.cancelled
   end)
+  if token.cancelled then
+    return cancelled()
+  end
   local cache, errors = {}, {}
   if params.operation == 'hover' then
     for i = 1, #clients do
@@ -395,6 +536,39 @@ function M.handle(params, _ctx)
     return rpc_error(ErrorCodes.RequestFailed, table.concat(errors, '; '), { code = 'LSP_UNAVAILABLE' })
   end
   return { kind = 'locations', locations = locations }
+end
+
+--- Answers one `toolhost/lspQuery`. Returns the result, or nil and an LSP ResponseError. When
+--- the server cancels the query (`$/cancelRequest` with its id) the language servers' requests
+--- still running are cancelled and the answer is the error `-32800` (RequestCancelled) at once:
+--- Neovim answers every server request, so that is the only reply the server gets, never a late
+--- result.
+---@param params toolhost.LspQueryParams
+---@param ctx? table handler context ({client_id})
+---@return table? result
+---@return lsp.ResponseError? err
+function M.handle(params, ctx)
+  local client_id = type(ctx) == 'table' and ctx.client_id or nil
+  -- Set by the reader (M.watch) for exactly this request; read it before anything yields.
+  local id = client_id and incoming[client_id] or nil
+  if client_id then
+    incoming[client_id] = nil
+  end
+  ---@type toolhost.QueryToken
+  local token = { id = id, cancelled = false, cancels = {} }
+  if id ~= nil then
+    inflight[client_id] = inflight[client_id] or {}
+    inflight[client_id][id] = token
+  end
+  -- No pcall around it: the handler yields while it waits (see M.wait).
+  local result, err = answer(params, token)
+  if id ~= nil and inflight[client_id] then
+    inflight[client_id][id] = nil
+    if next(inflight[client_id]) == nil then
+      inflight[client_id] = nil
+    end
+  end
+  return result, err
 end
 
 return M

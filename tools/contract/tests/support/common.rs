@@ -1,5 +1,6 @@
 //! Shared fixtures for the contract's integration tests: small typed tools, closure-backed policy
-//! listeners, and accessors that read a finalized result the way the seed's tests do.
+//! listeners, and accessors that read a finalized result the way the pipeline's contract states
+//! them.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use schemars::JsonSchema;
@@ -54,7 +55,7 @@ pub fn info_name(f: &Finalized) -> Option<&str> {
     f.result.error()?.info.as_ref().map(|i| i.name.as_str())
 }
 
-/// The content's text, blocks joined the seed's way.
+/// The content's text, text blocks joined by `\n`.
 pub fn text(f: &Finalized) -> String {
     joined_text(f.result.content())
 }

@@ -1,0 +1,17 @@
+-- The `toolhost` config for Neovim 0.11's vim.lsp.config()/vim.lsp.enable() (see
+-- :help toolhost-enable):
+--
+--   vim.lsp.enable('toolhost')
+--   vim.lsp.config('toolhost', { cmd = { '/path/to/toolhost', 'serve' } })  -- optional
+--
+-- Fields (defaults from the plugin's configuration, :help toolhost-config):
+--   cmd                 { 'toolhost', 'serve' }
+--   root_markers        { 'toolhost.toml', '.git' }
+--   filetypes           nil: toolhost is filetype-agnostic; `root_dir` picks the buffers (file
+--                       buffers under a marker root, or under the root of a running client)
+--   capabilities        experimental.toolhost.lspProvider = true (answers toolhost/lspQuery)
+--   handlers            toolhost/card, toolhost/lspQuery and $/cancelRequest (the plugin's own)
+--   on_init, on_attach  session id, resumed cards, request-id watch; on_exit forgets the client
+-- The plugin's automatic start (plugin/toolhost.lua) reuses the client this config starts for a
+-- root and starts buffers without a filetype from this config too: never a second client.
+return require('toolhost.client').enable_config()
