@@ -22,7 +22,6 @@ TOOLS="${TOOLHOST_CLIENT_TOOLS:-$ROOT/.client-tools}"
 OUT="${TOOLHOST_TEST_OUTPUT:-$ROOT/test-output/vscode}"
 CODE_SERVER_VERSION=4.100.3
 PLAYWRIGHT_VERSION=1.65.1
-VSCE_VERSION=3.9.2
 START=$(date +%s)
 
 say() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - START))"; }
@@ -72,9 +71,6 @@ npm_ci "$EXT_DIR/e2e/test-extension"
 if [ "$(npm_pkg_version "$TOOLS/pw/node_modules/playwright-core")" != "$PLAYWRIGHT_VERSION" ]; then
   npm install --no-audit --no-fund --loglevel=error --prefix "$TOOLS/pw" "playwright-core@$PLAYWRIGHT_VERSION"
 fi
-if [ "$(npm_pkg_version "$TOOLS/vsce/node_modules/@vscode/vsce")" != "$VSCE_VERSION" ]; then
-  npm install --no-audit --no-fund --loglevel=error --prefix "$TOOLS/vsce" "@vscode/vsce@$VSCE_VERSION"
-fi
 CODE_SERVER="$TOOLS/code-server/node_modules/.bin/code-server"
 if [ "${VSCODE_E2E:-1}" != 0 ] && [ "$(npm_pkg_version "$TOOLS/code-server/node_modules/code-server")" != "$CODE_SERVER_VERSION" ]; then
   say "install: code-server $CODE_SERVER_VERSION"
@@ -95,17 +91,54 @@ say "typecheck (tsc --strict) and ESLint"
 (cd "$EXT_DIR" && npx eslint --max-warnings 0 .) || die "ESLint failed"
 echo "typecheck and lint: ok"
 
-say "build (esbuild) and package (vsce $VSCE_VERSION)"
-(cd "$EXT_DIR" && node scripts/build.mjs --production && node scripts/build.mjs --tests && node scripts/build.mjs --e2e)
-VSIX="$OUT/toolhost.vsix"
-rm -f "$VSIX"
-(cd "$EXT_DIR" && "$TOOLS/vsce/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --skip-license --out "$VSIX" >/dev/null) || die "vsce package failed"
-unzip -l "$VSIX" | tail -n +4 | head -n -2 | awk '{print "  " $4}'
+VERSION="$(node -p "require('$EXT_DIR/package.json').version")"
+VSCE_VERSION="$(npm_pkg_version "$EXT_DIR/node_modules/@vscode/vsce")"
+say "build (esbuild) and package (npm run package: vsce $VSCE_VERSION)"
+(cd "$EXT_DIR" && node scripts/build.mjs --tests && node scripts/build.mjs --e2e)
+PACKAGED="$OUT/toolhost-$VERSION.vsix"
+rm -f "$PACKAGED" "$OUT/toolhost.vsix"
+# vsce runs `vscode:prepublish` (the production bundle) itself.
+(cd "$EXT_DIR" && npm run --silent package -- --out "$PACKAGED") || die "vsce package failed"
+[ -f "$PACKAGED" ] || die "vsce package wrote no $PACKAGED"
 
 # ---------------------------------------------------------------- unit tests
 say "unit tests (node --test)"
 if ! (cd "$EXT_DIR" && TOOLHOST_BIN="$BIN" node --test --test-reporter=./scripts/summary-reporter.mjs out/test/); then
   FAILED=1
+fi
+
+# ---------------------------------------------------------------- the package
+# The .vsix installed below (and by the e2e suites): the one just packaged, or $TOOLHOST_VSIX.
+if [ -n "${TOOLHOST_VSIX:-}" ]; then
+  [ -f "$TOOLHOST_VSIX" ] || die "TOOLHOST_VSIX=$TOOLHOST_VSIX does not exist"
+  VSIX="$(cd "$(dirname "$TOOLHOST_VSIX")" && pwd)/$(basename "$TOOLHOST_VSIX")"
+else
+  VSIX="$PACKAGED"
+fi
+say "package: $VSIX"
+PKG_PASSED=0
+PKG_FAILED=0
+pkg_check() { # name, then a command that succeeds when the check passes
+  local name="$1"; shift
+  if "$@"; then
+    PKG_PASSED=$((PKG_PASSED + 1)); echo "  ✔ package: $name"
+  else
+    PKG_FAILED=$((PKG_FAILED + 1)); echo "  ✖ package: $name" >&2
+  fi
+}
+echo "  $(sha256sum "$VSIX" | cut -d' ' -f1)  $(du -k "$VSIX" | cut -f1) KiB"
+unzip -Z1 "$VSIX" > "$OUT/vsix-files.txt" 2>/dev/null || : > "$OUT/vsix-files.txt"
+sed 's/^/    /' "$OUT/vsix-files.txt"
+VSIX_VERSION="$(unzip -p "$VSIX" extension/package.json 2>/dev/null | node -e 'let s="";process.stdin.on("data",(d)=>s+=d).on("end",()=>{try{console.log(JSON.parse(s).version??"")}catch{console.log("")}})' || true)"
+no_dev_files() { ! grep -Eq '^extension/(src|test|e2e|scripts|out|node_modules)/|\.ts$|\.map$|\.vsix$' "$OUT/vsix-files.txt"; }
+pkg_check "holds the bundle, the panel's media, package.json, README and LICENSE" \
+  bash -c 'for f in "$@"; do grep -qx "$f" "$0" || { echo "    missing $f" >&2; exit 1; }; done' "$OUT/vsix-files.txt" \
+  extension/package.json extension/dist/extension.js extension/media/panel.js extension/media/panel.css extension/readme.md extension/LICENSE.txt
+pkg_check "holds no sources, tests, scripts or node_modules" no_dev_files
+pkg_check "is version $VERSION (package.json of this checkout; the .vsix says ${VSIX_VERSION:-nothing})" test "$VSIX_VERSION" = "$VERSION"
+if [ "${VSCODE_E2E:-1}" = 0 ]; then
+  echo "package: $PKG_PASSED passed, $PKG_FAILED failed (not installed: VSCODE_E2E=0)"
+  [ "$PKG_FAILED" = 0 ] || FAILED=1
 fi
 
 # ---------------------------------------------------------------- real VS Code
@@ -148,10 +181,23 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
   ' "$S/user/User/settings.json" "$BIN" "$S/sessions"
   export XDG_CONFIG_HOME="$S/xdg/config" XDG_DATA_HOME="$S/xdg/data" XDG_CACHE_HOME="$S/xdg/cache" XDG_STATE_HOME="$S/xdg/state"
   CS_FLAGS=(--config "$S/config.yaml" --user-data-dir "$S/user" --extensions-dir "$S/ext" --disable-telemetry --disable-update-check)
-  "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { cat "$S/install.log"; die "installing the .vsix failed"; }
-  "$CODE_SERVER" "${CS_FLAGS[@]}" --list-extensions > "$S/list.log" 2>&1
-  grep -qx 'toolhost.toolhost' "$S/list.log" || { cat "$S/install.log" "$S/list.log"; die "the .vsix did not install"; }
-  echo "installed: $(grep -x 'toolhost.toolhost' "$S/list.log") from $(basename "$VSIX")"
+  installed() {
+    "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { sed 's/^/    /' "$S/install.log" >&2; return 1; }
+  }
+  listed() {
+    "$CODE_SERVER" "${CS_FLAGS[@]}" --list-extensions --show-versions > "$S/list.log" 2>&1
+    grep -qx "toolhost.toolhost@$VSIX_VERSION" "$S/list.log" || { sed 's/^/    /' "$S/install.log" "$S/list.log" >&2; return 1; }
+  }
+  same_bundle() { # the installed extension's bundle is the one in that .vsix
+    local installed_js="$S/ext/toolhost.toolhost-$VSIX_VERSION/dist/extension.js"
+    [ -f "$installed_js" ] || { echo "    no $installed_js" >&2; return 1; }
+    [ "$(sha256sum < "$installed_js")" = "$(unzip -p "$VSIX" extension/dist/extension.js | sha256sum)" ]
+  }
+  pkg_check "code-server $CODE_SERVER_VERSION installs it (--install-extension $(basename "$VSIX"))" installed
+  pkg_check "code-server --list-extensions --show-versions lists toolhost.toolhost@$VSIX_VERSION" listed
+  pkg_check "the installed dist/extension.js is the one in $(basename "$VSIX")" same_bundle
+  echo "package: $PKG_PASSED passed, $PKG_FAILED failed"
+  [ "$PKG_FAILED" = 0 ] || die "the .vsix is not right; the e2e suites need it installed"
   # The companion test extension is an unpacked folder: extensions.json must go, or it is ignored.
   TESTEXT="$S/ext/toolhost.toolhost-tests-0.0.1"
   mkdir -p "$TESTEXT"

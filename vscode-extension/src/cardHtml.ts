@@ -1,10 +1,12 @@
-// Cards → the panel's HTML. One function per card kind, all output escaped; no inline styles or
-// scripts (the page's CSP forbids them), buttons for every action (keyboard reachable), and text
-// laid out so that a card element's lines read exactly like `card.rendered` (the title line, then
-// `@@ -a,b +c,d @@` headers and ` `/`+`/`-` lines, or the search lines). Pure: no `vscode` import.
+// Cards → the panel's HTML. One function per view (diff, read, search, generic), all output
+// escaped; no inline styles or scripts (the page's CSP forbids them), buttons for every action
+// (keyboard reachable), and text laid out so that a card element's lines read exactly like
+// `card.rendered` (the title line, then each hunk's `header` and ` `/`+`/`-` lines, or the search
+// lines). A card kind without a view here (terminal, todo, …, or a tool's own kind) is drawn as
+// generic: its Native text. Pure: no `vscode` import.
 
 import type { Card, Hunk, ReadView, SearchView } from './protocol';
-import { titleLine } from './protocol';
+import { hunkHeader, isPreviewHunk, titleLine } from './protocol';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -48,11 +50,6 @@ function statsHtml(card: Card): string {
   );
 }
 
-/** `@@ -a,b +c,d @@`, exactly as `card::to_text` writes it. */
-export function hunkHeader(hunk: Hunk): string {
-  return `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
-}
-
 const LINE_CLASS: Record<string, string> = { '+': 'add', '-': 'del', ' ': 'ctx' };
 
 function hunksHtml(hunks: readonly Hunk[]): string {
@@ -73,9 +70,16 @@ function hunksHtml(hunks: readonly Hunk[]): string {
         );
       })
       .join('');
+    // The header is the server's (`hunk.header`). A preview hunk has no place in the file yet:
+    // nothing here claims one.
+    const header = hunkHeader(hunk);
+    const preview = isPreviewHunk(hunk);
+    const label = preview
+      ? `proposed change to ${hunk.path} (its place in the file is not known yet)`
+      : `hunk ${header} in ${hunk.path}`;
     parts.push(
-      `<div class="hunk"${attr('data-path', hunk.path)} role="group"${attr('aria-label', `hunk ${hunkHeader(hunk)} in ${hunk.path}`)}>` +
-        `<div class="hunk-header">${escapeHtml(hunkHeader(hunk))}</div>${lines}</div>`,
+      `<div class="hunk${preview ? ' preview' : ''}"${attr('data-path', hunk.path)}${preview ? ' data-preview="true"' : ''} role="group"${attr('aria-label', label)}>` +
+        `<div class="hunk-header"${preview ? attr('title', 'proposed change: its place in the file is not known yet') : ''}>${escapeHtml(header)}</div>${lines}</div>`,
     );
   }
   return `<div class="diff">${parts.join('')}</div>`;
@@ -144,25 +148,46 @@ function nativeHtml(text: string, collapsible: boolean, failed: boolean): string
   return `<details class="native"><summary>Native text</summary>${pre}</details>`;
 }
 
-/** What the card body shows (mirrors the branches of `card::to_text`). */
-function bodyHtml(card: Card): { body: string; nativeShown: boolean } {
+/** The views the panel draws. */
+export type CardView = 'diff' | 'read' | 'search' | 'generic';
+
+/** The view a card is drawn with (the branches of `card::to_text`): diff, read and search when the
+ * card carries what they show; every other kind — terminal, todo, question, fetch, structured,
+ * generic, or a kind only its tool knows — is generic (the Native text). */
+export function cardView(card: Card): CardView {
   if (card.kind === 'diff' && card.hunks) {
-    return { body: hunksHtml(card.hunks), nativeShown: false };
+    return 'diff';
   }
   if (card.kind === 'search' && card.search && card.status !== 'pending') {
-    return { body: searchHtml(card.search), nativeShown: false };
+    return 'search';
   }
   if (card.kind === 'read' && card.read && card.status === 'completed') {
+    return 'read';
+  }
+  return 'generic';
+}
+
+/** What the card body shows. */
+function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: boolean } {
+  if (view === 'diff' && card.hunks) {
+    return { body: hunksHtml(card.hunks), nativeShown: false };
+  }
+  if (view === 'search' && card.search) {
+    return { body: searchHtml(card.search), nativeShown: false };
+  }
+  if (view === 'read' && card.read) {
     return { body: readHtml(card.read), nativeShown: false };
   }
   return { body: nativeHtml(card.text, false, card.status === 'failed'), nativeShown: true };
 }
 
-/** The actions a card offers. */
+/** The actions a card offers. A card whose hunks are all previews (their place in the file is not
+ * known) opens them as a proposed change, not as a diff at made-up lines. */
 export function cardActions(card: Card): { action: string; label: string }[] {
   const actions: { action: string; label: string }[] = [];
   if (card.hunks && card.hunks.length > 0) {
-    actions.push({ action: 'openDiff', label: 'Open diff' });
+    const label = card.hunks.every(isPreviewHunk) ? 'Open proposed change' : 'Open diff';
+    actions.push({ action: 'openDiff', label });
   }
   if (card.locations.length > 0) {
     actions.push({ action: 'goto', label: 'Go to' });
@@ -175,7 +200,8 @@ export function cardActions(card: Card): { action: string; label: string }[] {
 
 /** One card as an `<article>` of the feed. */
 export function renderCard(card: Card): string {
-  const { body, nativeShown } = bodyHtml(card);
+  const view = cardView(card);
+  const { body, nativeShown } = bodyHtml(card, view);
   const native = nativeShown ? '' : nativeHtml(card.text, true, card.status === 'failed');
   const actions = cardActions(card)
     .map(
@@ -185,8 +211,8 @@ export function renderCard(card: Card): string {
     .join('');
   const headerId = `h-${card.callId}`;
   return (
-    `<article class="card status-${card.status} kind-${card.kind}"${attr('data-call-id', card.callId)}` +
-    `${attr('data-status', card.status)}${attr('data-kind', card.kind)} tabindex="0"${attr('aria-labelledby', headerId)}` +
+    `<article class="card status-${escapeHtml(card.status)} view-${view}"${attr('data-call-id', card.callId)}` +
+    `${attr('data-status', card.status)}${attr('data-kind', card.kind)}${attr('data-view', view)} tabindex="0"${attr('aria-labelledby', headerId)}` +
     `${card.status === 'pending' ? ' aria-busy="true"' : ''}>` +
     `<header class="card-header"${attr('id', headerId)}${attr('title', titleLine(card))}>${statusIcon(card)}` +
     `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +

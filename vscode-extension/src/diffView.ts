@@ -1,9 +1,10 @@
 // "Open diff": VS Code's native diff editor over two read-only virtual documents rebuilt from a
-// card's hunks (hunkDocs.ts); "Go to": the card's location in an editor.
+// card's hunks (hunkDocs.ts) — for preview hunks (no place in the file yet) a standalone proposed
+// change whose title says so; "Go to": the card's location in an editor.
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { reconstruct } from './hunkDocs';
+import { reconstruct, type DiffSides } from './hunkDocs';
 import type { Card } from './protocol';
 
 export const DIFF_SCHEME = 'toolhost-card';
@@ -68,32 +69,37 @@ export class CardDiffProvider implements vscode.FileSystemProvider {
     return key;
   }
 
-  /** Opens the diff of one file of `card` (asks which when its hunks touch several). Returns the
-   * two URIs, or undefined when there is nothing to show. */
+  /** Opens the diff of one file of `card` (asks which when its hunks touch several, or when a
+   * file has both placed and preview hunks). Returns the two URIs, or undefined when there is
+   * nothing to show. */
   async openDiff(card: Card, which?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined> {
     const sides = reconstruct(card.hunks ?? []);
     if (sides.length === 0) {
       void vscode.window.showInformationMessage('toolhost: this card has no diff hunks');
       return undefined;
     }
+    const label = (s: DiffSides) => (s.preview ? `${s.path} (proposed change)` : s.path);
     let chosen = sides.find((s) => s.path === which) ?? sides[0];
     if (sides.length > 1 && which === undefined) {
       const pick = await vscode.window.showQuickPick(
-        sides.map((s) => ({ label: s.path })),
+        sides.map((s) => ({ label: label(s), sides: s })),
         { title: 'toolhost: open the diff of which file?' },
       );
       if (!pick) {
         return undefined;
       }
-      chosen = sides.find((s) => s.path === pick.label) ?? chosen;
+      chosen = pick.sides;
     }
     if (!chosen) {
       return undefined;
     }
     const docPath = chosen.path.startsWith('/') ? chosen.path : `/${chosen.path}`;
-    const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=old&call=${card.callId}&k=${this.put(chosen.old)}` });
-    const right = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=new&call=${card.callId}&k=${this.put(chosen.new)}` });
-    const title = `${path.posix.basename(chosen.path)} (${card.tool}: ${card.title} · ${card.status})`;
+    const kind = chosen.preview ? '&preview=1' : '';
+    const call = encodeURIComponent(card.callId);
+    const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=old&call=${call}${kind}&k=${this.put(chosen.old)}` });
+    const right = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=new&call=${call}${kind}&k=${this.put(chosen.new)}` });
+    const what = chosen.preview ? 'proposed change · ' : '';
+    const title = `${path.posix.basename(chosen.path)} (${what}${card.tool}: ${card.title} · ${card.status})`;
     const line = chosen.firstChangeLine - 1;
     await vscode.commands.executeCommand('vscode.diff', left, right, title, {
       preview: true,

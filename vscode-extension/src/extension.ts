@@ -8,7 +8,10 @@ import { CardDiffProvider, DIFF_SCHEME, goToLocation } from './diffView';
 import { answerLspQuery } from './lspProvider';
 import { CardsViewProvider, VIEW_ID } from './panel';
 import {
+  annotationsLabel,
+  asCard,
   methods,
+  toolAnnotations,
   type CallToolResult,
   type Card,
   type ListSessionsResult,
@@ -70,7 +73,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const listSessions = async (all = false) =>
     (await request<ListSessionsResult>(methods.listSessions, { all })).sessions;
   const replaySession = async (sessionId: string) => {
-    const { cards } = await request<ReplaySessionResult>(methods.replaySession, { sessionId });
+    const result = await request<ReplaySessionResult>(methods.replaySession, { sessionId });
+    const cards = (Array.isArray(result.cards) ? result.cards : []).map(asCard).filter((c): c is Card => c !== undefined);
     store.showReplay(sessionId, cards);
     await panel.reveal();
     return cards;
@@ -118,7 +122,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const callToolCommand = async () => {
     const tools = await listTools();
     const pick = await vscode.window.showQuickPick(
-      tools.map((t) => ({ label: t.name, detail: t.description, tool: t })),
+      tools.map((t) => ({ label: t.name, description: annotationsLabel(toolAnnotations(t)), detail: t.description, tool: t })),
       { title: 'toolhost: Call Tool…', placeHolder: 'Pick a tool', matchOnDetail: true },
     );
     if (!pick) {
@@ -148,7 +152,10 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       () => callTool(tool.name, parsed.value),
     );
     // The card normally arrives as a notification; the response carries it too.
-    store.upsert(response.card);
+    const card = asCard(response.card);
+    if (card) {
+      store.upsert(card);
+    }
     if (response.result.isError) {
       void vscode.window.showWarningMessage(
         `toolhost: ${tool.name} failed${response.result.error?.info?.code ? ` (${response.result.error.info.code})` : ''}: ${response.result.error?.message ?? ''}`,

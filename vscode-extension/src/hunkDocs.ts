@@ -2,11 +2,20 @@
 // and new lines placed in order, every gap between what the hunks show (unchanged lines the card
 // does not carry) as one marker line `⋯ N unchanged lines`. Built from the card alone: no disk
 // reads, so it works on replayed sessions. Pure: no `vscode` import.
+//
+// Preview hunks (`preview: true`: a pending call's proposed change, whose place in the file is not
+// known yet) are never placed: their starts are 0 and mean nothing. A file's preview hunks make a
+// pair of documents of their own — a standalone proposed change — where each hunk comes after the
+// marker line `⋯ proposed change; its place in the file is not known yet`, so no line of them
+// appears to sit at a line of the file.
 
 import type { Hunk } from './protocol';
+import { isPreviewHunk } from './protocol';
 
 export interface DiffSides {
   path: string;
+  /** A proposed change (preview hunks): the documents claim no position in the file. */
+  preview: boolean;
   /** The old side's text (lines joined by `\n`). */
   old: string;
   /** The new side's text. */
@@ -19,6 +28,9 @@ export interface DiffSides {
 export function gapMarker(count: number): string {
   return `⋯ ${count} unchanged ${count === 1 ? 'line' : 'lines'}`;
 }
+
+/** The line that stands before each preview hunk in the documents of a proposed change. */
+export const PREVIEW_MARKER = '⋯ proposed change; its place in the file is not known yet';
 
 /** The line a side of a hunk begins at (unified-diff numbering: an empty side's start is the line
  * before it). */
@@ -46,17 +58,44 @@ function place(side: Side, start: number, count: number, lines: string[]): numbe
   return at;
 }
 
-/** Reconstructs both sides of one file's hunks (sorted by their old start). */
+function sideLines(hunk: Hunk): { old: string[]; new: string[] } {
+  return {
+    old: hunk.lines.filter((l) => l.op === '-' || l.op === ' ').map((l) => l.text),
+    new: hunk.lines.filter((l) => l.op === '+' || l.op === ' ').map((l) => l.text),
+  };
+}
+
+/** The documents of a file's preview hunks, in their order: each one after a {@link
+ * PREVIEW_MARKER} line on both sides (so the diff aligns them), none at a line of the file. */
+export function reconstructPreview(path: string, hunks: readonly Hunk[]): DiffSides {
+  const oldOut: string[] = [];
+  const newOut: string[] = [];
+  let firstChangeLine = 0;
+  for (const hunk of hunks) {
+    const sides = sideLines(hunk);
+    oldOut.push(PREVIEW_MARKER, ...sides.old);
+    newOut.push(PREVIEW_MARKER);
+    const at = newOut.length;
+    newOut.push(...sides.new);
+    const leadingContext = hunk.lines.findIndex((l) => l.op !== ' ');
+    if (firstChangeLine === 0 && leadingContext >= 0) {
+      firstChangeLine = at + leadingContext + 1;
+    }
+  }
+  return { path, preview: true, old: oldOut.join('\n'), new: newOut.join('\n'), firstChangeLine: Math.max(firstChangeLine, 1) };
+}
+
+/** Reconstructs both sides of one file's placed hunks (sorted by their old start). Preview hunks
+ * among them are left to {@link reconstructPreview}. */
 export function reconstructFile(path: string, hunks: readonly Hunk[]): DiffSides {
-  const sorted = [...hunks].sort((a, b) => a.oldStart - b.oldStart || a.newStart - b.newStart);
+  const sorted = hunks.filter((h) => !isPreviewHunk(h)).sort((a, b) => a.oldStart - b.oldStart || a.newStart - b.newStart);
   const oldSide: Side = { out: [], next: 1 };
   const newSide: Side = { out: [], next: 1 };
   let firstChangeLine = 0;
   for (const hunk of sorted) {
-    const oldLines = hunk.lines.filter((l) => l.op === '-' || l.op === ' ').map((l) => l.text);
-    const newLines = hunk.lines.filter((l) => l.op === '+' || l.op === ' ').map((l) => l.text);
-    place(oldSide, hunk.oldStart, hunk.oldLines, oldLines);
-    const at = place(newSide, hunk.newStart, hunk.newLines, newLines);
+    const lines = sideLines(hunk);
+    place(oldSide, hunk.oldStart, hunk.oldLines, lines.old);
+    const at = place(newSide, hunk.newStart, hunk.newLines, lines.new);
     const leadingContext = hunk.lines.findIndex((l) => l.op !== ' ');
     if (firstChangeLine === 0 && leadingContext >= 0) {
       firstChangeLine = at + leadingContext + 1;
@@ -64,22 +103,26 @@ export function reconstructFile(path: string, hunks: readonly Hunk[]): DiffSides
   }
   return {
     path,
+    preview: false,
     old: oldSide.out.join('\n'),
     new: newSide.out.join('\n'),
     firstChangeLine: Math.max(firstChangeLine, 1),
   };
 }
 
-/** Both sides of every file a card's hunks touch, in first-seen path order. */
+/** Both sides of every file a card's hunks touch, in first-seen order: one pair of a file's placed
+ * hunks, and one pair (a proposed change) of its preview hunks. */
 export function reconstruct(hunks: readonly Hunk[]): DiffSides[] {
-  const byPath = new Map<string, Hunk[]>();
+  const groups = new Map<string, { path: string; preview: boolean; hunks: Hunk[] }>();
   for (const hunk of hunks) {
-    const list = byPath.get(hunk.path);
-    if (list) {
-      list.push(hunk);
+    const preview = isPreviewHunk(hunk);
+    const key = `${preview ? 'preview' : 'placed'}\u0000${hunk.path}`;
+    const group = groups.get(key);
+    if (group) {
+      group.hunks.push(hunk);
     } else {
-      byPath.set(hunk.path, [hunk]);
+      groups.set(key, { path: hunk.path, preview, hunks: [hunk] });
     }
   }
-  return [...byPath.entries()].map(([path, list]) => reconstructFile(path, list));
+  return [...groups.values()].map((g) => (g.preview ? reconstructPreview(g.path, g.hunks) : reconstructFile(g.path, g.hunks)));
 }

@@ -12,7 +12,14 @@ export const methods = {
 } as const;
 
 export type CardStatus = 'pending' | 'completed' | 'failed';
-export type CardKind = 'diff' | 'read' | 'search' | 'terminal' | 'generic';
+
+/** The kinds the protocol names (docs/schemas/Card.json, `CardKind.examples`). */
+export const KNOWN_CARD_KINDS = ['diff', 'read', 'search', 'terminal', 'todo', 'question', 'fetch', 'structured', 'generic'] as const;
+export type KnownCardKind = (typeof KNOWN_CARD_KINDS)[number];
+
+/** A card's kind is an open string: one of {@link KNOWN_CARD_KINDS} or any name a tool invents.
+ * A client draws the kinds it has no view for as `generic` (the Native text). */
+export type CardKind = string;
 
 export interface CardLocation {
   path: string;
@@ -31,6 +38,12 @@ export interface Hunk {
   newStart: number;
   newLines: number;
   lines: HunkLine[];
+  /** The header line exactly as `card.rendered` shows it (`@@ -a,b +c,d @@`, or
+   * `@@ preview -b +d @@`): clients show it, never format their own. */
+  header: string;
+  /** A proposed change whose place in the file is not known yet (a pending call's preview, or a
+   * diff without line numbers): the starts are 0 and mean nothing. */
+  preview?: boolean;
 }
 
 export interface Stats {
@@ -90,13 +103,34 @@ export interface Card {
   stats?: Stats | null;
   read?: ReadView | null;
   search?: SearchView | null;
+  /** For kinds without a view in the protocol (terminal, todo, question, fetch, structured, a
+   * tool's own kind): the call's presentation meta, for clients that draw that kind. */
+  data?: unknown;
 }
+
+/** What a tool says about its effects (MCP's tool annotations). */
+export interface ToolAnnotations {
+  readOnly: boolean;
+  destructive: boolean;
+  idempotent: boolean;
+  openWorld: boolean;
+}
+
+/** MCP's defaults, for a tool that says nothing: it may do anything. */
+export const DEFAULT_TOOL_ANNOTATIONS: Readonly<ToolAnnotations> = {
+  readOnly: false,
+  destructive: true,
+  idempotent: false,
+  openWorld: true,
+};
 
 export interface ToolDescriptor {
   name: string;
   description: string;
   inputSchema: unknown;
   outputSchema: unknown;
+  /** Absent from older servers: then {@link DEFAULT_TOOL_ANNOTATIONS}. */
+  annotations?: ToolAnnotations;
 }
 
 export interface ListToolsResult {
@@ -369,23 +403,88 @@ export function titleLine(card: Pick<Card, 'tool' | 'title' | 'status'>): string
   return `${card.tool} ${card.title} · ${card.status}`;
 }
 
-const KINDS: readonly CardKind[] = ['diff', 'read', 'search', 'terminal', 'generic'];
+/** A hunk's header line: the one the server sent (`hunk.header`); only for a hunk without one
+ * (a server from before headers) the line `card::to_text` wrote then, preview-aware. */
+export function hunkHeader(hunk: Omit<Hunk, 'header'> & { header?: unknown }): string {
+  if (typeof hunk.header === 'string' && hunk.header !== '') {
+    return hunk.header;
+  }
+  return hunk.preview === true
+    ? `@@ preview -${hunk.oldLines} +${hunk.newLines} @@`
+    : `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
+}
 
-/** A card as it should look to clients: unknown input becomes a minimal generic card. */
+/** Whether a hunk is a proposed change with no place in the file. */
+export function isPreviewHunk(hunk: Pick<Hunk, 'preview'>): boolean {
+  return hunk.preview === true;
+}
+
+function asHunk(raw: unknown): Hunk | undefined {
+  if (!isObject(raw) || typeof raw.path !== 'string' || !Array.isArray(raw.lines)) {
+    return undefined;
+  }
+  const count = (value: unknown) => (isIndex(value) ? value : 0);
+  const hunk = {
+    ...raw,
+    path: raw.path,
+    oldStart: count(raw.oldStart),
+    oldLines: count(raw.oldLines),
+    newStart: count(raw.newStart),
+    newLines: count(raw.newLines),
+    lines: raw.lines.filter((l): l is HunkLine => isObject(l) && typeof l.op === 'string' && typeof l.text === 'string'),
+  } as Hunk;
+  if (raw.preview !== undefined && typeof raw.preview !== 'boolean') {
+    delete hunk.preview;
+  }
+  hunk.header = hunkHeader({ ...hunk, header: raw.header });
+  return hunk;
+}
+
+/** A card as it should look to clients: any kind kept as sent (an open string; views fall back to
+ * generic), every hunk with its header, missing fields defaulted; unusable input is undefined. */
 export function asCard(raw: unknown): Card | undefined {
   if (!isObject(raw) || typeof raw.callId !== 'string' || typeof raw.tool !== 'string') {
     return undefined;
   }
   const card = raw as unknown as Card;
-  return {
+  const out: Card = {
     ...card,
     title: typeof card.title === 'string' ? card.title : card.tool,
     text: typeof card.text === 'string' ? card.text : '',
     rendered: typeof card.rendered === 'string' ? card.rendered : '',
     status: card.status === 'completed' || card.status === 'failed' ? card.status : 'pending',
-    kind: KINDS.includes(card.kind) ? card.kind : 'generic',
+    kind: typeof card.kind === 'string' && card.kind !== '' ? card.kind : 'generic',
     locations: Array.isArray(card.locations) ? card.locations : [],
   };
+  if (Array.isArray(raw.hunks)) {
+    out.hunks = raw.hunks.map(asHunk).filter((h): h is Hunk => h !== undefined);
+  } else if (raw.hunks !== undefined && raw.hunks !== null) {
+    out.hunks = null;
+  }
+  return out;
+}
+
+/** A tool's annotations, MCP's defaults for what it does not say. */
+export function toolAnnotations(tool: Pick<ToolDescriptor, 'annotations'>): ToolAnnotations {
+  const raw: unknown = tool.annotations;
+  const given = isObject(raw) ? raw : {};
+  const flag = (key: keyof ToolAnnotations): boolean => {
+    const value = given[key];
+    return typeof value === 'boolean' ? value : DEFAULT_TOOL_ANNOTATIONS[key];
+  };
+  return { readOnly: flag('readOnly'), destructive: flag('destructive'), idempotent: flag('idempotent'), openWorld: flag('openWorld') };
+}
+
+/** A short note of what a tool may do (the Call Tool… picker's description). */
+export function annotationsLabel(annotations: ToolAnnotations): string {
+  const parts = [annotations.readOnly ? 'read-only' : annotations.destructive ? 'destructive' : 'writes'];
+  if (annotations.idempotent) {
+    parts.push('idempotent');
+  }
+  if (annotations.openWorld) {
+    parts.push('open world');
+  }
+  return parts.join(' · ');
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cardActions, escapeHtml, makeNonce, renderCard, renderPage, replayBanner } from '../src/cardHtml';
+import { cardActions, cardView, escapeHtml, makeNonce, renderCard, renderPage, replayBanner } from '../src/cardHtml';
 import type { Card } from '../src/protocol';
-import { titleLine } from '../src/protocol';
+import { asCard, titleLine } from '../src/protocol';
 import {
+  customKindCard,
   editCard,
   emptySearchCard,
   failedCard,
@@ -11,8 +12,11 @@ import {
   grepCard,
   hostileCard,
   lspCard,
+  newFileWriteCard,
+  pendingEditCard,
   pendingWriteCard,
   readCard,
+  terminalCard,
 } from './fixtures';
 import { attrValues, diffLinesOf, searchLinesOf, textOf, unescapeHtml } from './helpers';
 
@@ -66,6 +70,73 @@ describe('card HTML', () => {
     assert.doesNotMatch(html, /<details/);
   });
 
+  it('the hunk header is the card\'s own (`hunk.header`), never one formatted from the numbers', () => {
+    // A header the numbers alone could not give: the client must show it as sent.
+    const hunk = { ...editCard.hunks![0]!, header: '@@ -1,2 +1,2 @@ fn main() {' };
+    const card: Card = { ...editCard, hunks: [hunk], rendered: editCard.rendered.replace('@@ -1,2 +1,2 @@', hunk.header) };
+    const html = renderCard(card);
+    assert.deepEqual(diffLinesOf(html), renderedBody(card));
+    assert.equal(diffLinesOf(html)[0], '@@ -1,2 +1,2 @@ fn main() {');
+    assert.match(html, /aria-label="hunk @@ -1,2 \+1,2 @@ fn main\(\) \{ in a.txt"/);
+    // The starts and counts of the hunk do not leak into what is shown.
+    const odd = { ...hunk, oldStart: 99, newStart: 77 };
+    assert.equal(diffLinesOf(renderCard({ ...card, hunks: [odd] }))[0], '@@ -1,2 +1,2 @@ fn main() {');
+  });
+
+  it('preview hunks (pending write/edit): the server\'s `@@ preview` header, no position claimed', () => {
+    for (const card of [pendingWriteCard, pendingEditCard]) {
+      const html = renderCard(card);
+      assert.deepEqual(diffLinesOf(html), renderedBody(card));
+      assert.match(diffLinesOf(html)[0] ?? '', /^@@ preview -\d+ \+\d+ @@$/);
+      assert.match(html, /<div class="hunk preview" data-path="a.txt" data-preview="true" role="group" aria-label="proposed change to a.txt \(its place in the file is not known yet\)">/);
+      // no `-0,…`/`+0,…` line numbers anywhere, in text or attributes
+      assert.doesNotMatch(html, /[-+]0,\d/);
+      assert.deepEqual(cardActions(card).find((a) => a.action === 'openDiff')?.label, 'Open proposed change');
+    }
+    // the completed write is placed: an ordinary hunk, "Open diff"
+    const done = renderCard(newFileWriteCard);
+    assert.deepEqual(diffLinesOf(done), renderedBody(newFileWriteCard));
+    assert.match(done, /<div class="hunk" data-path="a.txt" role="group" aria-label="hunk @@ -0,0 \+1,2 @@ in a.txt">/);
+    assert.doesNotMatch(done, /preview/);
+    assert.equal(cardActions(newFileWriteCard)[0]?.label, 'Open diff');
+    // placed and preview hunks together: "Open diff" (the picker offers both)
+    const mixed: Card = { ...editCard, hunks: [...editCard.hunks!, ...pendingEditCard.hunks!] };
+    assert.equal(cardActions(mixed)[0]?.label, 'Open diff');
+  });
+
+  it('a kind this client has no view for (terminal, or a tool\'s own) is drawn as generic: the Native text', () => {
+    for (const card of [terminalCard, customKindCard]) {
+      assert.equal(cardView(card), 'generic');
+      const html = renderCard(card);
+      assert.match(html, /class="card status-completed view-generic"/);
+      assert.equal(attrValues(html, 'data-kind')[0], card.kind, 'the kind as sent');
+      assert.equal(attrValues(html, 'data-view')[0], 'generic');
+      assert.equal(textOf(/<div class="card-body">(.*?)<\/div>/s.exec(html)?.[1] ?? ''), renderedBody(card).join('\n'));
+      assert.doesNotMatch(html, /class="(diff|read|search)"/);
+      assert.deepEqual(cardActions(card).map((a) => a.action), ['copy']);
+    }
+    // the kind goes into an attribute: escaped
+    assert.doesNotMatch(renderCard(customKindCard), /<y>|"x"/);
+    // A card of an unknown kind that carries a diff/read/search payload still draws generic.
+    const odd: Card = { ...customKindCard, hunks: editCard.hunks ?? null, read: readCard.read ?? null, search: grepCard.search ?? null };
+    assert.equal(cardView(odd), 'generic');
+    assert.match(renderCard(odd), /<pre class="native-text">deployed 3 services<\/pre>/);
+    // Through the wire normalization too: kind and data are kept as sent.
+    const wired = asCard(JSON.parse(JSON.stringify(customKindCard)));
+    assert.deepEqual(wired, customKindCard);
+    assert.equal(renderCard(wired), renderCard(customKindCard));
+  });
+
+  it('`data` is tolerated whatever its shape, and never shown', () => {
+    for (const data of [undefined, null, 0, 'text <b>', [1, { a: [] }], { deep: { er: ['x'] } }]) {
+      const card: Card = { ...terminalCard, data };
+      const html = renderCard(card);
+      assert.equal(textOf(/<div class="card-body">(.*?)<\/div>/s.exec(html)?.[1] ?? ''), 'running 3 tests\n<ok>');
+      assert.doesNotMatch(html, /<b>|deep/);
+      assert.deepEqual(asCard(card)?.data, data);
+    }
+  });
+
   it('read card: numbered lines, range note, Native text collapsible', () => {
     const html = renderCard(readCard);
     const rows = [...html.matchAll(/<div class="read-line"><span class="ln" aria-hidden="true">(\d+)<\/span><span class="text">(.*?)<\/span><\/div>/g)].map(
@@ -102,7 +173,7 @@ describe('card HTML', () => {
 
   it('failed card: the Native text (error) is the body, shown as an error', () => {
     const html = renderCard(failedCard);
-    assert.match(html, /class="card status-failed kind-generic"/);
+    assert.match(html, /class="card status-failed view-generic"/);
     assert.match(html, /<pre class="native-text error">&quot;\/w\/a.txt&quot; has unsaved changes/);
     assert.equal(textOf(/<div class="card-body">(.*?)<\/div>/s.exec(html)?.[1] ?? ''), renderedBody(failedCard).join('\n'));
     assert.match(html, /aria-label="failed" role="img">✗/);

@@ -23,11 +23,13 @@ export const editCard: Card = {
         { op: '-', text: 'world' },
         { op: '+', text: 'there' },
       ],
+      header: '@@ -1,2 +1,2 @@',
     },
   ],
   stats: { additions: 1, deletions: 1 },
 };
 
+/** A write's pending card: its preview has no place in the file yet. */
 export const pendingWriteCard: Card = {
   callId: 'c1',
   tool: 'write',
@@ -35,7 +37,64 @@ export const pendingWriteCard: Card = {
   kind: 'diff',
   title: 'Write a.txt',
   text: '',
-  rendered: 'write Write a.txt · pending\n@@ -0,0 +1,2 @@\n+one\n+two',
+  rendered: 'write Write a.txt · pending\n@@ preview -0 +2 @@\n+one\n+two',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'a.txt',
+      oldStart: 0,
+      oldLines: 0,
+      newStart: 0,
+      newLines: 2,
+      lines: [
+        { op: '+', text: 'one' },
+        { op: '+', text: 'two' },
+      ],
+      preview: true,
+      header: '@@ preview -0 +2 @@',
+    },
+  ],
+  stats: { additions: 2, deletions: 0 },
+};
+
+/** An edit's pending card (card.rs: `a_pending_preview_claims_no_position`). */
+export const pendingEditCard: Card = {
+  callId: 'c2',
+  tool: 'edit',
+  status: 'pending',
+  kind: 'diff',
+  title: 'Edit a.txt',
+  text: '',
+  rendered: 'edit Edit a.txt · pending\n@@ preview -2 +1 @@\n-x\n-y\n+z',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'a.txt',
+      oldStart: 0,
+      oldLines: 2,
+      newStart: 0,
+      newLines: 1,
+      lines: [
+        { op: '-', text: 'x' },
+        { op: '-', text: 'y' },
+        { op: '+', text: 'z' },
+      ],
+      preview: true,
+      header: '@@ preview -2 +1 @@',
+    },
+  ],
+  stats: { additions: 1, deletions: 2 },
+};
+
+/** The same write completed: a new file, its content placed from line 1. */
+export const newFileWriteCard: Card = {
+  callId: 'c1',
+  tool: 'write',
+  status: 'completed',
+  kind: 'diff',
+  title: 'Write a.txt',
+  text: '<path>/w/a.txt</path>\n<type>file</type>\n<content>\nCreated file\n</content>',
+  rendered: 'write Write a.txt · completed\n@@ -0,0 +1,2 @@\n+one\n+two',
   locations: [{ path: '/w/a.txt', line: 1 }],
   hunks: [
     {
@@ -48,9 +107,37 @@ export const pendingWriteCard: Card = {
         { op: '+', text: 'one' },
         { op: '+', text: 'two' },
       ],
+      header: '@@ -0,0 +1,2 @@',
     },
   ],
   stats: { additions: 2, deletions: 0 },
+};
+
+/** A completed run of a tool with a kind the protocol names but this client has no view for: the
+ * generic view, `data` (the presentation meta) carried along. */
+export const terminalCard: Card = {
+  callId: 'call_term',
+  tool: 'bash',
+  status: 'completed',
+  kind: 'terminal',
+  title: 'Run cargo test',
+  text: 'running 3 tests\n<ok>',
+  rendered: 'bash Run cargo test · completed\nrunning 3 tests\n<ok>',
+  locations: [],
+  data: { command: 'cargo test', exitCode: 0, stdout: 'running 3 tests' },
+};
+
+/** A kind only its tool knows. */
+export const customKindCard: Card = {
+  callId: 'call_deploy',
+  tool: 'deploy',
+  status: 'completed',
+  kind: 'deployment "x"<y>',
+  title: 'Deploy staging',
+  text: 'deployed 3 services',
+  rendered: 'deploy Deploy staging · completed\ndeployed 3 services',
+  locations: [],
+  data: [{ service: 'api', url: 'https://staging.example/api' }, 42, null],
 };
 
 export const readCard: Card = {
@@ -181,6 +268,7 @@ export const hostileCard: Card = {
         { op: '-', text: '<script>' },
         { op: '+', text: '</div>&amp;' },
       ],
+      header: '@@ -1,1 +1,1 @@',
     },
   ],
   stats: { additions: 1, deletions: 1 },

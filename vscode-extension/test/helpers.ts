@@ -16,7 +16,7 @@ export function textOf(html: string): string {
  * person reads, and what the e2e test collects from the live DOM. */
 export function diffLinesOf(html: string): string[] {
   const out: string[] = [];
-  const re = /<div class="hunk-header">(.*?)<\/div>|<div class="line [a-z]+" data-op="[^"]*"><span class="op" aria-hidden="true">(.*?)<\/span><span class="text">(.*?)<\/span><\/div>/g;
+  const re = /<div class="hunk-header"[^>]*>(.*?)<\/div>|<div class="line [a-z]+" data-op="[^"]*"><span class="op" aria-hidden="true">(.*?)<\/span><span class="text">(.*?)<\/span><\/div>/g;
   for (const m of html.matchAll(re)) {
     out.push(m[1] !== undefined ? unescapeHtml(m[1]) : unescapeHtml((m[2] ?? '') + (m[3] ?? '')));
   }

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  annotationsLabel,
   asCard,
+  DEFAULT_TOOL_ANNOTATIONS,
+  hunkHeader,
   isEmptyAnswer,
   isLoadingAnswer,
   languageHasExtension,
@@ -10,7 +13,9 @@ import {
   normalizeLocations,
   parseLspQueryParams,
   queryCommand,
+  toolAnnotations,
 } from '../src/protocol';
+import { customKindCard, editCard, pendingEditCard, terminalCard } from './fixtures';
 
 /** Stand-ins for vscode.Uri / Range / Location / LocationLink / Hover / MarkdownString. */
 class FakeUri {
@@ -108,8 +113,47 @@ describe('lspQuery normalization', () => {
   it('cards from the wire: defaults for missing fields, junk rejected', () => {
     assert.equal(asCard(null), undefined);
     assert.equal(asCard({ tool: 'x' }), undefined);
-    const card = asCard({ callId: 'c', tool: 'edit', status: 'weird', kind: 'nope' });
+    const card = asCard({ callId: 'c', tool: 'edit', status: 'weird', kind: 42 });
     assert.deepEqual(card, { callId: 'c', tool: 'edit', status: 'pending', kind: 'generic', title: 'edit', text: '', rendered: '', locations: [] });
+    assert.equal(asCard({ callId: 'c', tool: 'edit', kind: '' })?.kind, 'generic');
+  });
+
+  it('the card kind is an open string: known and unknown kinds are kept as sent, with their data', () => {
+    for (const kind of ['diff', 'terminal', 'todo', 'question', 'fetch', 'structured', 'generic', 'nope', 'my-tool/view']) {
+      assert.equal(asCard({ callId: 'c', tool: 't', kind })?.kind, kind);
+    }
+    for (const card of [terminalCard, customKindCard, editCard, pendingEditCard]) {
+      assert.deepEqual(asCard(JSON.parse(JSON.stringify(card))), card, card.callId);
+    }
+    assert.deepEqual(asCard({ ...terminalCard, data: { nested: [1, { x: null }] } })?.data, { nested: [1, { x: null }] });
+  });
+
+  it('hunks from the wire: the header as sent; a missing one (an older server) as to_text wrote it', () => {
+    const base = { path: 'a.txt', oldStart: 3, oldLines: 2, newStart: 4, newLines: 1, lines: [{ op: '-', text: 'x' }] };
+    const wire = (hunks: unknown) => asCard({ callId: 'c', tool: 'edit', kind: 'diff', hunks })?.hunks;
+    assert.equal(wire([{ ...base, header: '@@ -3,2 +4,1 @@ section' }])?.[0]?.header, '@@ -3,2 +4,1 @@ section');
+    assert.equal(wire([base])?.[0]?.header, '@@ -3,2 +4,1 @@');
+    assert.equal(wire([{ ...base, header: '' }])?.[0]?.header, '@@ -3,2 +4,1 @@');
+    const pv = wire([{ ...base, oldStart: 0, newStart: 0, preview: true }])?.[0];
+    assert.equal(pv?.header, '@@ preview -2 +1 @@');
+    assert.equal(pv?.preview, true);
+    assert.equal(hunkHeader({ ...base, preview: true, header: '@@ preview -2 +1 @@' }), '@@ preview -2 +1 @@');
+    // no `preview` key is invented; junk hunks and lines are dropped; no hunks stays no hunks
+    assert.equal('preview' in (wire([base])?.[0] ?? {}), false);
+    assert.deepEqual(wire([null, 3, { ...base, lines: [{ op: '+', text: 'y' }, { op: 1 }] }])?.map((h) => h.lines), [[{ op: '+', text: 'y' }]]);
+    assert.equal(wire(null), null);
+    assert.equal(wire('junk'), null);
+    assert.equal('hunks' in (asCard({ callId: 'c', tool: 'edit' }) ?? {}), false);
+  });
+
+  it('tool annotations: as declared, MCP defaults for what a tool does not say', () => {
+    const read = { readOnly: true, destructive: false, idempotent: true, openWorld: false };
+    assert.deepEqual(toolAnnotations({ annotations: read }), read);
+    assert.deepEqual(toolAnnotations({}), DEFAULT_TOOL_ANNOTATIONS);
+    assert.deepEqual(toolAnnotations({ annotations: { readOnly: true } as never }), { ...DEFAULT_TOOL_ANNOTATIONS, readOnly: true });
+    assert.equal(annotationsLabel(read), 'read-only · idempotent');
+    assert.equal(annotationsLabel(DEFAULT_TOOL_ANNOTATIONS), 'destructive · open world');
+    assert.equal(annotationsLabel({ readOnly: false, destructive: false, idempotent: false, openWorld: false }), 'writes');
   });
 
   it('which languages the editor can answer for: an extension activating on the language, never plain text', () => {

@@ -7,9 +7,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Ajv2020 from 'ajv/dist/2020';
 import { renderCard } from '../src/cardHtml';
 import { reconstruct } from '../src/hunkDocs';
 import type { CallToolResult, Card } from '../src/protocol';
+import { asCard } from '../src/protocol';
 import { diffLinesOf, searchLinesOf } from './helpers';
 import { expandSide } from './sides';
 
@@ -56,6 +58,14 @@ describe('cards of the real server', { skip }, () => {
   function checkDiff(card: Card, beforeText: string | null, afterText: string): void {
     assert.equal(card.kind, 'diff');
     assert.deepEqual(diffLinesOf(renderCard(card)), card.rendered.split('\n').slice(1));
+    // every hunk header is the server's, shown as sent; completed cards are placed
+    const headers = diffLinesOf(renderCard(card)).filter((l) => l.startsWith('@@'));
+    assert.deepEqual(headers, (card.hunks ?? []).map((h) => h.header));
+    for (const hunk of card.hunks ?? []) {
+      assert.match(hunk.header, /^@@ -\d+,\d+ \+\d+,\d+ @@/);
+      assert.notEqual(hunk.preview, true);
+    }
+    assert.deepEqual(asCard(card), card, 'the wire card needs no normalization');
     const [sides] = reconstruct(card.hunks ?? []);
     assert.ok(sides);
     const split = (t: string) => t.replace(/\n$/, '').split('\n');
@@ -100,6 +110,21 @@ describe('cards of the real server', { skip }, () => {
     assert.equal(r.result.isError, true);
     assert.equal(r.card.status, 'failed');
     assert.match(renderCard(r.card), /<pre class="native-text error">/);
+  });
+
+  it('every card is valid against docs/schemas/Card.json', () => {
+    let dir = __dirname;
+    while (!fs.existsSync(path.join(dir, 'docs', 'schemas', 'Card.json')) && path.dirname(dir) !== dir) {
+      dir = path.dirname(dir);
+    }
+    const { $schema: _s, ...schema } = JSON.parse(fs.readFileSync(path.join(dir, 'docs', 'schemas', 'Card.json'), 'utf8')) as Record<string, unknown>;
+    void _s;
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    const validate = ajv.compile(schema);
+    assert.ok(calls.length >= 5);
+    for (const { card } of calls) {
+      assert.ok(validate(card), `${card.tool}: ${ajv.errorsText(validate.errors)}`);
+    }
   });
 
   it('replayed from the log: the same cards, rendered the same', () => {

@@ -73,7 +73,7 @@ end
 
 vim.api.nvim_create_autocmd('LspAttach', {
   group = group,
-  desc = 'toolhost: session and request-id watch of a toolhost client, however it started',
+  desc = 'toolhost: session and resumed cards of a toolhost client, however it started',
   callback = function(ev)
     local client = vim.lsp.get_client_by_id(ev.data.client_id)
     if client and client.name == 'toolhost' then

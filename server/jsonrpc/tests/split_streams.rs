@@ -64,8 +64,13 @@ fn framed(body: &[u8], extra: bool, lf_only: bool) -> Vec<u8> {
     out
 }
 
+/// 2,000 cases per property by default; `PROPTEST_CASES` raises it.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn content_length_frames_come_out_once_in_order(

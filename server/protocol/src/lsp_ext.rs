@@ -115,7 +115,8 @@ pub struct ReplaySessionResult {
     pub cards: Vec<Card>,
 }
 
-/// Params of the server→client `toolhost/lspQuery` (0-based UTF-16 position).
+/// Params of the server→client `toolhost/lspQuery` (0-based UTF-16 position). On the wire they
+/// also carry `requestId` (the request's JSON-RPC id), as every server→client request does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LspQueryParams {
     pub operation: String,

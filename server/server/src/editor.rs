@@ -53,6 +53,9 @@ impl EditorBridge {
 
     /// Sends request `method` to the editor and awaits its reply. When `cancel` fires first the
     /// editor gets `$/cancelRequest` for it and the result is `-32800`.
+    ///
+    /// Object params also carry `requestId`, the request's own JSON-RPC id: editors whose
+    /// request handlers are not told the id (Neovim's) match a later `$/cancelRequest` with it.
     pub async fn request<P: Serialize + ?Sized>(
         &self,
         method: &str,
@@ -60,8 +63,15 @@ impl EditorBridge {
         cancel: &CancellationToken,
     ) -> Result<Value, ErrorObject> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = message::encode_request(&Id::Number(id), method, params)
-            .map_err(|e| ErrorObject::internal(format!("cannot encode {method} params: {e}")))?;
+        let encode_failed = |e: serde_json::Error| {
+            ErrorObject::internal(format!("cannot encode {method} params: {e}"))
+        };
+        let mut params = serde_json::to_value(params).map_err(encode_failed)?;
+        if let Value::Object(map) = &mut params {
+            map.insert("requestId".to_owned(), Value::from(id));
+        }
+        let body =
+            message::encode_request(&Id::Number(id), method, &params).map_err(encode_failed)?;
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().map_err(|_| closed())?.insert(id, tx);
         if self.inner.outbox.is_broken() {

@@ -195,8 +195,8 @@ end
 
 --- Everything the plugin needs once a client is initialized (idempotent: called from
 --- `on_init`, `on_attach` and the plugin's LspAttach autocommand, so a user's own `on_init` in
---- `vim.lsp.config('toolhost', …)` cannot lose it): the session id, the earlier cards of a
---- resumed session, and the request-id watch behind `$/cancelRequest`.
+--- `vim.lsp.config('toolhost', …)` cannot lose it): the session id and the earlier cards of a
+--- resumed session.
 ---@param client vim.lsp.Client
 ---@param result? table the initialize result
 function M.ready(client, result)
@@ -216,7 +216,6 @@ function M.ready(client, result)
   end
   st.ready = true
   st.session_id = session
-  require('toolhost.provider').watch(client)
   local init = client.config.init_options
   local resumed = type(init) == 'table' and init.session_id
   if session and resumed then

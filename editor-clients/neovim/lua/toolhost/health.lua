@@ -70,10 +70,6 @@ function M.check()
           vim.tbl_count(c.attached_buffers)
         )
       )
-      if cfg.lsp_provider and not require('toolhost.provider').watching(c) then
-        local msg = 'client %d: request ids cannot be read off its RPC reader; a cancelled query runs to its end'
-        health.warn(msg:format(c.id))
-      end
     else
       health.warn(('client %d for %s is still starting'):format(c.id, c.root_dir or '?'))
     end

@@ -42,70 +42,6 @@ M.stats = { yielded = 0, blocked = 0, cancelled = 0 }
 ---@type table<integer, table<integer|string, toolhost.QueryToken>> client id -> query id -> token
 local inflight = {}
 
----@type table<integer, integer|string> client id -> id of the query whose handler runs next
-local incoming = {}
-
----@type table<vim.lsp.Client, boolean>
-local watched = setmetatable({}, { __mode = 'k' })
-
---- Makes the ids of a client's `toolhost/lspQuery` requests known to their handler, so a
---- `$/cancelRequest` from the server can name the query it stops.
----
---- Neovim gives a server->client request's handler no request id. The id is read off the
---- client's RPC reader instead (wrapped once): for each query it schedules "the next query is
---- id N" right before Neovim schedules the query's handler, and the scheduler runs both in that
---- order, so the handler reads its own id first thing. Returns false when the reader cannot be
---- found (another Neovim version): queries then still work, only cancellation cannot reach them.
----@param client vim.lsp.Client
----@return boolean
-function M.watch(client)
-  if watched[client] then
-    return true
-  end
-  local rpc = client.rpc
-  local request = type(rpc) == 'table' and rpc.request or nil
-  if type(request) ~= 'function' then
-    return false
-  end
-  local reader
-  for i = 1, 16 do
-    local name, value = debug.getupvalue(request, i)
-    if name == nil then
-      break
-    end
-    if name == 'client' and type(value) == 'table' and type(value.handle_body) == 'function' then
-      reader = value
-      break
-    end
-  end
-  if not reader then
-    return false
-  end
-  local handle_body = reader.handle_body
-  local client_id = client.id
-  reader.handle_body = function(self, body)
-    if type(body) == 'string' and body:find('toolhost/lspQuery', 1, true) then
-      local ok, msg = pcall(vim.json.decode, body)
-      if ok and type(msg) == 'table' and msg.method == 'toolhost/lspQuery' and msg.id ~= nil then
-        local id = msg.id
-        vim.schedule(function()
-          incoming[client_id] = id
-        end)
-      end
-    end
-    return handle_body(self, body)
-  end
-  watched[client] = true
-  return true
-end
-
---- Whether |M.watch| found the client's RPC reader (else cancellation cannot reach a query).
----@param client vim.lsp.Client
----@return boolean
-function M.watching(client)
-  return watched[client] == true
-end
-
 --- The server stopped waiting for query `params.id` (`$/cancelRequest`): stop its work.
 ---@param client_id integer
 ---@param params any
@@ -126,7 +62,6 @@ end
 ---@param client_id integer
 function M.forget(client_id)
   inflight[client_id] = nil
-  incoming[client_id] = nil
 end
 
 --- Queries in flight (for tests and :checkhealth): client id -> ids.
@@ -549,11 +484,9 @@ end
 ---@return lsp.ResponseError? err
 function M.handle(params, ctx)
   local client_id = type(ctx) == 'table' and ctx.client_id or nil
-  -- Set by the reader (M.watch) for exactly this request; read it before anything yields.
-  local id = client_id and incoming[client_id] or nil
-  if client_id then
-    incoming[client_id] = nil
-  end
+  -- Neovim does not tell a request handler its request's id; the server puts it in the params
+  -- (`requestId`), so a later `$/cancelRequest` can name this query.
+  local id = type(params) == 'table' and params.requestId or nil
   ---@type toolhost.QueryToken
   local token = { id = id, cancelled = false, cancels = {} }
   if id ~= nil then

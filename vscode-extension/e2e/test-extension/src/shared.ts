@@ -10,6 +10,7 @@ export interface ToolhostApiLike {
     visible(): Card[];
     liveCards(): Card[];
     find(callId: string): Card | undefined;
+    upsert(card: Card): void;
     replay: { sessionId: string; cards: Card[] } | undefined;
     onChange(listener: (event: { type: string; card?: Card }) => void): { dispose(): void };
     clear(): void;

@@ -5,6 +5,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { PREVIEW_MARKER, reconstruct } from '../../../src/hunkDocs';
 import { loadScenarios, runScenario } from './conformance';
 import { env, results, toolhostApi, waitFor, type Card, type LspQueryResult, type ToolhostApiLike } from './shared';
 
@@ -84,6 +85,56 @@ describe('toolhost extension in VS Code', function () {
       assert.equal(response.card.kind, 'search');
     } finally {
       sub.dispose();
+    }
+  });
+
+  it('a write: the pending card carries preview hunks (the server\'s header, no place in the file), the completed one placed hunks', async () => {
+    const pending: Card[] = [];
+    const sub = api.store.onChange((event) => {
+      if (event.type === 'upsert' && event.card?.tool === 'write' && event.card.status === 'pending') {
+        pending.push(event.card);
+      }
+    });
+    try {
+      const response = await api.callTool('write', { file_path: 'preview-new.txt', content: 'one\ntwo\n' });
+      assert.equal(response.result.isError, false, JSON.stringify(response.result));
+      const card = await waitFor('the pending write card', () => pending.find((c) => c.callId === response.callId), 5000);
+      assert.equal(card.kind, 'diff');
+      const [hunk, ...more] = card.hunks ?? [];
+      assert.equal(more.length, 0);
+      assert.deepEqual(
+        { preview: hunk?.preview, header: hunk?.header, oldStart: hunk?.oldStart, newStart: hunk?.newStart },
+        { preview: true, header: '@@ preview -0 +2 @@', oldStart: 0, newStart: 0 },
+      );
+      assert.equal(card.rendered, 'write Write preview-new.txt · pending\n@@ preview -0 +2 @@\n+one\n+two');
+      const [sides] = reconstruct(card.hunks ?? []);
+      assert.deepEqual(sides, { path: hunk?.path, preview: true, old: PREVIEW_MARKER, new: `${PREVIEW_MARKER}\none\ntwo`, firstChangeLine: 2 });
+      // the completed card: the new file's content placed from line 1
+      assert.deepEqual(
+        response.card.hunks?.map((h) => [h.header, h.preview ?? false]),
+        [['@@ -0,0 +1,2 @@', false]],
+      );
+      assert.equal(reconstruct(response.card.hunks ?? [])[0]?.new, 'one\ntwo');
+      assert.deepEqual(api.store.find(response.callId), response.card);
+      // "Open proposed change" on the pending card (kept under its own id): the diff editor shows
+      // the preview on its own, after the marker line, and says it is a proposed change.
+      const previewCard: Card = { ...card, callId: `${card.callId}-pending` };
+      api.store.upsert(previewCard);
+      const opened = await api.openDiff(previewCard.callId);
+      assert.ok(opened);
+      assert.equal(new URLSearchParams(opened.right.query).get('preview'), '1');
+      assert.equal((await vscode.workspace.openTextDocument(opened.left)).getText(), PREVIEW_MARKER);
+      assert.equal((await vscode.workspace.openTextDocument(opened.right)).getText(), `${PREVIEW_MARKER}\none\ntwo`);
+      const tab = await waitFor('the proposed-change diff tab', () =>
+        vscode.window.tabGroups.all
+          .flatMap((g) => g.tabs)
+          .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === opened.right.toString()),
+      );
+      assert.equal(tab.label, 'preview-new.txt (proposed change · write: Write preview-new.txt · pending)');
+    } finally {
+      sub.dispose();
+      fs.rmSync(path.join(ws(), 'preview-new.txt'), { force: true });
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     }
   });
 

@@ -1,0 +1,109 @@
+// The extension's wire types against the checked-in JSON schemas (docs/schemas/*.json, generated
+// from the server's types): the fixtures are valid cards, the known kinds and the fields the
+// extension handles are the schemas' own, and (with TOOLHOST_BIN) the real server's tool list
+// matches ListToolsResult.json.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import Ajv2020 from 'ajv/dist/2020';
+import type { ValidateFunction } from 'ajv';
+import { asCard, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
+import * as fixtures from './fixtures';
+
+/** docs/schemas of the repository (the tests run from vscode-extension/out/test). */
+function schemasDir(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'docs', 'schemas');
+    if (fs.existsSync(path.join(candidate, 'Card.json'))) {
+      return candidate;
+    }
+    if (path.dirname(dir) === dir) {
+      throw new Error(`no docs/schemas above ${__dirname}`);
+    }
+  }
+}
+
+function loadSchema(name: string): Record<string, unknown> {
+  const schema = JSON.parse(fs.readFileSync(path.join(schemasDir(), `${name}.json`), 'utf8')) as unknown;
+  assert.ok(isObject(schema));
+  return schema;
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+
+function validator(name: string): ValidateFunction {
+  const { $schema: _s, $id: _i, ...rest } = loadSchema(name);
+  void _s;
+  void _i;
+  return ajv.compile(rest);
+}
+
+function assertValid(validate: ValidateFunction, value: unknown, what: string): void {
+  assert.ok(validate(value), `${what}: ${ajv.errorsText(validate.errors)}`);
+}
+
+function def(schema: Record<string, unknown>, name: string): Record<string, unknown> {
+  const defs = schema.$defs;
+  assert.ok(isObject(defs) && isObject(defs[name]), `$defs.${name}`);
+  return defs[name];
+}
+
+function propertyNames(schema: Record<string, unknown>): string[] {
+  assert.ok(isObject(schema.properties));
+  return Object.keys(schema.properties).sort();
+}
+
+const fixtureCards = Object.entries(fixtures).filter(([, v]) => isObject(v) && 'callId' in v);
+
+describe('wire types against docs/schemas', () => {
+  it('every fixture card (and its normalized form) is a valid Card', () => {
+    const validate = validator('Card');
+    assert.ok(fixtureCards.length >= 10);
+    for (const [name, card] of fixtureCards) {
+      assertValid(validate, card, name);
+      assertValid(validate, asCard(card), `asCard(${name})`);
+    }
+  });
+
+  it('the card kind is an open string; the known kinds are the schema\'s', () => {
+    for (const name of ['Card', 'CallPresentation']) {
+      const kind = def(loadSchema(name), 'CardKind');
+      assert.equal(kind.type, 'string', name);
+      assert.equal(kind.enum, undefined, `${name}: CardKind must not be closed`);
+      assert.deepEqual(kind.examples, [...KNOWN_CARD_KINDS], name);
+    }
+    const validate = validator('Card');
+    assertValid(validate, { ...fixtures.customKindCard, kind: 'anything-a-tool-invents' }, 'a custom kind');
+  });
+
+  it('the card and hunk fields are the ones the extension knows (a new field fails here first)', () => {
+    const card = loadSchema('Card');
+    assert.deepEqual(propertyNames(card), ['callId', 'data', 'hunks', 'kind', 'locations', 'read', 'rendered', 'search', 'stats', 'status', 'text', 'title', 'tool']);
+    const hunk = def(card, 'Hunk');
+    assert.deepEqual(propertyNames(hunk), ['header', 'lines', 'newLines', 'newStart', 'oldLines', 'oldStart', 'path', 'preview']);
+    assert.deepEqual(hunk.required, ['path', 'oldStart', 'oldLines', 'newStart', 'newLines', 'lines']);
+    assert.deepEqual(def(card, 'CardStatus').enum, ['pending', 'completed', 'failed']);
+  });
+
+  it('tool descriptors: annotations with MCP\'s defaults', () => {
+    const list = loadSchema('ListToolsResult');
+    assert.deepEqual(propertyNames(def(list, 'ToolDescriptor')), ['annotations', 'description', 'inputSchema', 'name', 'outputSchema']);
+    const annotations = def(list, 'ToolAnnotations');
+    assert.deepEqual([...(annotations.required as string[])].sort(), Object.keys(DEFAULT_TOOL_ANNOTATIONS).sort());
+    const prop = (def(list, 'ToolDescriptor').properties as Record<string, Record<string, unknown>>).annotations;
+    assert.deepEqual(prop?.default, DEFAULT_TOOL_ANNOTATIONS);
+  });
+
+  it('the real server\'s tool list is a valid ListToolsResult, every tool annotated', { skip: !process.env.TOOLHOST_BIN && 'TOOLHOST_BIN not set' }, () => {
+    const out = execFileSync(process.env.TOOLHOST_BIN ?? 'toolhost', ['tools', '--json'], { encoding: 'utf8' });
+    const list = JSON.parse(out) as { tools: { name: string; annotations?: unknown }[] };
+    assertValid(validator('ListToolsResult'), list, 'toolhost tools --json');
+    for (const tool of list.tools) {
+      assert.ok(isObject(tool.annotations), `${tool.name} has annotations`);
+    }
+    const read = list.tools.find((t) => t.name === 'read');
+    assert.deepEqual(read?.annotations, { readOnly: true, destructive: false, idempotent: true, openWorld: false });
+  });
+});
