@@ -86,7 +86,10 @@ fn the_editor_answers_when_it_offers_the_provider() {
         )
         .unwrap();
     assert_eq!(text(&hover), "**second**");
-    let seen = seen.lock().unwrap().clone();
+    let mut seen = seen.lock().unwrap().clone();
+    // Every server→client request names its own JSON-RPC id, for `$/cancelRequest` matching.
+    let request_id = seen[0].as_object_mut().unwrap().remove("requestId");
+    assert!(request_id.is_some_and(|id| id.is_i64()), "{seen:?}");
     assert_eq!(
         seen[0],
         json!({"operation": "goToDefinition", "uri": uri(&doc), "position": {"line": 1, "character": 4}})

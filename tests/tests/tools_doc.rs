@@ -74,10 +74,9 @@ fn examples() -> Vec<Example> {
     ]
 }
 
-/// Runs the examples in one host (in order: edit needs the read before it) and returns, per
-/// tool, its example section.
-async fn run_examples(root: &Path) -> Vec<(String, String)> {
-    let host = Host::new(
+/// The host the examples run in: the binary's tools and defaults, no session.
+fn example_host(root: &Path) -> Host {
+    Host::new(
         &Config::default(),
         HostOptions {
             roots: vec![root.to_path_buf()],
@@ -88,7 +87,13 @@ async fn run_examples(root: &Path) -> Vec<(String, String)> {
             session: None,
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// Runs the examples in one host (in order: edit needs the read before it) and returns, per
+/// tool, its example section.
+async fn run_examples(root: &Path) -> Vec<(String, String)> {
+    let host = example_host(root);
     let root_text = root.display().to_string();
     let scrub = |text: &str| text.replace(&root_text, "/w");
     let mut out = Vec::new();
@@ -256,21 +261,7 @@ async fn the_tools_reference_matches_the_registry_and_real_calls() {
     std::fs::create_dir(&root).unwrap();
     let root = root.canonicalize().unwrap();
     example_workspace(&root);
-    let descriptors = {
-        let host = Host::new(
-            &Config::default(),
-            HostOptions {
-                roots: vec![root.clone()],
-                read_only_roots: Vec::new(),
-                session_id: None,
-                ledger: Arc::new(Ledger::new()),
-                spill: None,
-                session: None,
-            },
-        )
-        .unwrap();
-        host.registry().descriptors()
-    };
+    let descriptors = example_host(&root).registry().descriptors();
     let examples = run_examples(&root).await;
     let blocks: Vec<(String, String)> = descriptors
         .iter()

@@ -1,7 +1,7 @@
-// Hunks → the two sides of a diff, as read-only virtual documents (design.md §5): each hunk's old
-// and new lines placed in order, every gap between what the hunks show (unchanged lines the card
-// does not carry) as one marker line `⋯ N unchanged lines`. Built from the card alone: no disk
-// reads, so it works on replayed sessions. Pure: no `vscode` import.
+// Hunks → the two sides of a diff, as read-only virtual documents (docs/protocol.md,
+// `toolhost/card`): each hunk's old and new lines placed in order, every gap between what the
+// hunks show (unchanged lines the card does not carry) as one marker line `⋯ N unchanged lines`.
+// Built from the card alone: no disk reads, so it works on replayed sessions. Pure: no `vscode` import.
 //
 // Preview hunks (`preview: true`: a pending call's proposed change, whose place in the file is not
 // known yet) are never placed: their starts are 0 and mean nothing. A file's preview hunks make a

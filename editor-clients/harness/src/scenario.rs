@@ -227,24 +227,27 @@ fn snapshot(root: &Path) -> Result<BTreeMap<String, Vec<u8>>, ScenarioError> {
     Ok(map)
 }
 
-/// Replaces `${WORKSPACE}` and `${SPILL}` in every string of `value`.
-pub fn substitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value {
+/// `value` with `edit` applied to every string in it.
+fn map_strings(value: &Value, edit: &dyn Fn(&str) -> String) -> Value {
     match value {
-        Value::String(s) => {
-            let mut s = s.replace("${WORKSPACE}", workspace);
-            if let Some(spill) = spill {
-                s = s.replace("${SPILL}", spill);
-            }
-            Value::String(s)
+        Value::String(s) => Value::String(edit(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| map_strings(v, edit)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), map_strings(v, edit))).collect())
         }
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| substitute(v, workspace, spill)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.iter().map(|(k, v)| (k.clone(), substitute(v, workspace, spill))).collect(),
-        ),
         other => other.clone(),
     }
+}
+
+/// Replaces `${WORKSPACE}` and `${SPILL}` in every string of `value`.
+pub fn substitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value {
+    map_strings(value, &|s| {
+        let s = s.replace("${WORKSPACE}", workspace);
+        match spill {
+            Some(spill) => s.replace("${SPILL}", spill),
+            None => s,
+        }
+    })
 }
 
 /// The spill locator a result's text names (`… stored at: <locator>. …`), if any.
@@ -314,25 +317,16 @@ pub fn bless_requested() -> bool {
 /// Turns a produced value back into an expectation: the workspace root and the spill locator
 /// become `${WORKSPACE}` and `${SPILL}` again.
 pub fn unsubstitute(value: &Value, workspace: &str, spill: Option<&str>) -> Value {
-    match value {
-        Value::String(s) => {
-            let mut s = s.clone();
-            if let Some(spill) = spill.filter(|l| !l.is_empty()) {
-                s = s.replace(spill, "${SPILL}");
-            }
-            if !workspace.is_empty() {
-                s = s.replace(workspace, "${WORKSPACE}");
-            }
-            Value::String(s)
+    map_strings(value, &|s| {
+        let mut s = s.to_owned();
+        if let Some(spill) = spill.filter(|l| !l.is_empty()) {
+            s = s.replace(spill, "${SPILL}");
         }
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| unsubstitute(v, workspace, spill)).collect())
+        if !workspace.is_empty() {
+            s = s.replace(workspace, "${WORKSPACE}");
         }
-        Value::Object(map) => Value::Object(
-            map.iter().map(|(k, v)| (k.clone(), unsubstitute(v, workspace, spill))).collect(),
-        ),
-        other => other.clone(),
-    }
+        s
+    })
 }
 
 /// Rewrites the expectations step `raw` (its JSON in steps.json) lists with what the step
