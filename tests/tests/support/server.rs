@@ -47,7 +47,7 @@ fn build(release: bool) -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
-        .args(["build", "-p", "toolhost-server", "--features", "test-tools"])
+        .args(["build", "--quiet", "-p", "toolhost-server", "--features", "test-tools"])
         .args(["--bin", "toolhost", "--message-format=json"])
         .current_dir(workspace_root())
         .stderr(Stdio::inherit());
