@@ -9,7 +9,7 @@
 //!   [`LimitPolicy::Fail`] (stop at once, for a child process that misbehaves).
 //! - [`lines`]: newline-delimited framing (MCP and ACP over stdio) with the same two policies.
 //! - [`io`]: readers that feed either decoder from a blocking [`std::io::Read`] or a tokio
-//!   `AsyncRead`.
+//!   `AsyncRead`; [`outbox`]: the write half on its own thread, in either framing.
 //!
 //! The decoders never allocate more than their caps, never panic on any input, and return every
 //! complete frame exactly once, in order, however the input is split (`tests/split_streams.rs`).
@@ -19,11 +19,13 @@ pub mod content_length;
 pub mod io;
 pub mod lines;
 pub mod message;
+pub mod outbox;
 
 pub use content_length::{ContentLengthDecoder, FrameLimits};
 pub use io::{AsyncFrames, BlockingFrames, ReadError};
 pub use lines::{LineDecoder, LineLimits};
 pub use message::{ErrorObject, Id, Incoming, Invalid, Notification, Request, Response, codes};
+pub use outbox::{Framing, Outbox};
 
 /// What a decoder yields.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -271,6 +271,10 @@ pub struct SearchView {
 pub struct Card {
     pub call_id: String,
     pub tool: String,
+    /// Who made the call when it was not the editor itself: an MCP client's name
+    /// (`claude-code`, `codex-mcp-client`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     pub status: CardStatus,
     pub kind: CardKind,
     pub title: String,
@@ -371,18 +375,38 @@ pub enum CardOutcome<'a> {
     Done { content: &'a [ContentBlock], is_error: bool, meta: Option<&'a Value> },
 }
 
+/// Who made a call and what it was: the call id, the tool, and the caller when it was not the
+/// editor itself (an MCP client's name).
+#[derive(Clone, Copy, Debug)]
+pub struct CallOrigin<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub caller: Option<&'a str>,
+}
+
+impl<'a> CallOrigin<'a> {
+    pub fn new(call_id: &'a str, tool: &'a str) -> Self {
+        CallOrigin { call_id, tool, caller: None }
+    }
+
+    pub fn with_caller(mut self, caller: Option<&'a str>) -> Self {
+        self.caller = caller;
+        self
+    }
+}
+
 /// Builds the card of one call from its declared presentation. `root` makes relative paths
 /// absolute.
 pub fn build(
-    call_id: &str,
-    tool: &str,
+    origin: CallOrigin<'_>,
     presentation: &CallPresentation,
     root: &str,
     outcome: CardOutcome<'_>,
 ) -> Card {
     let mut card = Card {
-        call_id: call_id.to_owned(),
-        tool: tool.to_owned(),
+        call_id: origin.call_id.to_owned(),
+        tool: origin.tool.to_owned(),
+        caller: origin.caller.map(str::to_owned),
         status: CardStatus::Pending,
         kind: CardKind::Generic,
         title: presentation.title.clone(),
@@ -422,10 +446,15 @@ pub fn build(
     card
 }
 
-/// The one plain-text rendering of a card: a title line `<tool> <title> · <status>`, then hunks
-/// (diff cards), `path:line` lines (search cards) or the Native text (everything else).
+/// The one plain-text rendering of a card: a title line `<tool> <title> · <status>` (then
+/// ` · <caller>` for a call another program made), then hunks (diff cards), `path:line` lines
+/// (search cards) or the Native text (everything else).
 pub fn to_text(card: &Card) -> String {
     let mut out = format!("{} {} · {}", card.tool, card.title, card.status.as_str());
+    if let Some(caller) = &card.caller {
+        out.push_str(" · ");
+        out.push_str(caller);
+    }
     let mut body: Vec<String> = Vec::new();
     match (&card.kind, &card.hunks, &card.search) {
         (CardKind::Diff, Some(hunks), _) => {
@@ -794,14 +823,14 @@ mod tests {
     #[test]
     fn a_pending_preview_claims_no_position() {
         let presentation = write_presentation("a.txt", "one\ntwo\n");
-        let card = build("c1", "write", &presentation, "/w", CardOutcome::Pending);
+        let card = build(CallOrigin::new("c1", "write"), &presentation, "/w", CardOutcome::Pending);
         assert_eq!(card.kind, CardKind::Diff);
         assert_eq!(card.locations, vec![CardLocation { path: "/w/a.txt".into(), line: 1 }]);
         assert_eq!(card.rendered, "write Write a.txt · pending\n@@ preview -0 +2 @@\n+one\n+two");
         let edit = CallPresentation::new(CardKind::Diff, "Edit a.txt")
             .with_location("a.txt", 1)
             .with_preview("a.txt", Some("x\ny".into()), "z");
-        let card = build("c1", "edit", &edit, "/w", CardOutcome::Pending);
+        let card = build(CallOrigin::new("c1", "edit"), &edit, "/w", CardOutcome::Pending);
         assert_eq!(card.rendered, "edit Edit a.txt · pending\n@@ preview -2 +1 @@\n-x\n-y\n+z");
         assert!(card.hunks.unwrap()[0].preview);
     }
@@ -812,8 +841,7 @@ mod tests {
         let meta = json!({"diffs": []});
         let content = vec![ContentBlock::text("File created successfully at: /w/a.txt")];
         let card = build(
-            "c1",
-            "write",
+            CallOrigin::new("c1", "write"),
             &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
@@ -832,8 +860,7 @@ mod tests {
         });
         let content = vec![ContentBlock::text("The file /w/a.txt has been updated successfully.")];
         let card = build(
-            "c2",
-            "edit",
+            CallOrigin::new("c2", "edit"),
             &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
@@ -850,8 +877,7 @@ mod tests {
         let meta = json!({"patch": "@@ -1,5 +1,1 @@\n-x\n"});
         let content = vec![ContentBlock::text("done")];
         let card = build(
-            "c3",
-            "edit",
+            CallOrigin::new("c3", "edit"),
             &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
@@ -866,8 +892,7 @@ mod tests {
         let meta = json!({"diffs": [{"path": "b.txt", "oldText": "a", "newText": "b"}]});
         let content = vec![ContentBlock::text("ok")];
         let card = build(
-            "c",
-            "patcher",
+            CallOrigin::new("c", "patcher"),
             &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
@@ -878,21 +903,30 @@ mod tests {
     #[test]
     fn an_unknown_kind_is_kept_with_its_meta_as_data() {
         let presentation = CallPresentation::new(CardKind::parse("gauge"), "Gauge at 40%");
-        let pending = build("c", "gauge", &presentation, "/w", CardOutcome::Pending);
+        let pending =
+            build(CallOrigin::new("c", "gauge"), &presentation, "/w", CardOutcome::Pending);
         assert_eq!(pending.kind.as_str(), "gauge");
         let meta = json!({"percent": 40});
         let content = vec![ContentBlock::text("40%")];
         let done = build(
-            "c",
-            "gauge",
+            CallOrigin::new("c", "gauge"),
             &presentation,
             "/w",
             CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
         );
         assert_eq!(done.kind, CardKind::Other("gauge".into()));
-        assert_eq!(done.data, Some(meta));
+        assert_eq!(done.data.as_ref(), Some(&meta));
         assert_eq!(done.rendered, "gauge Gauge at 40% · completed\n40%");
         let json = serde_json::to_value(&done).unwrap_or_default();
+        assert!(json.get("caller").is_none());
+        let by_agent = build(
+            CallOrigin::new("c", "gauge").with_caller(Some("claude-code")),
+            &presentation,
+            "/w",
+            CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
+        );
+        assert_eq!(by_agent.caller.as_deref(), Some("claude-code"));
+        assert_eq!(by_agent.rendered, "gauge Gauge at 40% · completed · claude-code\n40%");
         assert_eq!(json["kind"], "gauge");
     }
 }

@@ -12,7 +12,7 @@ pub mod lsp_ext;
 pub mod result;
 pub mod session_log;
 
-pub use card::{CallPresentation, Card, CardKind, CardOutcome, CardStatus};
+pub use card::{CallOrigin, CallPresentation, Card, CardKind, CardOutcome, CardStatus};
 pub use content::ContentBlock;
 pub use diff::{DiffMeta, FileDiff};
 pub use result::{ErrorInfo, ToolErrorPayload, ToolExecutionResult};

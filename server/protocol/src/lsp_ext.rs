@@ -139,6 +139,41 @@ pub struct ToolhostServerCapability {
     pub session_id: String,
 }
 
+/// Who makes calls over an attach connection: an MCP client's `clientInfo`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CallerInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// Params of `toolhost/attach`, the first request on the attach socket (`toolhost mcp` joining
+/// the editor's `toolhost serve`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachParams {
+    /// The agent the calls come from; its name labels their cards.
+    pub caller: CallerInfo,
+    /// The MCP protocol revision the client negotiated, for the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The result shape chosen for the client (`structured` or `text`), for the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<String>,
+}
+
+/// Result of `toolhost/attach`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachResult {
+    /// The editor's session, where the calls are logged.
+    pub session_id: Option<String>,
+    /// The workspace's primary root.
+    pub workspace: String,
+    /// The serving toolhost's version.
+    pub version: String,
+}
+
 /// The custom method names.
 pub mod methods {
     pub const LIST_TOOLS: &str = "toolhost/listTools";
@@ -148,4 +183,8 @@ pub mod methods {
     pub const CARD: &str = "toolhost/card";
     pub const LSP_QUERY: &str = "toolhost/lspQuery";
     pub const CALL_TOOL_COMMAND: &str = "toolhost.callTool";
+    /// Attach socket: the first request of a `toolhost mcp` connection.
+    pub const ATTACH: &str = "toolhost/attach";
+    /// Attach socket (server→client notification): the set of tools changed.
+    pub const TOOLS_CHANGED: &str = "toolhost/toolsChanged";
 }

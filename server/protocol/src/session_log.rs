@@ -45,6 +45,9 @@ pub struct ToolCallEvent {
     /// written before tools declared their cards: replay derives it with `card::legacy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<CallPresentation>,
+    /// Who made the call when it was not the editor or the CLI: an MCP client's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 impl ToolCallEvent {

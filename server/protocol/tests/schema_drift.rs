@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
-    LspQueryParams, ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
+    AttachParams, AttachResult, CallToolParams, CallToolResult, ListSessionsParams,
+    ListSessionsResult, ListToolsResult, LspQueryParams, ReplaySessionParams, ReplaySessionResult,
+    ToolhostServerCapability, methods,
 };
 use toolhost_protocol::session_log::{
     Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent,
@@ -39,6 +40,8 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("ReplaySessionParams", schema_of::<ReplaySessionParams>()),
         ("ReplaySessionResult", schema_of::<ReplaySessionResult>()),
         ("LspQueryParams", schema_of::<LspQueryParams>()),
+        ("AttachParams", schema_of::<AttachParams>()),
+        ("AttachResult", schema_of::<AttachResult>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),
@@ -82,6 +85,8 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::CARD,
         methods::LSP_QUERY,
         methods::CALL_TOOL_COMMAND,
+        methods::ATTACH,
+        methods::TOOLS_CHANGED,
     ] {
         assert!(
             doc.contains(&format!("`{method}`")),

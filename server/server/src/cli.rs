@@ -8,6 +8,7 @@ use crate::session;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -87,6 +88,15 @@ enum Command {
         /// Cap on one incoming message body (bytes).
         #[arg(long, value_name = "BYTES", default_value_t = crate::transport::DEFAULT_MAX_BODY, hide = true)]
         max_message_bytes: usize,
+    },
+    /// Serve the tools over MCP on stdio (what agents start: `claude mcp add toolhost -- toolhost
+    /// mcp`). Calls run in the editor's toolhost for this workspace when one is open, else here.
+    Mcp {
+        #[command(flatten)]
+        common: Common,
+        /// Never attach to the editor: run the tools in this process.
+        #[arg(long)]
+        standalone: bool,
     },
     /// Trust this workspace: its toolhost.toml may then configure language-server commands.
     Trust {
@@ -214,20 +224,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let config = load_config(&root)?;
             let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
                 .map_err(|e| Failure::env(e.to_string()))?;
-            let (id, opened) = match common.session.as_deref() {
-                Some(LAST_SESSION) => open_last_session(&sessions, &root)?,
-                Some(id) => {
-                    let opened = session::open_session(&sessions, &root, id)
-                        .map_err(|e| Failure::env(e.to_string()))?;
-                    (id.to_owned(), opened)
-                }
-                None => {
-                    let id = toolhost_session::new_session_id();
-                    let opened = session::open_session(&sessions, &root, &id)
-                        .map_err(|e| Failure::env(e.to_string()))?;
-                    (id, opened)
-                }
-            };
+            let (id, opened) = session::open_named(&sessions, &root, common.session.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
             if opened.report.created {
                 eprintln!("toolhost: session {id}");
             }
@@ -325,7 +323,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 let dir = session::sessions_dir(&config, common.session_dir.as_deref())
                     .map_err(|e| Failure::env(e.to_string()))?;
                 let key = session::workspace_key_of(&root);
-                let which = if which == LAST_SESSION {
+                let which = if which == session::LAST_SESSION {
                     let newest = session::list(&dir, &root, false).sessions.into_iter().next();
                     newest
                         .map(|s| s.id)
@@ -359,11 +357,42 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Serve { stdio: _, session_dir, max_message_bytes } => {
-            init_server_log();
+            init_server_log("info");
             let code =
                 crate::serve::serve(crate::serve::ServeOptions { session_dir, max_message_bytes })
                     .await;
             Ok(code)
+        }
+        Command::Mcp { common, standalone } => {
+            // rmcp's per-message info lines would drown the agent's stderr log.
+            init_server_log("info,rmcp=warn");
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            let (stdin, stdout) = (
+                crate::serve::stdio_file(std::io::stdin().as_fd()),
+                crate::serve::stdio_file(std::io::stdout().as_fd()),
+            );
+            let (stdin, stdout) = match (stdin, stdout) {
+                (Ok(stdin), Ok(stdout)) => (stdin, stdout),
+                (Err(err), _) | (_, Err(err)) => {
+                    return Err(Failure::env(format!("cannot use stdio: {err}")));
+                }
+            };
+            let mcp_config = config.mcp.clone();
+            let backend = crate::mcp::McpBackend::new(
+                config,
+                root,
+                sessions,
+                common.session.clone(),
+                standalone,
+            )
+            .await;
+            let served = toolhost_mcp::serve(backend.clone(), mcp_config, stdin, stdout).await;
+            backend.shutdown().await;
+            served.map_err(|e| Failure::env(e.to_string()))?;
+            Ok(0)
         }
         Command::Trust { common } => {
             let root = workspace_root(&common)?;
@@ -377,28 +406,6 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
     }
-}
-
-/// The `--session` value that continues the newest session.
-const LAST_SESSION: &str = "last";
-
-/// The newest session of the workspace that no running toolhost holds (a new one when there is
-/// none).
-fn open_last_session(
-    sessions: &Path,
-    root: &Path,
-) -> Result<(String, session::OpenedSession), Failure> {
-    for row in session::list(sessions, root, false).sessions {
-        match session::open_session(sessions, root, &row.id) {
-            Ok(opened) => return Ok((row.id, opened)),
-            Err(toolhost_session::SessionError::Locked(_)) => continue,
-            Err(e) => return Err(Failure::env(e.to_string())),
-        }
-    }
-    let id = toolhost_session::new_session_id();
-    let opened =
-        session::open_session(sessions, root, &id).map_err(|e| Failure::env(e.to_string()))?;
-    Ok((id, opened))
 }
 
 fn open_host(
@@ -431,9 +438,9 @@ fn open_host(
 /// The server's log goes to stderr (editors show it in their output panel), or appended to the
 /// file `TOOLHOST_LOG_FILE` names (test runs keep it and show it only on failure);
 /// `TOOLHOST_LOG` takes an env-filter directive (default `info`).
-fn init_server_log() {
+fn init_server_log(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let builder =
         tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_target(false);
     let file = std::env::var_os("TOOLHOST_LOG_FILE").filter(|p| !p.is_empty()).and_then(|path| {

@@ -39,6 +39,8 @@ pub struct Config {
     pub trusted_workspaces: Vec<PathBuf>,
     /// Whether the workspace is trusted (so its program-starting settings were honoured).
     pub workspace_trusted: bool,
+    /// `[mcp]`: how `toolhost mcp` presents tools and results.
+    pub mcp: toolhost_mcp::McpConfig,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -54,6 +56,7 @@ impl Default for Config {
             lsp_servers: BTreeMap::new(),
             trusted_workspaces: Vec::new(),
             workspace_trusted: false,
+            mcp: toolhost_mcp::McpConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -104,6 +107,15 @@ struct PartialLsp {
     servers: BTreeMap<String, LspServerConfig>,
 }
 
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialMcp {
+    results: Option<toolhost_mcp::ResultsMode>,
+    /// `_meta` per listed tool (`"*"`: every tool); tables merge key by key across sources.
+    meta: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    max_line_bytes: Option<usize>,
+}
+
 /// One source's settings, every key optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -113,6 +125,7 @@ pub struct PartialConfig {
     session: PartialSession,
     fs: PartialFs,
     lsp: PartialLsp,
+    mcp: PartialMcp,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -285,6 +298,15 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
     }
     if let Some(protected) = layer.fs.protected {
         config.protected = protected;
+    }
+    if let Some(results) = layer.mcp.results {
+        config.mcp.results = results;
+    }
+    if let Some(max) = layer.mcp.max_line_bytes {
+        config.mcp.max_line_bytes = max;
+    }
+    for (tool, entries) in layer.mcp.meta {
+        config.mcp.tool_meta.entry(tool).or_default().extend(entries);
     }
     for (id, server) in layer.lsp.servers {
         let entry = config.lsp_servers.entry(id).or_default();

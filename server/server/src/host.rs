@@ -11,7 +11,7 @@ use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
-use toolhost_protocol::card::{self, CallPresentation, Card, CardOutcome};
+use toolhost_protocol::card::{self, CallOrigin, CallPresentation, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
 use toolhost_session::{SessionError, SessionLog};
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig, WriteOperation};
@@ -48,6 +48,21 @@ pub struct PreparedCall {
     pub name: String,
     pub args: Value,
     pub presentation: CallPresentation,
+    /// Who asks, when it is another program (an MCP client's name): shown on the cards and
+    /// recorded in the log.
+    pub caller: Option<String>,
+}
+
+impl PreparedCall {
+    /// The call made on behalf of `caller`.
+    pub fn by(mut self, caller: Option<String>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    fn origin(&self) -> CallOrigin<'_> {
+        CallOrigin::new(&self.call_id, &self.name).with_caller(self.caller.as_deref())
+    }
 }
 
 /// One call's outcome as clients see it.
@@ -198,18 +213,18 @@ impl Host {
     /// for the pending card, the `tool/call` event and the final card.
     pub fn prepare(&self, call_id: &str, name: &str, args: Value) -> PreparedCall {
         let presentation = self.registry.present_call(name, &args);
-        PreparedCall { call_id: call_id.to_owned(), name: name.to_owned(), args, presentation }
+        PreparedCall {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            args,
+            presentation,
+            caller: None,
+        }
     }
 
     /// The card shown while a call runs.
     pub fn pending_card(&self, call: &PreparedCall) -> Card {
-        card::build(
-            &call.call_id,
-            &call.name,
-            &call.presentation,
-            &self.root_display,
-            CardOutcome::Pending,
-        )
+        card::build(call.origin(), &call.presentation, &self.root_display, CardOutcome::Pending)
     }
 
     /// Runs one direct call through the full pipeline and builds its card. With a session, the
@@ -221,13 +236,14 @@ impl Host {
         call: PreparedCall,
         signal: CancellationToken,
     ) -> Result<CallOutcome, HostError> {
-        let PreparedCall { call_id, name, args, presentation } = call;
+        let PreparedCall { call_id, name, args, presentation, caller } = call;
         if let Some(log) = &self.session {
             let event = ToolCallEvent {
                 call_id: call_id.clone(),
                 name: name.clone(),
                 arguments: args.clone(),
                 card: Some(presentation.clone()),
+                caller: caller.clone(),
             };
             if self.registry.annotations(&name).read_only {
                 log.enqueue_tool_call(&event)?;
@@ -271,8 +287,7 @@ impl Host {
             .await?;
         }
         let card = card::build(
-            &call_id,
-            &name,
+            CallOrigin::new(&call_id, &name).with_caller(caller.as_deref()),
             &presentation,
             &self.root_display,
             CardOutcome::Done {

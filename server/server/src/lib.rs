@@ -1,11 +1,13 @@
 //! The toolhost server: configuration, the host that wires tools, capabilities and policies for
 //! one workspace and session, the `toolhost` command line, and (wave 1 · 4/7) the LSP server.
 
+pub mod attach;
 pub mod cli;
 pub mod config;
 pub mod editor;
 pub mod editor_lsp;
 pub mod host;
+pub mod mcp;
 pub mod serve;
 pub mod session;
 #[cfg(feature = "test-tools")]

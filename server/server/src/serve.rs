@@ -17,6 +17,7 @@
 //! [`EXIT_GRACE`], stops its language servers and every child process, flushes the session log
 //! and exits (0 after `shutdown` then `exit`, 1 otherwise).
 
+mod attach;
 mod documents;
 mod handlers;
 
@@ -93,6 +94,8 @@ struct ServerState {
     stop: CancellationToken,
     ending: Mutex<Option<Ending>>,
     watch_events: OnceLock<broadcast::Sender<WatchEvent>>,
+    /// The attach socket this server bound (removed at exit).
+    attach_socket: Mutex<Option<PathBuf>>,
 }
 
 impl ServerState {
@@ -171,7 +174,7 @@ impl ServerState {
 }
 
 /// A duplicate of a standard stream's descriptor as a `File`: unbuffered, owned by its thread.
-fn stdio_file(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
+pub(crate) fn stdio_file(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
     Ok(std::fs::File::from(fd.try_clone_to_owned()?))
 }
 
@@ -185,7 +188,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
                 return 1;
             }
         };
-    let (outbox, writer) = Outbox::start(stdout);
+    let (outbox, writer) = transport::start_outbox(stdout);
     let max_body = options.max_message_bytes;
     let state = Arc::new(ServerState {
         options,
@@ -206,6 +209,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
         stop: CancellationToken::new(),
         ending: Mutex::new(None),
         watch_events: OnceLock::new(),
+        attach_socket: Mutex::new(None),
     });
 
     // The reader: a plain thread, so a read blocked on a silent editor never holds up exit.
@@ -247,6 +251,9 @@ pub async fn serve(options: ServeOptions) -> u8 {
     }
     monitor.abort();
     signals.abort();
+    if let Some(socket) = state.attach_socket.lock().ok().and_then(|mut s| s.take()) {
+        let _ = std::fs::remove_file(socket);
+    }
     state.outbox.close();
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     let ending = state.ending.lock().ok().and_then(|mut e| e.take()).unwrap_or(Ending::Eof);

@@ -74,6 +74,38 @@ pub fn open_session(
     Ok(OpenedSession { log, report, ledger, blobs, sessions_dir: sessions_dir.to_path_buf() })
 }
 
+/// The `--session` value that continues the newest session.
+pub const LAST_SESSION: &str = "last";
+
+/// Opens session `which` of the workspace: an id (created when new), [`LAST_SESSION`] (the newest
+/// session no running toolhost holds, or a new one when there is none), or a new session.
+pub fn open_named(
+    sessions_dir: &Path,
+    root: &Path,
+    which: Option<&str>,
+) -> Result<(String, OpenedSession), SessionError> {
+    match which {
+        Some(LAST_SESSION) => {
+            for row in list(sessions_dir, root, false).sessions {
+                match open_session(sessions_dir, root, &row.id) {
+                    Ok(opened) => return Ok((row.id, opened)),
+                    Err(SessionError::Locked(_)) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let id = toolhost_session::new_session_id();
+            let opened = open_session(sessions_dir, root, &id)?;
+            Ok((id, opened))
+        }
+        Some(id) => Ok((id.to_owned(), open_session(sessions_dir, root, id)?)),
+        None => {
+            let id = toolhost_session::new_session_id();
+            let opened = open_session(sessions_dir, root, &id)?;
+            Ok((id, opened))
+        }
+    }
+}
+
 /// The workspace key of a root (docs/design.md §6), from its canonical path when it resolves.
 pub fn workspace_key_of(root: &Path) -> String {
     toolhost_session::workspace_key(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))

@@ -12,6 +12,9 @@
 //!   [`EditorBridge`] capability and returns the editor's reply.
 //!   Concurrency-safe, so many calls overlap (the deadlock test).
 //! - `test_panic {}`: a body that panics (a typed `INTERNAL_ERROR` failure, never a crash).
+//! - `test_toggle_tool {name}`: registers a tool `name` (it echoes its arguments), or removes it
+//!   when this tool registered it before — a registry that changes at run time (the MCP
+//!   `tools/list_changed` tests).
 //! - [`PANIC_METHOD`]: a custom request whose handler panics (see `lsp.rs`).
 
 use crate::editor::EditorBridge;
@@ -103,6 +106,46 @@ pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
                 reply
                     .map(|reply| json!({"reply": reply}))
                     .map_err(|e| ToolError::plain(format!("the editor refused: {e}")))
+            }),
+    )?;
+    // The tool holds its registry (a reference cycle; acceptable for a test-only tool).
+    let handle = registry.clone();
+    let registered = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+        String,
+        toolhost_contract::Disposer,
+    >::new()));
+    let _ = registry.register_raw(
+        RawTool::new("test_toggle_tool")
+            .with_description("Test only: registers the echo tool `name`, or removes it.")
+            .with_input_schema(json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            }))
+            .with_output_schema(json!({"type": "object"}))
+            .with_render(text_render)
+            .with_execute(move |args, _cx| {
+                let (registry, registered) = (handle.clone(), std::sync::Arc::clone(&registered));
+                async move {
+                    let name = args.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let mut registered =
+                        registered.lock().map_err(|_| ToolError::plain("poisoned"))?;
+                    if let Some(disposer) = registered.remove(&name) {
+                        disposer.dispose();
+                        return Ok(json!({"name": name, "registered": false}));
+                    }
+                    let disposer = registry
+                        .register_raw(
+                            RawTool::new(name.clone())
+                                .with_description("Test only: echoes its arguments.")
+                                .with_output_schema(json!({"type": "object"}))
+                                .with_render(text_render)
+                                .with_execute(|args, _cx| async move { Ok(json!({"echo": args})) }),
+                        )
+                        .map_err(|e| ToolError::plain(e.to_string()))?;
+                    registered.insert(name.clone(), disposer);
+                    Ok(json!({"name": name, "registered": true}))
+                }
             }),
     )?;
     let _ = registry.register_raw(

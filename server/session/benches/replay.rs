@@ -43,6 +43,7 @@ fn edit_pair(i: usize) -> (ToolCallEvent, ToolResultEvent) {
         name: "edit".into(),
         arguments: json!({"file_path": path, "old_string": old, "new_string": new}),
         card: None,
+        caller: None,
     };
     let result = ToolResultEvent {
         call_id,

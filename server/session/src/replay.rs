@@ -4,7 +4,7 @@
 //! equals the card the client saw (given the same renderer versions).
 
 use crate::view::SessionView;
-use toolhost_protocol::card::{self, Card, CardOutcome};
+use toolhost_protocol::card::{self, CallOrigin, Card, CardOutcome};
 use toolhost_protocol::content::joined_text;
 
 /// One replayed call.
@@ -37,8 +37,9 @@ pub fn replay_cards(
                     is_error: result.is_error,
                     meta: result.meta.as_ref(),
                 };
-                let card =
-                    card::build(&call.call_id, &call.name, &call.presentation, root, outcome);
+                let origin =
+                    CallOrigin::new(&call.call_id, &call.name).with_caller(call.caller.as_deref());
+                let card = card::build(origin, &call.presentation, root, outcome);
                 let version = result.renderer_version;
                 let stale = version != 0
                     && current_renderer_versions(&call.name).is_some_and(|now| now != version);
@@ -51,8 +52,7 @@ pub fn replay_cards(
             }
             None => ReplayedCall {
                 card: card::build(
-                    &call.call_id,
-                    &call.name,
+                    CallOrigin::new(&call.call_id, &call.name).with_caller(call.caller.as_deref()),
                     &call.presentation,
                     root,
                     CardOutcome::Pending,

@@ -23,6 +23,8 @@ pub struct CallRecord {
     pub arguments: Value,
     /// How the tool presented the call (recorded, or derived for an older log).
     pub presentation: CallPresentation,
+    /// Who made the call, when it was another program (an MCP client).
+    pub caller: Option<String>,
     /// `None` while the call is open (pending, or interrupted before repair).
     pub result: Option<ToolResultEvent>,
 }
@@ -90,6 +92,7 @@ pub(crate) fn build_view(
                     name: call.name,
                     arguments: call.arguments,
                     presentation,
+                    caller: call.caller,
                     result: None,
                 });
             }
@@ -107,6 +110,7 @@ pub(crate) fn build_view(
                         name: result.name.clone(),
                         arguments: Value::Null,
                         presentation: CallPresentation::generic(&result.name),
+                        caller: None,
                         result: Some(result),
                     }),
                 }

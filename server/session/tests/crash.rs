@@ -53,6 +53,7 @@ fn crash_child() {
                 name: "edit".into(),
                 arguments: json!({"file_path": "é/a.txt", "old_string": "x", "new_string": "y"}),
                 card: None,
+                caller: None,
             };
             match log.append_tool_call(&call).await {
                 Ok(seq) => report(seq, format!("call:{call_id}")),

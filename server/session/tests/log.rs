@@ -31,7 +31,13 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn call(id: &str, name: &str, args: Value) -> ToolCallEvent {
-    ToolCallEvent { call_id: id.into(), name: name.into(), arguments: args, card: None }
+    ToolCallEvent {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: args,
+        card: None,
+        caller: None,
+    }
 }
 
 fn result(id: &str, name: &str, text: &str, meta: Option<Value>) -> ToolResultEvent {
@@ -122,6 +128,7 @@ fn round_trip_reopen_restores_events_and_ledger() {
             name: "read".into(),
             arguments: json!({}),
             presentation: toolhost_protocol::card::legacy::presentation("read", &json!({})),
+            caller: None,
             result: None,
         });
         v.next_seq = 6;

@@ -68,6 +68,7 @@ fn make_session(sessions: &Path, root: &Path, id: &str, calls: usize) -> Session
             name: "read".into(),
             arguments: json!({}),
             card: None,
+            caller: None,
         };
         rt.block_on(log.append_tool_call(&event)).unwrap();
     }

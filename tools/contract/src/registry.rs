@@ -31,9 +31,10 @@ struct Registered {
     tool: Arc<dyn ErasedTool>,
 }
 
-#[derive(Default)]
 pub(crate) struct RegistryInner {
     tools: RwLock<BTreeMap<String, Registered>>,
+    /// Bumped whenever the set of tools changes (for `tools/list_changed`).
+    generation: tokio::sync::watch::Sender<u64>,
     pre: RwLock<Vec<Arc<dyn PreExecute>>>,
     guards: RwLock<Vec<Arc<dyn Guard>>>,
     wrappers: RwLock<Vec<Arc<dyn ExecuteWrapper>>>,
@@ -41,6 +42,22 @@ pub(crate) struct RegistryInner {
     observers: RwLock<Vec<Arc<dyn ResultObserver>>>,
     approval: RwLock<Option<Arc<dyn ApprovalChannel>>>,
     next_id: AtomicU64,
+}
+
+impl Default for RegistryInner {
+    fn default() -> Self {
+        RegistryInner {
+            tools: RwLock::default(),
+            generation: tokio::sync::watch::Sender::new(0),
+            pre: RwLock::default(),
+            guards: RwLock::default(),
+            wrappers: RwLock::default(),
+            post: RwLock::default(),
+            observers: RwLock::default(),
+            approval: RwLock::default(),
+            next_id: AtomicU64::new(0),
+        }
+    }
 }
 
 fn snapshot<T: Clone>(lock: &RwLock<Vec<T>>) -> Vec<T> {
@@ -86,6 +103,8 @@ impl Disposer {
             && tools.get(&self.name).is_some_and(|r| r.id == self.id)
         {
             tools.remove(&self.name);
+            drop(tools);
+            inner.generation.send_modify(|g| *g += 1);
         }
     }
 }
@@ -134,6 +153,8 @@ impl Registry {
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         tools.insert(name.clone(), Registered { id, tool });
+        drop(tools);
+        self.inner.generation.send_modify(|g| *g += 1);
         Ok(Disposer { registry: Arc::downgrade(&self.inner), name, id })
     }
 
@@ -197,6 +218,12 @@ impl Registry {
                 annotations: r.tool.annotations(),
             })
             .collect()
+    }
+
+    /// A receiver that sees a new value whenever a tool is registered or removed (an MCP
+    /// server's `notifications/tools/list_changed`).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.generation.subscribe()
     }
 
     pub fn contains(&self, name: &str) -> bool {

@@ -96,7 +96,7 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::CALL_TOOL => {
             spawn(state, id, async move {
                 let p: CallToolParams = params(raw, true)?;
-                run_call(&task_state, p.name, p.arguments, p.call_id).await
+                run_call(&task_state, p.name, p.arguments, p.call_id, None).await
             });
         }
         methods::LIST_SESSIONS => {
@@ -274,8 +274,15 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     }
     let host = Arc::new(host);
     let _ = state.watch_events.set(crate::watcher::spawn(Arc::clone(&host), state.stop.clone()));
+    let socket = crate::attach::socket_path(host.root());
     let _ = state.host.set(host);
     let _ = state.opened.set(opened);
+    // `toolhost mcp` of the same workspace attaches here (the host is in place by now). Bound
+    // before the initialize result, so an agent started after it finds the editor.
+    let bound = super::attach::listen(Arc::clone(state), socket).await;
+    if let Ok(mut slot) = state.attach_socket.lock() {
+        *slot = bound;
+    }
     if let Ok(mut pid) = state.client_pid.lock() {
         *pid = params.process_id;
     }
@@ -293,12 +300,14 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
 }
 
 /// Runs one tool call as its own task, so a cancelled request never abandons the body: the
-/// call's token is cancelled, and the body is still awaited to its end and logged.
-async fn run_call(
+/// call's token is cancelled, and the body is still awaited to its end and logged. `caller`
+/// names the program the call comes from when it is not the editor (an attached MCP client).
+pub(super) async fn run_call(
     state: &Arc<ServerState>,
     name: String,
     arguments: Value,
     call_id: Option<String>,
+    caller: Option<String>,
 ) -> Result<CallToolResult, ErrorObject> {
     let host = state.host()?;
     let call_id = call_id.unwrap_or_else(new_call_id);
@@ -321,7 +330,7 @@ async fn run_call(
     let task_id = call_id.clone();
     let task = tokio::spawn(async move {
         let (state, host) = (task_state, task_host);
-        let prepared = host.prepare(&task_id, &name, arguments);
+        let prepared = host.prepare(&task_id, &name, arguments).by(caller);
         let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
         let outcome = {
             let _permit = if safe {
@@ -423,5 +432,5 @@ async fn execute_command(
         ));
     };
     let arguments = args.next().unwrap_or_else(|| json!({}));
-    run_call(state, name, arguments, None).await
+    run_call(state, name, arguments, None, None).await
 }

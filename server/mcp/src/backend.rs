@@ -1,0 +1,53 @@
+//! What the MCP server calls: a [`Backend`] that lists the registry's tools and runs one call
+//! through the whole pipeline. The binary provides two — the registry in this process, or the
+//! registry of the editor's `toolhost serve`, reached over its local socket — so this crate never
+//! knows which.
+
+use serde_json::Value;
+use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_protocol::lsp_ext::{CallToolResult, ToolDescriptor};
+
+/// Who makes the calls: the MCP client's `clientInfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+/// One `tools/call`, ready for the pipeline.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Value,
+    pub caller: Option<Caller>,
+}
+
+/// Why a backend could not run or list.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot serve now (the editor's toolhost went away mid-call).
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The registry behind the MCP server.
+pub trait Backend: Send + Sync + 'static {
+    /// Every tool, sorted by name (clients cache prompts on a stable order).
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>>;
+
+    /// Runs one call through the whole pipeline (policies, spill, session log, cards). A
+    /// cancelled `cancel` aborts it; the body is still awaited to its end.
+    fn call(
+        &self,
+        call: ToolCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>>;
+
+    /// A receiver that changes whenever the set of tools changes.
+    fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    /// A client identified itself and the result shape chosen for it (recorded in the log).
+    fn client_seen(&self, _caller: &Caller, _protocol: &str, _results: &str) {}
+}

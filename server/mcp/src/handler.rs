@@ -1,0 +1,294 @@
+//! The MCP `ServerHandler` over the dynamic registry: one hand-written handler, not a macro per
+//! tool, because tools come and go at run time (`tools/list_changed`).
+//!
+//! - `tools/list`: every tool sorted by name, its input schema, its own annotations, its output
+//!   schema when the client gets structured results, and the configured `_meta`.
+//! - `tools/call`: one direct call through the backend's whole pipeline. An unknown tool is a
+//!   JSON-RPC error; everything else — invalid arguments included — is a result, `isError` for
+//!   failures. A cancelled request (`notifications/cancelled`) cancels the call; rmcp drops its
+//!   answer. When the client sent a `progressToken`, a running call reports progress every
+//!   [`PROGRESS_EVERY`], so clients that time out idle calls keep waiting.
+
+use crate::backend::{Backend, Caller, ToolCall};
+use crate::config::McpConfig;
+use crate::results::{Shape, published_output_schema, shape_for, to_mcp_result};
+use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toolhost_protocol::lsp_ext::ToolDescriptor;
+
+/// How often a running call reports progress to a client that asked for it.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// The protocol revisions toolhost speaks.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
+    &[ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28];
+
+/// The tools as last listed, per registry generation.
+struct ToolCache {
+    generation: u64,
+    tools: Arc<Vec<ToolDescriptor>>,
+}
+
+/// toolhost's MCP server.
+pub struct McpServer {
+    backend: Arc<dyn Backend>,
+    config: McpConfig,
+    cache: Mutex<Option<ToolCache>>,
+    /// Clients already recorded (name, protocol), so each is logged once.
+    seen: Mutex<HashSet<(String, String)>>,
+    /// Whether the legacy `notifications/tools/list_changed` watcher runs.
+    watching: std::sync::atomic::AtomicBool,
+}
+
+fn caller_of(info: Option<Implementation>) -> Option<Caller> {
+    info.map(|info| Caller { name: info.name, version: Some(info.version) })
+}
+
+impl McpServer {
+    pub fn new(backend: Arc<dyn Backend>, config: McpConfig) -> Self {
+        McpServer {
+            backend,
+            config,
+            cache: Mutex::new(None),
+            seen: Mutex::new(HashSet::new()),
+            watching: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The tools, listed again only when the registry changed.
+    async fn tools(&self) -> Result<Arc<Vec<ToolDescriptor>>, McpError> {
+        let generation = *self.backend.tools_changed().borrow();
+        if let Ok(cache) = self.cache.lock()
+            && let Some(cache) = cache.as_ref()
+            && cache.generation == generation
+        {
+            return Ok(Arc::clone(&cache.tools));
+        }
+        let tools = Arc::new(
+            self.backend
+                .tools()
+                .await
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+        );
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache = Some(ToolCache { generation, tools: Arc::clone(&tools) });
+        }
+        Ok(tools)
+    }
+
+    /// The shape this request's client gets; records a client the first time it is seen.
+    fn shape(&self, context: &RequestContext<RoleServer>) -> (Shape, Option<Caller>) {
+        let caller = caller_of(context.client_info());
+        let shape = shape_for(self.config.results, caller.as_ref().map(|c| c.name.as_str()));
+        if let Some(caller) = &caller {
+            let protocol = context.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+            let first = self
+                .seen
+                .lock()
+                .map(|mut seen| seen.insert((caller.name.clone(), protocol.clone())))
+                .unwrap_or(false);
+            if first {
+                self.backend.client_seen(caller, &protocol, shape.as_str());
+            }
+        }
+        (shape, caller)
+    }
+
+    /// The `_meta` a tool is listed with: the `"*"` entry, then the tool's own, merged.
+    fn tool_meta(&self, name: &str) -> Option<Map<String, Value>> {
+        let mut meta = Map::new();
+        for key in ["*", name] {
+            if let Some(entries) = self.config.tool_meta.get(key) {
+                meta.extend(entries.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        (!meta.is_empty()).then_some(meta)
+    }
+
+    fn listed(&self, tool: &ToolDescriptor, shape: Shape) -> Tool {
+        let input = match &tool.input_schema {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let a = tool.annotations;
+        let annotations = ToolAnnotations::new()
+            .read_only(a.read_only)
+            .destructive(a.destructive)
+            .idempotent(a.idempotent)
+            .open_world(a.open_world);
+        let mut listed = Tool::new_with_raw(
+            tool.name.clone(),
+            Some(Cow::Owned(tool.description.clone())),
+            Arc::new(input),
+        )
+        .with_annotations(annotations);
+        if shape == Shape::Structured {
+            let (schema, _) = published_output_schema(&tool.output_schema);
+            listed = listed.with_raw_output_schema(Arc::new(schema));
+        }
+        if let Some(meta) = self.tool_meta(&tool.name) {
+            listed = listed.with_meta(meta.into());
+        }
+        listed
+    }
+
+    /// Starts sending `notifications/tools/list_changed` to a legacy-lifecycle peer (once).
+    fn watch_tools(&self, peer: rmcp::service::Peer<RoleServer>) {
+        if self.watching.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let mut changes = self.backend.tools_changed();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Reports progress every [`PROGRESS_EVERY`] until dropped.
+fn progress_ticker(
+    context: &RequestContext<RoleServer>,
+    tool: &str,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    let tool = tool.to_owned();
+    Some(tokio::spawn(async move {
+        let started = Instant::now();
+        let mut ticks = 0u32;
+        loop {
+            tokio::time::sleep(PROGRESS_EVERY).await;
+            ticks += 1;
+            let seconds = started.elapsed().as_secs();
+            let mut param = ProgressNotificationParam::new(token.clone(), f64::from(ticks));
+            param.message = Some(format!("{tool}: running for {seconds} s"));
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+        }
+    }))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolhost runs the editor's tools: read, write, edit, glob, grep, lsp and more. \
+                 Every call shows up as a card in the editor, edits are atomic and an edit \
+                 requires a read of the file first.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        let caller = Caller {
+            name: request.client_info.name.clone(),
+            version: Some(request.client_info.version.clone()),
+        };
+        let shape = shape_for(self.config.results, Some(&caller.name));
+        let protocol = result.protocol_version.to_string();
+        let first = self
+            .seen
+            .lock()
+            .map(|mut seen| seen.insert((caller.name.clone(), protocol.clone())))
+            .unwrap_or(false);
+        if first {
+            self.backend.client_seen(&caller, &protocol, shape.as_str());
+        }
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.watch_tools(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let (shape, _) = self.shape(&context);
+        let tools = self.tools().await?;
+        Ok(ListToolsResult::with_all_items(tools.iter().map(|t| self.listed(t, shape)).collect()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (shape, caller) = self.shape(&context);
+        let tools = self.tools().await?;
+        let Some(tool) = tools.iter().find(|t| t.name == request.name) else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool \"{}\"", request.name),
+                None,
+            ));
+        };
+        let wrapped = shape == Shape::Structured && published_output_schema(&tool.output_schema).1;
+        let arguments =
+            request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
+        let ticker = progress_ticker(&context, &request.name);
+        let call = ToolCall { name: request.name.to_string(), arguments, caller };
+        let outcome = self.backend.call(call, context.ct.clone()).await;
+        if let Some(ticker) = ticker {
+            ticker.abort();
+        }
+        let result = match outcome {
+            Ok(done) => to_mcp_result(&done.result, shape, wrapped, &done.call_id),
+            Err(err) => CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))]),
+        };
+        Ok(result.into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.backend.tools_changed();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The configured `_meta` per tool name (`"*"`: every tool).
+pub type ToolMeta = BTreeMap<String, Map<String, Value>>;

@@ -1,0 +1,56 @@
+//! `toolhost mcp`: the registry as an MCP server, so any MCP-speaking agent (Claude Code, Codex,
+//! VS Code's agent mode, …) uses toolhost's tools — and every call shows up as a card in the
+//! editor when one is attached.
+//!
+//! - [`backend`]: what the server calls (the binary provides the registry in this process, or the
+//!   editor's over its local socket);
+//! - [`handler`]: the hand-written rmcp `ServerHandler` (tools/list, tools/call, cancellation,
+//!   progress, list_changed), protocol revisions 2025-06-18, 2025-11-25 and 2026-07-28;
+//! - [`results`]: the result shape policy (`structured`, `text`, `auto` per client);
+//! - [`transport`]: newline-delimited JSON-RPC over stdio on `toolhost-jsonrpc`, with bad input
+//!   answered and memory bounded.
+
+pub mod backend;
+pub mod config;
+pub mod handler;
+pub mod results;
+pub mod transport;
+
+pub use backend::{Backend, BackendError, Caller, ToolCall};
+pub use config::McpConfig;
+pub use handler::McpServer;
+pub use results::ResultsMode;
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use toolhost_jsonrpc::{Framing, Outbox};
+
+/// Why serving ended abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("the MCP session could not start: {0}")]
+    Start(String),
+    #[error("the MCP session failed: {0}")]
+    Session(String),
+}
+
+/// Serves one MCP session over `input`/`output` until the client closes its end.
+pub async fn serve(
+    backend: Arc<dyn Backend>,
+    config: McpConfig,
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+) -> Result<(), ServeError> {
+    let (outbox, writer) = Outbox::start(output, Framing::Lines);
+    let transport = transport::start(input, outbox.clone(), config.max_line_bytes);
+    let server = McpServer::new(backend, config);
+    let outcome = match rmcp::serve_server(server, transport).await {
+        Ok(running) => {
+            running.waiting().await.map(drop).map_err(|e| ServeError::Session(e.to_string()))
+        }
+        Err(err) => Err(ServeError::Start(err.to_string())),
+    };
+    outbox.close();
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    outcome
+}

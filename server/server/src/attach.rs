@@ -1,0 +1,180 @@
+//! The attach socket: how `toolhost mcp` reaches the editor's `toolhost serve` of the same
+//! workspace, so an agent's calls run in the editor's registry — its dirty-buffer guard, its
+//! editor-backed lsp provider, its session — and show up as cards in the editor.
+//!
+//! One Unix socket per workspace, in the state directory (`~/.local/state/toolhost/run/`; folders
+//! 0700, socket 0600; the server also checks the peer's uid). JSON-RPC, one message per line
+//! (docs/protocol.md, Attach socket):
+//! `toolhost/attach {caller}` first, then `toolhost/listTools` and `toolhost/callTool` as over
+//! LSP, `$/cancelRequest` to cancel, and the `toolhost/toolsChanged` notification from the
+//! server. This module has the path and the client; the server is `serve/attach.rs`.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::sync::{oneshot, watch};
+use toolhost_contract::CancellationToken;
+use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming};
+use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
+use toolhost_protocol::lsp_ext::methods;
+
+/// Longest line either side accepts on the socket.
+pub const MAX_LINE: usize = 128 * 1024 * 1024;
+
+/// Longest socket path the kernel accepts (`sun_path` is 108 bytes with its NUL).
+const MAX_SOCKET_PATH: usize = 100;
+
+/// The attach socket of the workspace at `root`: `<state dir>/toolhost/run/<workspace key>.sock`
+/// (whatever session directory either side logs to, so an agent finds the editor of its
+/// workspace), or a short name in a private folder of /tmp when that path is too long for a
+/// socket address or there is no state directory.
+pub fn socket_path(root: &Path) -> PathBuf {
+    let key = crate::session::workspace_key_of(root);
+    let uid = rustix::process::getuid().as_raw();
+    let fallback = PathBuf::from(format!("/tmp/toolhost-{uid}"));
+    let base = toolhost_session::state_dir()
+        .and_then(|sessions| sessions.parent().map(|state| state.join("run")))
+        .unwrap_or_else(|| fallback.clone());
+    let path = base.join(format!("{key}.sock"));
+    if path.as_os_str().len() <= MAX_SOCKET_PATH {
+        return path;
+    }
+    // Still unique to the long path, short enough for `sun_path`.
+    fallback.join(format!("{}.sock", toolhost_session::workspace_key(&path)))
+}
+
+/// Creates the socket's folder, private to the user.
+pub fn prepare_dir(socket: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let Some(dir) = socket.parent() else { return Ok(()) };
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+type Waiter = oneshot::Sender<Result<Value, ErrorObject>>;
+
+struct Shared {
+    pending: Mutex<HashMap<i64, Waiter>>,
+    writer: tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>,
+    next_id: AtomicI64,
+    closed: CancellationToken,
+    tools: watch::Sender<u64>,
+}
+
+/// A connection to the editor's toolhost.
+#[derive(Clone)]
+pub struct AttachClient {
+    shared: Arc<Shared>,
+}
+
+fn gone() -> ErrorObject {
+    ErrorObject::internal("the editor's toolhost closed the attach connection")
+}
+
+impl AttachClient {
+    /// Connects to `socket` (an error when nothing listens there).
+    pub async fn connect(socket: &Path) -> std::io::Result<AttachClient> {
+        let stream = UnixStream::connect(socket).await?;
+        let (read, write) = stream.into_split();
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(HashMap::new()),
+            writer: tokio::sync::Mutex::new(write),
+            next_id: AtomicI64::new(1),
+            closed: CancellationToken::new(),
+            tools: watch::Sender::new(0),
+        });
+        let reader = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let decoder = LineDecoder::new(LineLimits { max_line: MAX_LINE }, LimitPolicy::Fail);
+            let mut frames = AsyncFrames::new(read, decoder);
+            while let Ok(Some(Frame::Body(body))) = frames.next_frame().await {
+                match message::parse(&body) {
+                    Ok(Incoming::Response(response)) => {
+                        let waiter = response
+                            .id
+                            .as_i64()
+                            .and_then(|id| reader.pending.lock().ok()?.remove(&id));
+                        if let Some(waiter) = waiter {
+                            let _ = waiter.send(response.result);
+                        }
+                    }
+                    Ok(Incoming::Notification(note)) if note.method == methods::TOOLS_CHANGED => {
+                        reader.tools.send_modify(|g| *g += 1);
+                    }
+                    _ => {}
+                }
+            }
+            reader.closed.cancel();
+            let waiting: Vec<Waiter> = reader
+                .pending
+                .lock()
+                .map(|mut p| p.drain().map(|(_, w)| w).collect())
+                .unwrap_or_default();
+            for waiter in waiting {
+                let _ = waiter.send(Err(gone()));
+            }
+        });
+        Ok(AttachClient { shared })
+    }
+
+    /// Whether the connection is gone.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Changes whenever the server says the set of tools changed.
+    pub fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.shared.tools.subscribe()
+    }
+
+    async fn write(&self, body: Vec<u8>) -> Result<(), ErrorObject> {
+        let mut line = body;
+        line.push(b'\n');
+        let mut writer = self.shared.writer.lock().await;
+        writer.write_all(&line).await.map_err(|_| gone())
+    }
+
+    /// Sends request `method` and awaits its result; when `cancel` fires first the server gets
+    /// `$/cancelRequest` and the answer is `-32800`.
+    pub async fn request<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        cancel: &CancellationToken,
+    ) -> Result<R, ErrorObject> {
+        if self.is_closed() {
+            return Err(gone());
+        }
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = message::encode_request(&Id::Number(id), method, params)
+            .map_err(|e| ErrorObject::internal(format!("cannot encode {method}: {e}")))?;
+        let (tx, rx) = oneshot::channel();
+        self.shared.pending.lock().map_err(|_| gone())?.insert(id, tx);
+        if let Err(err) = self.write(body).await {
+            if let Ok(mut pending) = self.shared.pending.lock() {
+                pending.remove(&id);
+            }
+            return Err(err);
+        }
+        let value = tokio::select! {
+            reply = rx => reply.unwrap_or_else(|_| Err(gone()))?,
+            () = cancel.cancelled() => {
+                if let Ok(mut pending) = self.shared.pending.lock() {
+                    pending.remove(&id);
+                }
+                if let Ok(body) = message::encode_notification("$/cancelRequest", &json!({"id": id})) {
+                    let _ = self.write(body).await;
+                }
+                return Err(ErrorObject::cancelled());
+            }
+        };
+        serde_json::from_value(value)
+            .map_err(|e| ErrorObject::internal(format!("unexpected {method} result: {e}")))
+    }
+}

@@ -1,0 +1,363 @@
+//! `toolhost mcp`: the MCP server over stdio (`toolhost-mcp`), with the backend it calls:
+//!
+//! - **attached**: when the editor's `toolhost serve` runs for this workspace, every call goes
+//!   over the attach socket to the editor's registry (its dirty-buffer guard, editor-backed lsp
+//!   provider, session and cards);
+//! - **standalone** (no editor, or `--standalone`): the registry in this process, with a session
+//!   of its own;
+//! - if the editor goes away mid-session, the call in flight fails with a clear message (its
+//!   outcome is unknown) and later calls run standalone, with a note in the new session's log —
+//!   never a hang.
+
+use crate::attach::AttachClient;
+use crate::config::Config;
+use crate::host::{Host, HostOptions, new_call_id};
+use crate::session::{self, OpenedSession};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_mcp::{Backend, BackendError, Caller, ToolCall};
+use toolhost_protocol::lsp_ext::{
+    AttachParams, AttachResult, CallToolParams, CallToolResult, CallerInfo, ListToolsResult,
+    ToolDescriptor, methods,
+};
+
+/// The registry in this process, with its own session.
+pub struct LocalBackend {
+    host: Arc<Host>,
+    /// Keeps the session (its lock and writer) for the backend's lifetime.
+    _opened: OpenedSession,
+    /// Concurrency-safe calls take it shared, every other call exclusively.
+    barrier: Arc<tokio::sync::RwLock<()>>,
+}
+
+impl LocalBackend {
+    /// Opens a session (`session_id`, or a new one) and the host for `root`.
+    pub fn open(
+        config: &Config,
+        root: &Path,
+        sessions_dir: &Path,
+        session_id: Option<String>,
+    ) -> Result<LocalBackend, String> {
+        let (id, opened) = session::open_named(sessions_dir, root, session_id.as_deref())
+            .map_err(|e| e.to_string())?;
+        let host = Host::new(
+            config,
+            HostOptions {
+                roots: vec![root.to_path_buf()],
+                read_only_roots: vec![opened.blob_dir()],
+                session_id: Some(id),
+                ledger: Arc::clone(&opened.ledger),
+                spill: Some(opened.spill()),
+                session: Some(Arc::clone(&opened.log)),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(LocalBackend { host: Arc::new(host), _opened: opened, barrier: Arc::default() })
+    }
+
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Appends an ignorable event to the session log, in the background.
+    fn note(&self, kind: &'static str, data: serde_json::Value) {
+        if let Some(log) = self.host.session().cloned() {
+            tokio::spawn(async move {
+                let _ = log.append(kind, data, true).await;
+            });
+        }
+    }
+}
+
+impl Backend for LocalBackend {
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
+        Box::pin(async move { Ok(self.host.registry().descriptors()) })
+    }
+
+    fn call(
+        &self,
+        call: ToolCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
+        Box::pin(async move {
+            let host = Arc::clone(&self.host);
+            let barrier = Arc::clone(&self.barrier);
+            let call_id = new_call_id();
+            // Its own task: a cancelled MCP request drops this future, never the body.
+            let task = tokio::spawn(async move {
+                let prepared = host
+                    .prepare(&call_id, &call.name, call.arguments)
+                    .by(call.caller.map(|c| c.name));
+                let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
+                let _permit = if safe {
+                    Permit::Shared(barrier.read_owned().await)
+                } else {
+                    Permit::Exclusive(barrier.write_owned().await)
+                };
+                host.run(prepared, cancel).await.map(|outcome| CallToolResult {
+                    session_id: host.session_id().map(str::to_owned),
+                    call_id: outcome.call_id,
+                    result: outcome.finalized.result,
+                    card: outcome.card,
+                })
+            });
+            match task.await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(err)) => Err(BackendError::Internal(err.to_string())),
+                Err(err) => Err(BackendError::Internal(format!("the call task failed: {err}"))),
+            }
+        })
+    }
+
+    fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.host.registry().changes()
+    }
+
+    fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {
+        self.note(
+            "mcp/client",
+            json!({"name": caller.name, "version": caller.version, "protocolVersion": protocol,
+                   "results": results, "attached": false}),
+        );
+    }
+}
+
+/// A barrier permit, held (never read) until the call ends.
+#[allow(dead_code)]
+enum Permit {
+    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
+    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+/// The editor's registry over the attach socket.
+pub struct AttachedBackend {
+    client: AttachClient,
+    /// What the editor said when attaching.
+    pub attached: AttachResult,
+}
+
+impl AttachedBackend {
+    /// Connects to the socket and attaches as `caller` (`None` when nothing listens there).
+    pub async fn connect(socket: &Path, caller: CallerInfo) -> Option<AttachedBackend> {
+        let client = AttachClient::connect(socket).await.ok()?;
+        let params = AttachParams { caller, protocol_version: None, results: None };
+        let attached = client
+            .request::<_, AttachResult>(methods::ATTACH, &params, &CancellationToken::new())
+            .await
+            .ok()?;
+        Some(AttachedBackend { client, attached })
+    }
+
+    fn lost() -> BackendError {
+        BackendError::Unavailable(
+            "the editor's toolhost went away while the call ran, so its outcome is unknown: \
+             check the current state (for example, read the file again) before retrying"
+                .to_owned(),
+        )
+    }
+}
+
+/// The backend `toolhost mcp` serves: attached while the editor is there, standalone after.
+pub struct McpBackend {
+    config: Config,
+    root: PathBuf,
+    sessions_dir: PathBuf,
+    session_id: Option<String>,
+    attached: Mutex<Option<Arc<AttachedBackend>>>,
+    local: tokio::sync::OnceCell<Arc<LocalBackend>>,
+    /// Why later calls run standalone (logged in the standalone session once it exists).
+    fallback_reason: Mutex<Option<String>>,
+    /// Bumped on every tool change of whichever backend serves, and on switching.
+    changes: watch::Sender<u64>,
+    /// The MCP client as it introduced itself: (caller, protocol revision, result shape).
+    client: Mutex<Option<(Caller, String, String)>>,
+}
+
+impl McpBackend {
+    /// Attaches to the editor's toolhost for `root` unless `standalone`.
+    pub async fn new(
+        config: Config,
+        root: PathBuf,
+        sessions_dir: PathBuf,
+        session_id: Option<String>,
+        standalone: bool,
+    ) -> Arc<McpBackend> {
+        let attached = if standalone {
+            None
+        } else {
+            let socket = crate::attach::socket_path(&root);
+            let caller = CallerInfo { name: "mcp-client".to_owned(), version: None };
+            AttachedBackend::connect(&socket, caller).await.map(Arc::new)
+        };
+        if let Some(attached) = &attached {
+            tracing::info!(
+                session = attached.attached.session_id.as_deref().unwrap_or(""),
+                "attached to the editor's toolhost"
+            );
+        }
+        let backend = Arc::new(McpBackend {
+            config,
+            root,
+            sessions_dir,
+            session_id,
+            attached: Mutex::new(attached.clone()),
+            local: tokio::sync::OnceCell::new(),
+            fallback_reason: Mutex::new(None),
+            changes: watch::Sender::new(0),
+            client: Mutex::new(None),
+        });
+        if let Some(attached) = attached {
+            let mut changes = attached.client.tools_changed();
+            let sender = backend.changes.clone();
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    sender.send_modify(|g| *g += 1);
+                }
+            });
+        }
+        backend
+    }
+
+    /// Stops what the standalone backend started (language servers) and flushes its session.
+    pub async fn shutdown(&self) {
+        if let Some(local) = self.local.get() {
+            local.host.shutdown().await;
+            if let Some(log) = local.host.session() {
+                let _ = log.flush().await;
+            }
+        }
+    }
+
+    /// Whether calls currently go to the editor.
+    pub fn is_attached(&self) -> bool {
+        self.attached().is_some()
+    }
+
+    fn attached(&self) -> Option<Arc<AttachedBackend>> {
+        let mut slot = self.attached.lock().ok()?;
+        if slot.as_ref().is_some_and(|a| a.client.is_closed()) {
+            *slot = None;
+            if let Ok(mut reason) = self.fallback_reason.lock() {
+                reason.get_or_insert_with(|| "the editor's toolhost went away".to_owned());
+            }
+            self.changes.send_modify(|g| *g += 1);
+            eprintln!("toolhost: the editor's toolhost went away; calls now run in this process");
+        }
+        slot.clone()
+    }
+
+    /// The standalone backend, opened on first use.
+    async fn local(&self) -> Result<Arc<LocalBackend>, BackendError> {
+        let local = self
+            .local
+            .get_or_try_init(|| async {
+                let backend = LocalBackend::open(
+                    &self.config,
+                    &self.root,
+                    &self.sessions_dir,
+                    self.session_id.clone(),
+                )
+                .map_err(BackendError::Internal)?;
+                let backend = Arc::new(backend);
+                if let Some(reason) = self.fallback_reason.lock().ok().and_then(|r| r.clone()) {
+                    backend.note("mcp/fallback", json!({"reason": reason}));
+                }
+                let client = self.client.lock().ok().and_then(|c| c.clone());
+                if let Some((caller, protocol, results)) = client {
+                    backend.client_seen(&caller, &protocol, &results);
+                }
+                let mut changes = backend.tools_changed();
+                let sender = self.changes.clone();
+                tokio::spawn(async move {
+                    while changes.changed().await.is_ok() {
+                        sender.send_modify(|g| *g += 1);
+                    }
+                });
+                Ok::<_, BackendError>(backend)
+            })
+            .await?;
+        Ok(Arc::clone(local))
+    }
+}
+
+impl Backend for McpBackend {
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
+        Box::pin(async move {
+            if let Some(attached) = self.attached() {
+                let listed = attached
+                    .client
+                    .request::<_, ListToolsResult>(
+                        methods::LIST_TOOLS,
+                        &json!({}),
+                        &CancellationToken::new(),
+                    )
+                    .await;
+                match listed {
+                    Ok(list) => return Ok(list.tools),
+                    Err(_) if attached.client.is_closed() => {}
+                    Err(err) => return Err(BackendError::Internal(err.message)),
+                }
+                let _ = self.attached();
+            }
+            self.local().await?.tools().await
+        })
+    }
+
+    fn call(
+        &self,
+        call: ToolCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
+        Box::pin(async move {
+            if let Some(attached) = self.attached() {
+                let params = CallToolParams {
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    call_id: None,
+                };
+                let result = attached
+                    .client
+                    .request::<_, CallToolResult>(methods::CALL_TOOL, &params, &cancel)
+                    .await;
+                return match result {
+                    Ok(result) => Ok(result),
+                    Err(_) if attached.client.is_closed() => {
+                        let _ = self.attached();
+                        Err(AttachedBackend::lost())
+                    }
+                    Err(err) => Err(BackendError::Internal(err.message)),
+                };
+            }
+            self.local().await?.call(call, cancel).await
+        })
+    }
+
+    fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {
+        if let Ok(mut slot) = self.client.lock() {
+            *slot = Some((caller.clone(), protocol.to_owned(), results.to_owned()));
+        }
+        if let Some(attached) = self.attached() {
+            // Tell the editor who the agent is: its calls' cards carry the name.
+            let params = AttachParams {
+                caller: CallerInfo { name: caller.name.clone(), version: caller.version.clone() },
+                protocol_version: (!protocol.is_empty()).then(|| protocol.to_owned()),
+                results: (!results.is_empty()).then(|| results.to_owned()),
+            };
+            let client = attached.client.clone();
+            tokio::spawn(async move {
+                let _ = client
+                    .request::<_, AttachResult>(methods::ATTACH, &params, &CancellationToken::new())
+                    .await;
+            });
+        } else if let Some(local) = self.local.get() {
+            local.client_seen(caller, protocol, results);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The attach socket's server side (see `crate::attach`): `toolhost serve` listens once the
+//! workspace is known, and each `toolhost mcp` that connects gets the editor's registry — its
+//! calls go through the same `run_call` as the editor's own (barrier, dirty-buffer guard, session
+//! log), their cards reach the editor labelled with the agent's name.
+//!
+//! A socket file left by a dead server is removed; a live one (another editor on the same
+//! workspace) is left alone and this server does not listen. Connections from another user are
+//! refused. Bad lines are answered like on stdio and never end the connection.
+
+use super::ServerState;
+use super::handlers::run_call;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+use toolhost_contract::CancellationToken;
+use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
+use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
+use toolhost_protocol::lsp_ext::{
+    AttachParams, AttachResult, CallToolParams, ListToolsResult, methods,
+};
+
+/// Binds the attach socket at `path` and serves it until `state.stop`. Returns the path bound
+/// (to remove at exit), or `None` when another live server owns it or binding failed.
+pub(super) async fn listen(state: Arc<ServerState>, path: PathBuf) -> Option<PathBuf> {
+    if let Err(err) = crate::attach::prepare_dir(&path) {
+        tracing::warn!(path = %path.display(), %err, "attach socket unavailable");
+        return None;
+    }
+    let listener = match bind(&path).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            tracing::warn!(path = %path.display(), %err, "attach socket unavailable");
+            return None;
+        }
+    };
+    tracing::info!(path = %path.display(), "attach socket listening");
+    let stop = state.stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = stop.cancelled() => return,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            if !same_user(&stream) {
+                tracing::warn!("attach connection from another user refused");
+                continue;
+            }
+            tokio::spawn(serve_connection(Arc::clone(&state), stream));
+        }
+    });
+    Some(path)
+}
+
+/// Binds, replacing a stale socket file; refuses to take over a live one.
+async fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    match UnixListener::bind(path) {
+        Ok(listener) => {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            Ok(listener)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => {
+            if UnixStream::connect(path).await.is_ok() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    "another toolhost serves this workspace already",
+                ));
+            }
+            std::fs::remove_file(path)?;
+            let listener = UnixListener::bind(path)?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            Ok(listener)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn same_user(stream: &UnixStream) -> bool {
+    let ours = rustix::process::getuid().as_raw();
+    stream.peer_cred().is_ok_and(|cred| cred.uid() == ours)
+}
+
+#[derive(Deserialize)]
+struct CancelParams {
+    id: Value,
+}
+
+/// One `toolhost mcp` connection.
+async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let (out, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        while let Some(mut body) = outgoing.recv().await {
+            body.push(b'\n');
+            if write.write_all(&body).await.is_err() {
+                return;
+            }
+        }
+    });
+    // The agent's name, once it attached: it labels the cards of its calls.
+    let caller: Arc<Mutex<Option<String>>> = Arc::default();
+    let requests: Arc<Mutex<HashMap<Id, CancellationToken>>> = Arc::default();
+    let closed = CancellationToken::new();
+    if let Some(host) = state.host.get() {
+        let mut changes = host.registry().changes();
+        let out = out.clone();
+        let closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    () = closed.cancelled() => return,
+                }
+                let generation = *changes.borrow();
+                if let Ok(body) = message::encode_notification(
+                    methods::TOOLS_CHANGED,
+                    &json!({"generation": generation}),
+                ) {
+                    let _ = out.send(body);
+                }
+            }
+        });
+    }
+    let decoder =
+        LineDecoder::new(LineLimits { max_line: crate::attach::MAX_LINE }, LimitPolicy::Drain);
+    let mut frames = AsyncFrames::new(read, decoder);
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next_frame() => frame,
+            () = state.stop.cancelled() => break,
+        };
+        let body = match frame {
+            Ok(Some(Frame::Body(body))) => body,
+            Ok(Some(Frame::Oversized(len))) => {
+                let error = ErrorObject::new(
+                    codes::INVALID_REQUEST,
+                    format!("message of {len} bytes is too long"),
+                );
+                let _ = out.send(message::encode_error(&Id::Null, &error));
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        let request = match message::parse(&body) {
+            Ok(Incoming::Request(request)) => request,
+            Ok(Incoming::Notification(note)) => {
+                if note.method == "$/cancelRequest"
+                    && let Some(params) = note.params
+                    && let Ok(cancel) = serde_json::from_value::<CancelParams>(params)
+                    && let Some(id) = Id::from_value(&cancel.id)
+                    && let Ok(requests) = requests.lock()
+                    && let Some(token) = requests.get(&id)
+                {
+                    token.cancel();
+                }
+                continue;
+            }
+            Ok(Incoming::Response(_)) => continue,
+            Err(Some(invalid)) => {
+                let _ = out.send(message::encode_error(&invalid.id, &invalid.error()));
+                continue;
+            }
+            Err(None) => {
+                let error = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
+                let _ = out.send(message::encode_error(&Id::Null, &error));
+                continue;
+            }
+        };
+        let token = CancellationToken::new();
+        if let Ok(mut requests) = requests.lock() {
+            requests.insert(request.id.clone(), token.clone());
+        }
+        let (state, out, caller, requests) =
+            (Arc::clone(&state), out.clone(), Arc::clone(&caller), Arc::clone(&requests));
+        tokio::spawn(async move {
+            let id = request.id.clone();
+            let work = answer(&state, request.method, request.params, &caller);
+            let body = tokio::select! {
+                answered = work => match answered {
+                    Ok(value) => message::encode_result(&id, &value)
+                        .unwrap_or_else(|e| message::encode_error(&id, &ErrorObject::internal(e.to_string()))),
+                    Err(error) => message::encode_error(&id, &error),
+                },
+                () = token.cancelled() => message::encode_error(&id, &ErrorObject::cancelled()),
+            };
+            if let Ok(mut requests) = requests.lock() {
+                requests.remove(&id);
+            }
+            let _ = out.send(body);
+        });
+    }
+    closed.cancel();
+    // Calls still running are cancelled with their connection (their bodies are awaited and
+    // logged as any cancelled call).
+    if let Ok(requests) = requests.lock() {
+        for token in requests.values() {
+            token.cancel();
+        }
+    }
+    drop(out);
+    let _ = writer.await;
+}
+
+/// The answer to one request of the attach protocol.
+async fn answer(
+    state: &Arc<ServerState>,
+    method: String,
+    params: Option<Value>,
+    caller: &Mutex<Option<String>>,
+) -> Result<Value, ErrorObject> {
+    let params = params.unwrap_or_else(|| json!({}));
+    let invalid =
+        |e: serde_json::Error| ErrorObject::invalid_params(format!("Invalid params: {e}"));
+    let host = state.host()?;
+    let attached = caller.lock().map(|c| c.is_some()).unwrap_or(false);
+    if !attached && method != methods::ATTACH {
+        return Err(ErrorObject::new(
+            codes::SERVER_NOT_INITIALIZED,
+            format!("{method} before {}: attach first", methods::ATTACH),
+        ));
+    }
+    match method.as_str() {
+        methods::ATTACH => {
+            let p: AttachParams = serde_json::from_value(params).map_err(invalid)?;
+            tracing::info!(
+                client = p.caller.name,
+                protocol = p.protocol_version.as_deref().unwrap_or(""),
+                results = p.results.as_deref().unwrap_or(""),
+                "MCP client attached"
+            );
+            if let Some(log) = host.session() {
+                let data = json!({
+                    "name": p.caller.name, "version": p.caller.version,
+                    "protocolVersion": p.protocol_version, "results": p.results, "attached": true,
+                });
+                let _ = log.append("mcp/client", data, true).await;
+            }
+            if let Ok(mut caller) = caller.lock() {
+                *caller = Some(p.caller.name);
+            }
+            let result = AttachResult {
+                session_id: host.session_id().map(str::to_owned),
+                workspace: host.root_display().to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            };
+            serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+        }
+        methods::LIST_TOOLS => {
+            serde_json::to_value(ListToolsResult { tools: host.registry().descriptors() })
+                .map_err(|e| ErrorObject::internal(e.to_string()))
+        }
+        methods::CALL_TOOL => {
+            let p: CallToolParams = serde_json::from_value(params).map_err(invalid)?;
+            let who = caller.lock().ok().and_then(|c| c.clone());
+            let result = run_call(state, p.name, p.arguments, p.call_id, who).await?;
+            serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+        }
+        other => {
+            Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}")))
+        }
+    }
+}
