@@ -1,10 +1,15 @@
 // Drives a real VS Code (code-server) in headless Chromium like a person would: the command
 // palette, the toolhost panel's webview DOM, clicks and keys; waits for the companion mocha suites
 // (results JSON written by the test extension) and prints every check and `N passed, N failed`.
+// Last, it plays an agent: `toolhost mcp` started here in the workspace attaches to the
+// extension's `toolhost serve`, and its calls must show up in the panel, labelled with the agent.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
-//      TOOLHOST_TEST_RESULT, TOOLHOST_TEST_RESULT_UI (mocha result files), SHOTS (screenshot dir)
+//      TOOLHOST_TEST_RESULT, TOOLHOST_TEST_RESULT_UI (mocha result files), SHOTS (screenshot dir),
+//      TOOLHOST_TEST_BIN (the toolhost binary), TOOLHOST_TEST_WS (the workspace folder),
+//      TOOLHOST_TEST_USER_DATA (code-server's user data dir: the output channel logs)
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
@@ -139,8 +144,9 @@ async function panelFrame(page, timeoutMs = 30_000) {
   throw new Error('the toolhost panel webview did not appear');
 }
 
-/** A card element's lines as a person reads them: `tool title · status`, then hunk headers and
- * `op`+`text` lines (diff cards) or search lines. */
+/** A card element's lines as a person reads them: `tool title · status` (` · caller` for an
+ * agent's call through toolhost mcp), then hunk headers and `op`+`text` lines (diff cards) or
+ * search lines. */
 async function cardLines(frame, callId) {
   return frame.evaluate((id) => {
     const card = Array.from(document.querySelectorAll('article[data-call-id]')).find((el) => el.dataset.callId === id);
@@ -148,12 +154,307 @@ async function cardLines(frame, callId) {
       return null;
     }
     const text = (sel) => card.querySelector(sel)?.textContent ?? '';
-    const lines = [`${text('.card-tool')} ${text('.card-title')} · ${text('.card-status')}`];
+    const caller = card.querySelector('.card-caller') ? ` · ${text('.card-caller')}` : '';
+    const lines = [`${text('.card-tool')} ${text('.card-title')} · ${text('.card-status')}${caller}`];
     for (const el of card.querySelectorAll('.hunk-header, .line, .search-line')) {
       lines.push(el.textContent);
     }
     return lines;
   }, callId);
+}
+
+/** The extension's `toolhost serve` processes for `ws` (that binary, that working directory),
+ * with the environment each got, read from /proc. */
+function serveProcesses(bin, ws) {
+  const exe = fs.realpathSync(bin);
+  const dir = fs.realpathSync(ws);
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (argv[1] !== 'serve' || fs.realpathSync(`/proc/${pid}/exe`) !== exe || fs.realpathSync(`/proc/${pid}/cwd`) !== dir) {
+        continue;
+      }
+      const env = {};
+      for (const kv of fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+        const i = kv.indexOf('=');
+        if (i > 0) {
+          env[kv.slice(0, i)] = kv.slice(i + 1);
+        }
+      }
+      found.push({ pid: Number(pid), env });
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
+
+/** An MCP client over a child's stdio: newline-delimited JSON-RPC, as an agent speaks it. */
+class McpClient {
+  constructor(bin, args, options) {
+    this.child = spawn(bin, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.waiting = new Map();
+    this.stderr = '';
+    this.notifications = [];
+    let buffer = '';
+    this.child.stdout.setEncoding('utf8').on('data', (chunk) => {
+      buffer += chunk;
+      for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, i).trim();
+        buffer = buffer.slice(i + 1);
+        if (line !== '') {
+          this.onLine(line);
+        }
+      }
+    });
+    this.child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      this.stderr += chunk;
+    });
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code, signal) => resolve({ code, signal }));
+      this.child.on('error', (err) => resolve({ code: null, signal: null, error: String(err) }));
+    });
+    void this.exited.then((how) => {
+      for (const [, w] of this.waiting) {
+        w.reject(new Error(`toolhost mcp exited (${JSON.stringify(how)}) before answering; stderr:\n${this.stderr}`));
+      }
+      this.waiting.clear();
+    });
+    this.nextId = 1;
+  }
+
+  onLine(line) {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      this.notifications.push({ unparsable: line });
+      return;
+    }
+    const waiter = msg.id !== undefined ? this.waiting.get(msg.id) : undefined;
+    if (waiter && (msg.result !== undefined || msg.error !== undefined)) {
+      this.waiting.delete(msg.id);
+      waiter.resolve({ msg, at: Date.now() });
+    } else {
+      this.notifications.push(msg);
+    }
+  }
+
+  send(message) {
+    this.child.stdin.write(`${JSON.stringify(message)}\n`);
+  }
+
+  /** A request; resolves `{msg, at}` (the response and when it arrived). */
+  request(method, params, timeoutMs = 30_000) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        reject(new Error(`no answer to ${method} within ${timeoutMs} ms; stderr:\n${this.stderr}`));
+      }, timeoutMs);
+      this.waiting.set(id, {
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      this.send({ jsonrpc: '2.0', id, method, params });
+    });
+  }
+
+  /** A tools/call whose result must not be an error; resolves `{result, at}`. */
+  async callTool(name, args) {
+    const { msg, at } = await this.request('tools/call', { name, arguments: args });
+    assert(msg.error === undefined, `tools/call ${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
+    assert(msg.result?.isError === false, `tools/call ${name} failed: ${JSON.stringify(msg.result)}`);
+    return { result: msg.result, at };
+  }
+
+  /** End of input: `toolhost mcp` exits; killed if it does not within 5 s. */
+  async close() {
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    const how = await this.exited;
+    clearTimeout(timer);
+    return how;
+  }
+}
+
+/** The lines of the extension's "toolhost" output channel (its log file in the user data dir). */
+function outputChannelLog() {
+  const logs = path.join(process.env.TOOLHOST_TEST_USER_DATA ?? '', 'logs');
+  const files = [];
+  const walk = (dir, depth) => {
+    for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && depth < 4) {
+        walk(full, depth + 1);
+      } else if (entry.isFile() && /^\d+-toolhost\.log$/.test(entry.name) && dir.includes('output_logging_')) {
+        files.push(full);
+      }
+    }
+  };
+  walk(logs, 0);
+  assert(files.length > 0, `no toolhost output channel log under ${logs}`);
+  return files.map((f) => fs.readFileSync(f, 'utf8')).join('\n').split('\n');
+}
+
+/** Plays an agent: `toolhost mcp` in the workspace, with the environment the extension's server
+ * got, attaches to that server; its calls show up in the panel as cards labelled "claude-code". */
+async function agentThroughMcp(page, frame, data) {
+  const bin = process.env.TOOLHOST_TEST_BIN;
+  const ws = process.env.TOOLHOST_TEST_WS;
+  const file = path.join(ws ?? '', 'mcp.txt');
+  const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  let server;
+  await check("the extension's toolhost serve for the workspace listens on its attach socket", async () => {
+    assert(bin && ws, 'TOOLHOST_TEST_BIN and TOOLHOST_TEST_WS are set');
+    const found = serveProcesses(bin, ws);
+    assert(found.length === 1, `one toolhost serve in ${ws}, found ${JSON.stringify(found.map((p) => p.pid))}`);
+    server = found[0];
+    const state = server.env.XDG_STATE_HOME || path.join(server.env.HOME ?? '', '.local', 'state');
+    const run = path.join(state, 'toolhost', 'run');
+    const sockets = fs.existsSync(run) ? fs.readdirSync(run).filter((f) => f.endsWith('.sock')) : [];
+    assert(sockets.length > 0, `no socket in ${run}`);
+    log(`    (serve pid ${server.pid}, XDG_STATE_HOME=${server.env.XDG_STATE_HOME ?? '(unset)'}, socket ${path.join(run, sockets[0])})`);
+  });
+  if (!server) {
+    return;
+  }
+
+  // An editor on the file the agent edits: it must show the edit (it is not dirty).
+  await check('mcp.txt open in an editor before the agent edits it', async () => {
+    await palette(page, 'Go to File');
+    await pick(page, 'mcp.txt');
+    await page.locator('.tabs-container .tab.active', { hasText: 'mcp.txt' }).waitFor({ timeout: 10_000 });
+    await page.locator('.monaco-editor .view-lines', { hasText: 'second line' }).first().waitFor({ timeout: 10_000 });
+  });
+
+  // Every card article the panel places from now on, with its status and caller, in order.
+  await frame.evaluate(() => {
+    const seen = [];
+    window.__toolhostSeen = seen;
+    new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.addedNodes) {
+          if (node instanceof HTMLElement && node.matches('article[data-call-id]')) {
+            seen.push({ callId: node.dataset.callId, status: node.dataset.status, caller: node.dataset.caller ?? null, at: Date.now() });
+          }
+        }
+      }
+    }).observe(document.getElementById('cards'), { childList: true });
+  });
+
+  // The same XDG dirs (and HOME) as the server, so that `toolhost mcp` finds its socket.
+  const env = { ...process.env };
+  for (const key of ['XDG_STATE_HOME', 'XDG_CONFIG_HOME', 'HOME']) {
+    if (server.env[key] === undefined) {
+      delete env[key];
+    } else {
+      env[key] = server.env[key];
+    }
+  }
+  const mcp = new McpClient(bin, ['mcp'], { cwd: ws, env });
+  const calls = {};
+  try {
+    await check('an agent ("claude-code") runs read then edit through `toolhost mcp`: results not isError, the file changed on disk', async () => {
+      const init = await mcp.request('initialize', {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'claude-code', version: '1.0.0' },
+      });
+      assert(init.msg.result?.serverInfo?.name === 'toolhost', `initialize: ${JSON.stringify(init.msg)}`);
+      mcp.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const read = await mcp.callTool('read', { file_path: 'mcp.txt' });
+      assert(/second line/.test(JSON.stringify(read.result.content)), JSON.stringify(read.result));
+      calls.read = read.result._meta?.['toolhost/callId'];
+      const sent = Date.now();
+      const edit = await mcp.callTool('edit', { file_path: 'mcp.txt', old_string: 'second line', new_string: 'second line, edited by claude-code' });
+      calls.edit = edit.result._meta?.['toolhost/callId'];
+      calls.editSent = sent;
+      calls.editAnswered = edit.at;
+      assert(/has been updated successfully/.test(JSON.stringify(edit.result.content)), JSON.stringify(edit.result));
+      assert(typeof calls.read === 'string' && typeof calls.edit === 'string', `call ids in _meta: ${JSON.stringify(calls)}`);
+      const after = fs.readFileSync(file, 'utf8');
+      assertEqual(after, before.replace('second line', 'second line, edited by claude-code'), 'mcp.txt on disk');
+    });
+
+    await check('the panel shows the agent\'s cards labelled "claude-code", drawn like the editor\'s own', async () => {
+      assert(calls.edit, 'the edit call');
+      const card = frame.locator(`article[data-call-id="${calls.edit}"][data-status="completed"]`);
+      await card.waitFor({ timeout: 15_000 });
+      assertEqual(await cardLines(frame, calls.edit), [
+        'edit Edit mcp.txt · completed · claude-code',
+        '@@ -1,3 +1,3 @@',
+        ' first line',
+        '-second line',
+        '+second line, edited by claude-code',
+        ' third line',
+      ]);
+      const badge = card.locator('header .card-caller');
+      assertEqual(await badge.textContent(), 'claude-code', 'the caller badge');
+      assert(await badge.isVisible(), 'the caller badge is visible');
+      assertEqual(await card.getAttribute('data-caller'), 'claude-code');
+      assertEqual((await card.locator('.stats').textContent()).trim(), '+1 −1');
+      assertEqual(await card.locator('button[data-action]').evaluateAll((els) => els.map((e) => e.dataset.action)), ['openDiff', 'goto', 'copy']);
+      const read = frame.locator(`article[data-call-id="${calls.read}"][data-status="completed"][data-caller="claude-code"]`);
+      await read.waitFor({ timeout: 5000 });
+      assertEqual(await read.locator('.read-line .ln').allTextContents(), ['1', '2', '3']);
+      // newest first, after the editor's own cards
+      const order = await frame.locator('article[data-call-id]').evaluateAll((els) => els.map((e) => e.dataset.callId));
+      assertEqual(order.slice(0, 2), [calls.edit, calls.read]);
+    });
+
+    await check("the agent's edit card arrived while the call ran: pending (labelled, preview hunk), then completed", async () => {
+      const seen = await frame.evaluate((id) => window.__toolhostSeen.filter((e) => e.callId === id), calls.edit);
+      const statuses = seen.map((e) => e.status);
+      assert(statuses[0] === 'pending' && statuses[statuses.length - 1] === 'completed', `cards placed for the edit: ${JSON.stringify(seen)}`);
+      assert(seen.every((e) => e.caller === 'claude-code'), `every card of the call is labelled: ${JSON.stringify(seen)}`);
+      assertEqual(statuses.filter((x) => x !== 'pending' && x !== 'completed'), []);
+      const pendingAt = seen[0].at;
+      log(`    (after the edit was sent: pending card placed +${pendingAt - calls.editSent} ms, MCP answer +${calls.editAnswered - calls.editSent} ms, completed card placed +${seen[seen.length - 1].at - calls.editSent} ms)`);
+      const readSeen = await frame.evaluate((id) => window.__toolhostSeen.filter((e) => e.callId === id).map((e) => e.status), calls.read);
+      assertEqual(readSeen, ['pending', 'completed'], 'the read call');
+    });
+
+    await check('the open editor shows the agent\'s edit', async () => {
+      await page.locator('.monaco-editor .view-lines', { hasText: 'edited by claude-code' }).first().waitFor({ timeout: 10_000 });
+      assert((await page.locator('.tabs-container .tab.active.dirty').count()) === 0, 'the editor is not dirty');
+    });
+    await frame.locator(`article[data-call-id="${calls.edit}"]`).scrollIntoViewIfNeeded().catch(() => undefined);
+    await shot(page, '08-panel-mcp-card-claude-code');
+
+    await check('"Open diff" on the agent\'s card opens the diff editor like for the editor\'s own cards', async () => {
+      await frame.locator(`article[data-call-id="${calls.edit}"] button[data-action="openDiff"]`).click();
+      await page.locator('.tabs-container .tab.active', { hasText: 'mcp.txt (edit: Edit mcp.txt · completed · claude-code)' }).waitFor({ timeout: 10_000 });
+      await page.waitForFunction(() => {
+        const text = (sel) => document.querySelector(`.monaco-diff-editor .editor.${sel} .view-lines`)?.textContent ?? '';
+        return /second line/.test(text('original')) && /edited by claude-code/.test(text('modified'));
+      }, null, { timeout: 10_000 });
+    });
+
+  } finally {
+    const how = await mcp.close();
+    log(`    (toolhost mcp exited: ${JSON.stringify(how)})`);
+  }
+
+  const provider = data.mcpProvider;
+  await check(
+    provider?.registered
+      ? `the MCP server definition provider is registered (VS Code ${provider.vscodeVersion}) and said so in the log`
+      : `VS Code ${provider?.vscodeVersion ?? '?'} has no usable MCP provider API: the extension logged one line and skipped it`,
+    async () => {
+      assert(provider, 'the mocha suite reported the provider');
+      const lines = outputChannelLog().filter((l) => l.startsWith('[toolhost] MCP server definition provider'));
+      assertEqual(lines, [`[toolhost] ${provider.message}`], 'the provider line of the toolhost output channel');
+      assert(provider.registered ? / registered: /.test(lines[0]) : / not registered: /.test(lines[0]), lines[0]);
+    },
+  );
 }
 
 async function main() {
@@ -386,6 +687,8 @@ async function main() {
       await frame.waitForFunction(() => !document.querySelector('.replay-banner'), null, { timeout: 5000 });
     });
     await shot(page, '07-final');
+
+    await agentThroughMcp(page, frame, data);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

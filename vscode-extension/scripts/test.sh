@@ -5,14 +5,19 @@
 #   2. unit tests (node --test; card HTML, hunk → virtual documents, protocol normalization, …),
 #   3. real VS Code: code-server 4.100.3 + headless Debian Chromium + playwright-core, with the
 #      packaged .vsix installed, the real toolhost binary, a companion mocha test extension
-#      inside the extension host (lsp provider, FS_DIRTY_BUFFER, conformance scenarios) and a
-#      Playwright driver clicking through the palette and the panel (screenshots in
+#      inside the extension host (lsp provider, FS_DIRTY_BUFFER, conformance scenarios, the MCP
+#      server definition provider) and a Playwright driver clicking through the palette and the
+#      panel, then playing an agent: `toolhost mcp` in the workspace, attached to the extension's
+#      server, whose calls must show up as cards labelled "claude-code" (screenshots in
 #      test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #
 # usage: vscode-extension/scripts/test.sh [path-to-toolhost-binary]   (default: target/debug/toolhost)
 # env:   TOOLHOST_CLIENT_TOOLS (default <repo>/.client-tools), TOOLHOST_TEST_OUTPUT (default
-#        <repo>/test-output/vscode), VSCODE_E2E=0 to skip the code-server suite.
+#        <repo>/test-output/vscode), VSCODE_E2E=0 to skip the code-server suite,
+#        TOOLHOST_CODE_SERVER_VERSION (default 4.100.3 = VS Code 1.100.3, where the MCP server
+#        definition API is only a proposal; 4.103.2 is the first npm release with VS Code >= 1.101,
+#        where it is stable, and needs Node 22).
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +25,7 @@ ROOT="$(cd "$EXT_DIR/.." && pwd)"
 BIN="${1:-$ROOT/target/debug/toolhost}"
 TOOLS="${TOOLHOST_CLIENT_TOOLS:-$ROOT/.client-tools}"
 OUT="${TOOLHOST_TEST_OUTPUT:-$ROOT/test-output/vscode}"
-CODE_SERVER_VERSION=4.100.3
+CODE_SERVER_VERSION="${TOOLHOST_CODE_SERVER_VERSION:-4.100.3}"
 PLAYWRIGHT_VERSION=1.65.1
 START=$(date +%s)
 
@@ -206,7 +211,7 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
 
   rm -rf "$OUT/screenshots"
   export TOOLHOST_TEST_RESULT="$S/results.json" TOOLHOST_TEST_RESULT_UI="$S/results-ui.json"
-  export TOOLHOST_TEST_WS="$WS" TOOLHOST_TEST_EXT_DIR="$S/ext"
+  export TOOLHOST_TEST_WS="$WS" TOOLHOST_TEST_EXT_DIR="$S/ext" TOOLHOST_TEST_BIN="$BIN" TOOLHOST_TEST_USER_DATA="$S/user"
   export TOOLHOST_TEST_CONFORMANCE="$ROOT/editor-clients/conformance"
   setsid "$CODE_SERVER" "${CS_FLAGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none \
     --disable-workspace-trust "$WS" > "$S/cs.log" 2>&1 &

@@ -2,11 +2,12 @@
 // escaped; no inline styles or scripts (the page's CSP forbids them), buttons for every action
 // (keyboard reachable), and text laid out so that a card element's lines read exactly like
 // `card.rendered` (the title line, then each hunk's `header` and ` `/`+`/`-` lines, or the search
-// lines). A card kind without a view here (terminal, todo, …, or a tool's own kind) is drawn as
-// generic: its Native text. Pure: no `vscode` import.
+// lines). A call another agent made through `toolhost mcp` ends its title line with ` · <caller>`,
+// shown as a badge. A card kind without a view here (terminal, todo, …, or a tool's own kind) is
+// drawn as generic: its Native text. Pure: no `vscode` import.
 
 import type { Card, Hunk, ReadView, SearchView } from './protocol';
-import { hunkHeader, isPreviewHunk, titleLine } from './protocol';
+import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -37,6 +38,19 @@ function statusIcon(card: Card): string {
   }
   const glyph = card.status === 'completed' ? '✓' : '✗';
   return `<span class="status-icon"${attr('aria-label', label)} role="img">${glyph}</span>`;
+}
+
+/** The agent that made the call through `toolhost mcp` (the title line's ` · <caller>`): a small
+ * badge after the status; nothing for the editor's own calls. */
+function callerHtml(card: Card): string {
+  const caller = cardCaller(card);
+  if (caller === undefined) {
+    return '';
+  }
+  return (
+    `<span class="card-sep"> · </span>` +
+    `<span class="card-caller"${attr('title', `called by ${caller} (an MCP client, through toolhost mcp)`)}>${escapeHtml(caller)}</span>`
+  );
 }
 
 function statsHtml(card: Card): string {
@@ -210,15 +224,17 @@ export function renderCard(card: Card): string {
     )
     .join('');
   const headerId = `h-${card.callId}`;
+  const caller = cardCaller(card);
   return (
     `<article class="card status-${escapeHtml(card.status)} view-${view}"${attr('data-call-id', card.callId)}` +
-    `${attr('data-status', card.status)}${attr('data-kind', card.kind)}${attr('data-view', view)} tabindex="0"${attr('aria-labelledby', headerId)}` +
+    `${attr('data-status', card.status)}${attr('data-kind', card.kind)}${attr('data-view', view)}` +
+    `${caller === undefined ? '' : attr('data-caller', caller)} tabindex="0"${attr('aria-labelledby', headerId)}` +
     `${card.status === 'pending' ? ' aria-busy="true"' : ''}>` +
     `<header class="card-header"${attr('id', headerId)}${attr('title', titleLine(card))}>${statusIcon(card)}` +
     `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +
     `<span class="card-title">${escapeHtml(card.title)}</span>` +
     `<span class="card-sep"> · </span><span class="card-status">${escapeHtml(card.status)}</span>` +
-    `${statsHtml(card)}</header>` +
+    `${callerHtml(card)}${statsHtml(card)}</header>` +
     `<div class="card-body">${body}</div>${native}` +
     (actions ? `<div class="actions" role="toolbar"${attr('aria-label', 'card actions')}>${actions}</div>` : '') +
     `</article>`

@@ -15,7 +15,7 @@ import {
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
 import { asCard, isObject, methods } from './protocol';
-import { resolveServerPath } from './serverPath';
+import { resolveServerPath, type Resolved } from './serverPath';
 
 /** Per-start overrides of the settings (used by tests: one workspace and session per run). */
 export interface ClientOverrides {
@@ -42,6 +42,20 @@ function isExecutable(file: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The `toolhost` binary for `setting` (`toolhost.serverPath`): what `toolhost serve` runs, and
+ * what the MCP server definition runs as `toolhost mcp`. */
+export function resolveServerCommand(extensionPath: string, setting: string, workspaceFolder: string | undefined): Resolved {
+  return resolveServerPath({
+    setting,
+    extensionPath,
+    pathEnv: process.env.PATH,
+    home: os.homedir(),
+    workspaceFolder,
+    platform: process.platform,
+    isExecutable,
+  });
 }
 
 export class ToolhostController implements vscode.Disposable {
@@ -174,15 +188,11 @@ export class ToolhostController implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration('toolhost');
     const folders = vscode.workspace.workspaceFolders ?? [];
     const firstFolder = this.overrides.workspaceFolder ?? folders[0]?.uri.fsPath;
-    const resolved = resolveServerPath({
-      setting: this.overrides.serverPath ?? config.get<string>('serverPath', ''),
-      extensionPath: this.context.extensionPath,
-      pathEnv: process.env.PATH,
-      home: os.homedir(),
-      workspaceFolder: firstFolder,
-      platform: process.platform,
-      isExecutable,
-    });
+    const resolved = resolveServerCommand(
+      this.context.extensionPath,
+      this.overrides.serverPath ?? config.get<string>('serverPath', ''),
+      firstFolder,
+    );
     if (!resolved.ok) {
       this.serverCommand = undefined;
       this.output.appendLine(`[toolhost] ${resolved.message}`);

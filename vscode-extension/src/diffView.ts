@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { reconstruct, type DiffSides } from './hunkDocs';
-import type { Card } from './protocol';
+import { cardCaller, type Card } from './protocol';
 
 export const DIFF_SCHEME = 'toolhost-card';
 const KEEP = 100;
@@ -99,7 +99,8 @@ export class CardDiffProvider implements vscode.FileSystemProvider {
     const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=old&call=${call}${kind}&k=${this.put(chosen.old)}` });
     const right = vscode.Uri.from({ scheme: DIFF_SCHEME, path: docPath, query: `side=new&call=${call}${kind}&k=${this.put(chosen.new)}` });
     const what = chosen.preview ? 'proposed change · ' : '';
-    const title = `${path.posix.basename(chosen.path)} (${what}${card.tool}: ${card.title} · ${card.status})`;
+    const caller = cardCaller(card);
+    const title = `${path.posix.basename(chosen.path)} (${what}${card.tool}: ${card.title} · ${card.status}${caller === undefined ? '' : ` · ${caller}`})`;
     const line = chosen.firstChangeLine - 1;
     await vscode.commands.executeCommand('vscode.diff', left, right, title, {
       preview: true,

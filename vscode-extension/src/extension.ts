@@ -1,11 +1,19 @@
-// Entry point: wires the card store, the panel, the language client and the `toolhost.ui.*`
-// commands, and returns a small API (used by the companion test extension).
+// Entry point: wires the card store, the panel, the language client, the `toolhost.ui.*`
+// commands and (VS Code 1.101+) the MCP server definition provider, and returns a small API (used
+// by the companion test extension).
 
 import * as vscode from 'vscode';
 import { CardStore } from './cardStore';
-import { ToolhostController, type ClientOverrides, type ServerState } from './controller';
+import { resolveServerCommand, ToolhostController, type ClientOverrides, type ServerState } from './controller';
 import { CardDiffProvider, DIFF_SCHEME, goToLocation } from './diffView';
 import { answerLspQuery } from './lspProvider';
+import {
+  mcpServerDefinition,
+  registerMcpProvider,
+  toVscodeDefinition,
+  type McpApiLike,
+  type McpDefinitionResult,
+} from './mcpDefinition';
 import { CardsViewProvider, VIEW_ID } from './panel';
 import {
   annotationsLabel,
@@ -37,6 +45,9 @@ export interface ToolhostApi {
   answerLspQuery(params: unknown): Promise<LspQueryResult>;
   openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
   revealPanel(): Promise<void>;
+  /** The MCP server definition provider: whether it was registered (and the line logged about
+   * it), and the definition it would give now. */
+  readonly mcp: { registered: boolean; message: string; definition(): McpDefinitionResult };
 }
 
 let running: ToolhostController | undefined;
@@ -203,6 +214,44 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     }),
   );
 
+  // toolhost for VS Code's own agent mode: `toolhost mcp` in this workspace attaches to the server
+  // started above, so agent-mode calls show up as cards like every other call.
+  const mcpChanged = new vscode.EventEmitter<void>();
+  const mcpDefinition = (): McpDefinitionResult => {
+    const settings = vscode.workspace.getConfiguration('toolhost');
+    const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath;
+    return mcpServerDefinition({
+      server: resolveServerCommand(context.extensionPath, settings.get<string>('serverPath', ''), folder),
+      workspaceFolder: folder,
+      serverEnv: settings.get<Record<string, unknown>>('serverEnv', {}),
+      serverArgs: settings.get<unknown[]>('serverArgs', []),
+    });
+  };
+  const mcp = registerMcpProvider(vscode as unknown as McpApiLike, (ctor) => ({
+    onDidChangeMcpServerDefinitions: mcpChanged.event,
+    provideMcpServerDefinitions: () => {
+      const result = mcpDefinition();
+      if (!result.ok) {
+        output.appendLine(`[toolhost] no MCP server definition: ${result.message}`);
+        return [];
+      }
+      return [toVscodeDefinition(ctor, result.definition, (p) => vscode.Uri.file(p))];
+    },
+  }));
+  output.appendLine(`[toolhost] ${mcp.message}`);
+  context.subscriptions.push(
+    mcpChanged,
+    vscode.workspace.onDidChangeWorkspaceFolders(() => mcpChanged.fire()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (['serverPath', 'serverEnv', 'serverArgs'].some((key) => event.affectsConfiguration(`toolhost.${key}`))) {
+        mcpChanged.fire();
+      }
+    }),
+  );
+  if (mcp.registered) {
+    context.subscriptions.push({ dispose: () => void mcp.disposable.dispose() });
+  }
+
   void controller.start();
 
   return {
@@ -219,6 +268,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     answerLspQuery,
     openDiff: (callId, path) => diffs.openDiff(findCard(callId), path),
     revealPanel: () => panel.reveal(),
+    mcp: { registered: mcp.registered, message: mcp.message, definition: mcpDefinition },
   };
 }
 

@@ -98,6 +98,10 @@ export interface Card {
   title: string;
   text: string;
   rendered: string;
+  /** Who made the call when it was not this connection's client: the agent's MCP
+   * `clientInfo.name` (e.g. `claude-code`) for calls that came through `toolhost mcp`, attached to
+   * this server. The title line of `rendered` then ends with ` · <caller>`. */
+  caller?: string | null;
   locations: CardLocation[];
   hunks?: Hunk[] | null;
   stats?: Stats | null;
@@ -398,9 +402,16 @@ export function normalizeHover(raw: unknown): LspQueryResult {
   return { kind: 'hover', hover };
 }
 
-/** The title line of `card.rendered` (`<tool> <title> · <status>`). */
-export function titleLine(card: Pick<Card, 'tool' | 'title' | 'status'>): string {
-  return `${card.tool} ${card.title} · ${card.status}`;
+/** Who made the call, when it was not this editor (a non-empty `card.caller`), else undefined. */
+export function cardCaller(card: Pick<Card, 'caller'>): string | undefined {
+  return typeof card.caller === 'string' && card.caller !== '' ? card.caller : undefined;
+}
+
+/** The title line of `card.rendered`: `<tool> <title> · <status>`, then ` · <caller>` for a call
+ * another agent made (through `toolhost mcp`). */
+export function titleLine(card: Pick<Card, 'tool' | 'title' | 'status' | 'caller'>): string {
+  const caller = cardCaller(card);
+  return `${card.tool} ${card.title} · ${card.status}${caller === undefined ? '' : ` · ${caller}`}`;
 }
 
 /** A hunk's header line: the one the server sent (`hunk.header`); only for a hunk without one
@@ -456,6 +467,11 @@ export function asCard(raw: unknown): Card | undefined {
     kind: typeof card.kind === 'string' && card.kind !== '' ? card.kind : 'generic',
     locations: Array.isArray(card.locations) ? card.locations : [],
   };
+  // `caller` is kept only as a name (a string); anything else (null, a number, "") means the
+  // editor's own call.
+  if (cardCaller(card) === undefined) {
+    delete out.caller;
+  }
   if (Array.isArray(raw.hunks)) {
     out.hunks = raw.hunks.map(asHunk).filter((h): h is Hunk => h !== undefined);
   } else if (raw.hunks !== undefined && raw.hunks !== null) {

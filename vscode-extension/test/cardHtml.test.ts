@@ -12,6 +12,8 @@ import {
   grepCard,
   hostileCard,
   lspCard,
+  mcpEditCard,
+  mcpPendingEditCard,
   newFileWriteCard,
   pendingEditCard,
   pendingWriteCard,
@@ -47,6 +49,52 @@ describe('card HTML', () => {
       assert.equal(`${tool} ${title} · ${status}`, card.rendered.split('\n')[0]);
       assert.equal(titleLine(card), card.rendered.split('\n')[0]);
     }
+  });
+
+  it('a call an agent made through toolhost mcp: the caller badge ends the header, which reads like the title line', () => {
+    for (const card of [mcpEditCard, mcpPendingEditCard]) {
+      const html = renderCard(card);
+      const header = /<header[^>]*>(.*?)<\/header>/.exec(html)?.[1] ?? '';
+      // the header's text (separators included, stats aside) is the rendered title line
+      const headerText = textOf(header.replace(/^<span class="status-icon[^>]*>[^<]*<\/span>/, '').replace(/<span class="stats".*$/, ''));
+      assert.equal(headerText, card.rendered.split('\n')[0]);
+      assert.equal(titleLine(card), card.rendered.split('\n')[0]);
+      assert.match(header, /<span class="card-status">[a-z]+<\/span><span class="card-sep"> · <\/span><span class="card-caller" title="called by claude-code \(an MCP client, through toolhost mcp\)">claude-code<\/span>/);
+      assert.equal(attrValues(html, 'data-caller')[0], 'claude-code');
+      assert.equal(attrValues(html, 'title')[0], card.rendered.split('\n')[0], 'the header tooltip is the title line');
+      // the body is drawn exactly as for the editor's own calls
+      const own: Card = { ...card };
+      delete own.caller;
+      assert.deepEqual(diffLinesOf(html), renderedBody(card));
+      assert.equal(
+        html.replace(/<header.*<\/header>/, '').replace(/ data-caller="[^"]*"/, ''),
+        renderCard(own).replace(/<header.*<\/header>/, ''),
+      );
+      assert.deepEqual(cardActions(card), cardActions(own));
+    }
+  });
+
+  it('no caller (the editor\'s own call, or an empty/null/non-string one): no badge, no data-caller', () => {
+    for (const caller of [undefined, null, '']) {
+      const card: Card = { ...editCard, caller };
+      const html = renderCard(card);
+      assert.doesNotMatch(html, /card-caller|data-caller/);
+      assert.equal(titleLine(card), 'edit Edit a.txt · completed');
+    }
+    const wired = asCard({ ...editCard, caller: 42 });
+    assert.ok(wired);
+    assert.equal('caller' in wired, false);
+    assert.doesNotMatch(renderCard(wired), /card-caller/);
+    assert.equal(asCard(JSON.parse(JSON.stringify(mcpEditCard)))?.caller, 'claude-code');
+  });
+
+  it('the caller is escaped (it is whatever name the MCP client sent)', () => {
+    const card: Card = { ...mcpEditCard, caller: '<img src=x onerror=alert(1)>"&\'' };
+    const html = renderCard(card);
+    assert.doesNotMatch(html, /<img|onerror=alert\(1\)>/);
+    assert.match(html, /<span class="card-caller"[^>]*>&lt;img src=x onerror=alert\(1\)&gt;&quot;&amp;&#39;<\/span>/);
+    assert.equal(attrValues(html, 'data-caller')[0], card.caller);
+    assert.equal(textOf(/<span class="card-caller"[^>]*>(.*?)<\/span>/.exec(html)?.[1] ?? ''), card.caller);
   });
 
   it('diff card: the Native text is collapsible and the actions are buttons', () => {

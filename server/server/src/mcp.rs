@@ -135,20 +135,53 @@ enum Permit {
 /// The editor's registry over the attach socket.
 pub struct AttachedBackend {
     client: AttachClient,
-    /// What the editor said when attaching.
-    pub attached: AttachResult,
+    /// The caller this connection attached as, once it did (the first list or call attaches,
+    /// and a client that introduces itself differently later attaches again before its call).
+    attached_as: tokio::sync::Mutex<Option<String>>,
 }
 
+/// Who the calls come from before the MCP client said its name.
+const UNNAMED_CALLER: &str = "mcp-client";
+
 impl AttachedBackend {
-    /// Connects to the socket and attaches as `caller` (`None` when nothing listens there).
-    pub async fn connect(socket: &Path, caller: CallerInfo) -> Option<AttachedBackend> {
+    /// Connects to the socket (`None` when nothing listens there).
+    pub async fn connect(socket: &Path) -> Option<AttachedBackend> {
         let client = AttachClient::connect(socket).await.ok()?;
-        let params = AttachParams { caller, protocol_version: None, results: None };
-        let attached = client
+        Some(AttachedBackend { client, attached_as: tokio::sync::Mutex::new(None) })
+    }
+
+    /// Attaches as `client` unless this connection already did; requests wait for it, so every
+    /// call is labelled with the name the agent gave.
+    async fn ensure_attached(
+        &self,
+        client: Option<&(Caller, String, String)>,
+    ) -> Result<(), toolhost_jsonrpc::ErrorObject> {
+        let mut attached_as = self.attached_as.lock().await;
+        let name = client.map_or(UNNAMED_CALLER, |(caller, _, _)| caller.name.as_str());
+        if attached_as.as_deref() == Some(name) {
+            return Ok(());
+        }
+        let params = AttachParams {
+            caller: CallerInfo {
+                name: name.to_owned(),
+                version: client.and_then(|(caller, _, _)| caller.version.clone()),
+            },
+            protocol_version: client
+                .map(|(_, protocol, _)| protocol.clone())
+                .filter(|p| !p.is_empty()),
+            results: client.map(|(_, _, results)| results.clone()).filter(|r| !r.is_empty()),
+        };
+        let result = self
+            .client
             .request::<_, AttachResult>(methods::ATTACH, &params, &CancellationToken::new())
-            .await
-            .ok()?;
-        Some(AttachedBackend { client, attached })
+            .await?;
+        tracing::info!(
+            session = result.session_id.as_deref().unwrap_or(""),
+            caller = name,
+            "attached to the editor's toolhost"
+        );
+        *attached_as = Some(name.to_owned());
+        Ok(())
     }
 
     fn lost() -> BackendError {
@@ -189,15 +222,8 @@ impl McpBackend {
             None
         } else {
             let socket = crate::attach::socket_path(&root);
-            let caller = CallerInfo { name: "mcp-client".to_owned(), version: None };
-            AttachedBackend::connect(&socket, caller).await.map(Arc::new)
+            AttachedBackend::connect(&socket).await.map(Arc::new)
         };
-        if let Some(attached) = &attached {
-            tracing::info!(
-                session = attached.attached.session_id.as_deref().unwrap_or(""),
-                "attached to the editor's toolhost"
-            );
-        }
         let backend = Arc::new(McpBackend {
             config,
             root,
@@ -244,7 +270,7 @@ impl McpBackend {
                 reason.get_or_insert_with(|| "the editor's toolhost went away".to_owned());
             }
             self.changes.send_modify(|g| *g += 1);
-            eprintln!("toolhost: the editor's toolhost went away; calls now run in this process");
+            tracing::warn!("the editor's toolhost went away; calls now run in this process");
         }
         slot.clone()
     }
@@ -283,10 +309,27 @@ impl McpBackend {
     }
 }
 
+impl McpBackend {
+    /// The attached connection, attached as the current client; `None` when calls run here
+    /// (standalone, or the editor went away before this request was sent).
+    async fn editor(&self) -> Result<Option<Arc<AttachedBackend>>, BackendError> {
+        let Some(attached) = self.attached() else { return Ok(None) };
+        let client = self.client.lock().ok().and_then(|c| c.clone());
+        match attached.ensure_attached(client.as_ref()).await {
+            Ok(()) => Ok(Some(attached)),
+            Err(_) if attached.client.is_closed() => {
+                let _ = self.attached();
+                Ok(None)
+            }
+            Err(err) => Err(BackendError::Internal(err.message)),
+        }
+    }
+}
+
 impl Backend for McpBackend {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
         Box::pin(async move {
-            if let Some(attached) = self.attached() {
+            if let Some(attached) = self.editor().await? {
                 let listed = attached
                     .client
                     .request::<_, ListToolsResult>(
@@ -297,10 +340,11 @@ impl Backend for McpBackend {
                     .await;
                 match listed {
                     Ok(list) => return Ok(list.tools),
-                    Err(_) if attached.client.is_closed() => {}
+                    Err(_) if attached.client.is_closed() => {
+                        let _ = self.attached();
+                    }
                     Err(err) => return Err(BackendError::Internal(err.message)),
                 }
-                let _ = self.attached();
             }
             self.local().await?.tools().await
         })
@@ -312,7 +356,7 @@ impl Backend for McpBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
         Box::pin(async move {
-            if let Some(attached) = self.attached() {
+            if let Some(attached) = self.editor().await? {
                 let params = CallToolParams {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
@@ -343,20 +387,11 @@ impl Backend for McpBackend {
         if let Ok(mut slot) = self.client.lock() {
             *slot = Some((caller.clone(), protocol.to_owned(), results.to_owned()));
         }
-        if let Some(attached) = self.attached() {
-            // Tell the editor who the agent is: its calls' cards carry the name.
-            let params = AttachParams {
-                caller: CallerInfo { name: caller.name.clone(), version: caller.version.clone() },
-                protocol_version: (!protocol.is_empty()).then(|| protocol.to_owned()),
-                results: (!results.is_empty()).then(|| results.to_owned()),
-            };
-            let client = attached.client.clone();
-            tokio::spawn(async move {
-                let _ = client
-                    .request::<_, AttachResult>(methods::ATTACH, &params, &CancellationToken::new())
-                    .await;
-            });
-        } else if let Some(local) = self.local.get() {
+        // An attached connection attaches under this name before its next request; a
+        // standalone session records the client now.
+        if self.attached().is_none()
+            && let Some(local) = self.local.get()
+        {
             local.client_seen(caller, protocol, results);
         }
     }

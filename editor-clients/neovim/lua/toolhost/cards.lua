@@ -25,6 +25,9 @@
 ---@field kind string Open: diff, read, search, terminal, todo, question, fetch, structured, generic
 ---  or a tool's own kind; a kind without a view here is drawn as generic (its `rendered` text).
 ---@field title string
+---@field caller? string Who made the call when it was not this editor: the agent's MCP
+---  `clientInfo.name` (e.g. `claude-code`) for calls that came through `toolhost mcp`; the title
+---  line of `rendered` then ends with ` · <caller>`.
 ---@field text string
 ---@field rendered string The one plain-text rendering; shown byte for byte.
 ---@field locations toolhost.CardLocation[]
@@ -66,6 +69,7 @@ function M.define_highlights()
     ToolhostDiffAdd = 'DiffAdd',
     ToolhostDiffDelete = 'DiffDelete',
     ToolhostCardTitle = 'Title',
+    ToolhostCaller = 'Identifier',
     ToolhostHunkHeader = 'Special',
     ToolhostInlineHeader = 'DiagnosticVirtualTextInfo',
     ToolhostInlineDelete = 'DiffDelete',
@@ -159,6 +163,25 @@ function M.seed(client_id, cards)
   if #older > 0 and buf and vim.api.nvim_buf_is_valid(buf) then
     M.render(buf, M.list(client_id))
   end
+end
+
+--- The caller label at the end of a card's title line: the 0-based byte column where
+--- ` · <caller>` starts and where the name starts, or nil when the card has no caller (a call of
+--- this editor) or its title line does not end with it.
+---@param card toolhost.Card
+---@param title string the first line of `rendered`
+---@return integer? start column of ` · `
+---@return integer? name column of the caller's name
+function M.caller_span(card, title)
+  local caller = card.caller
+  if type(caller) ~= 'string' or caller == '' then
+    return nil
+  end
+  local suffix = ' · ' .. caller
+  if #title < #suffix or title:sub(-#suffix) ~= suffix then
+    return nil
+  end
+  return #title - #suffix, #title - #caller
 end
 
 --- Splits `rendered` into buffer lines (exactly: joining them with "\n" gives it back).
@@ -272,6 +295,16 @@ function M.render(buf, cards)
     end
     if group then
       vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
+    end
+    if li and li.index == 1 then
+      local _, name_col = M.caller_span(li.card, lines[row])
+      if name_col then
+        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, name_col, {
+          end_col = #lines[row],
+          hl_group = 'ToolhostCaller',
+          priority = 110,
+        })
+      end
     end
   end
 end
@@ -409,7 +442,14 @@ function M.echo(card)
   local chunks = {}
   for i, l in ipairs(lines) do
     local group = layout[i] and role_groups[layout[i].role] or nil
-    table.insert(chunks, { l .. (i < #lines and '\n' or ''), group })
+    local nl = i < #lines and '\n' or ''
+    local name_col = i == 1 and select(2, M.caller_span(card, l)) or nil
+    if name_col then
+      table.insert(chunks, { l:sub(1, name_col), group })
+      table.insert(chunks, { l:sub(name_col + 1) .. nl, 'ToolhostCaller' })
+    else
+      table.insert(chunks, { l .. nl, group })
+    end
   end
   vim.api.nvim_echo(chunks, true, {})
 end

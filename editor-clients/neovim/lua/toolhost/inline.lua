@@ -80,7 +80,9 @@ local function watch(buf)
 end
 
 --- The header virtual line of a hunk: `<tool> <title>  <hunk.header>  +A -D` (the hunk
---- header exactly as the server wrote it; left out when the hunk has none).
+--- header exactly as the server wrote it; left out when the hunk has none). A call an agent made
+--- through `toolhost mcp` names it after the title, as the card's title line does:
+--- `<tool> <title> · <caller>  <hunk.header>  +A -D`.
 ---@param card toolhost.Card
 ---@param hunk toolhost.Hunk
 ---@return string
@@ -94,7 +96,8 @@ function M.header(card, hunk)
     end
   end
   local header = type(hunk.header) == 'string' and hunk.header ~= '' and ('  ' .. hunk.header) or ''
-  return ('%s %s%s  +%d -%d'):format(card.tool, card.title, header, add, del)
+  local caller = type(card.caller) == 'string' and card.caller ~= '' and (' · ' .. card.caller) or ''
+  return ('%s %s%s%s  +%d -%d'):format(card.tool, card.title, caller, header, add, del)
 end
 
 --- Whether a hunk can be placed in the file: a preview hunk (a pending change whose place is

@@ -2,6 +2,7 @@
 // lives on globalThis).
 import * as vscode from 'vscode';
 // The wire shapes are the extension's own (type-only: nothing of src/ is bundled).
+import type { McpDefinitionResult } from '../../../src/mcpDefinition';
 import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
 export type { CallToolResult, Card, Hunk, LspQueryResult } from '../../../src/protocol';
 
@@ -31,6 +32,7 @@ export interface ToolhostApiLike {
   }): Promise<void>;
   answerLspQuery(params: unknown): Promise<LspQueryResult>;
   openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
+  mcp: { registered: boolean; message: string; definition(): McpDefinitionResult };
 }
 
 const KEY = '__toolhostTestResults';

@@ -54,6 +54,34 @@ describe('toolhost extension in VS Code', function () {
     }
   });
 
+  it('offers toolhost to agent mode as an MCP server definition (`<serve binary> mcp` in the workspace): registered from VS Code 1.101, else skipped with a reason', () => {
+    const ext = vscode.extensions.getExtension('toolhost.toolhost');
+    const contributes = (ext?.packageJSON as { contributes?: { mcpServerDefinitionProviders?: unknown } }).contributes;
+    assert.deepEqual(contributes?.mcpServerDefinitionProviders, [{ id: 'toolhost', label: 'toolhost' }]);
+    const settings = vscode.workspace.getConfiguration('toolhost');
+    const serveArgs = settings.get<string[]>('serverArgs', []);
+    const result = api.mcp.definition();
+    assert.ok(result.ok, result.ok ? '' : result.message);
+    assert.deepEqual(result.definition, {
+      label: 'toolhost',
+      command: settings.get<string>('serverPath'),
+      args: ['mcp', '--session-dir', serveArgs[serveArgs.indexOf('--session-dir') + 1]],
+      cwd: ws(),
+      env: settings.get<Record<string, string>>('serverEnv', {}),
+    });
+    const [major = 0, minor = 0] = vscode.version.split('.').map(Number);
+    const stable = major > 1 || (major === 1 && minor >= 101);
+    results.mcpProvider = { vscodeVersion: vscode.version, registered: api.mcp.registered, message: api.mcp.message };
+    if (stable) {
+      assert.equal(api.mcp.registered, true, api.mcp.message);
+      assert.match(api.mcp.message, /^MCP server definition provider "toolhost" registered: /);
+    } else {
+      // VS Code 1.100: the API is a proposal this extension may not use (the call throws).
+      assert.equal(api.mcp.registered, false, api.mcp.message);
+      assert.match(api.mcp.message, new RegExp(`^MCP server definition provider not registered: .*\\(VS Code ${vscode.version.replace(/\./g, '\\.')}; the API is stable from VS Code 1\\.101\\)`));
+    }
+  });
+
   it('advertises capabilities.experimental.toolhost.lspProvider = true', () => {
     const caps = api.controller.lastClientCapabilities as { experimental?: { toolhost?: { lspProvider?: boolean } } };
     assert.equal(caps.experimental?.toolhost?.lspProvider, true);
