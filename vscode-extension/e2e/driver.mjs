@@ -370,6 +370,10 @@ async function agentThroughMcp(page, frame, data) {
       });
       assert(init.msg.result?.serverInfo?.name === 'toolhost', `initialize: ${JSON.stringify(init.msg)}`);
       mcp.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      // as agents do: the tool list first (the editor's registry, through the socket)
+      const listed = await mcp.request('tools/list', {});
+      const names = (listed.msg.result?.tools ?? []).map((t) => t.name);
+      assert(names.includes('read') && names.includes('edit'), `tools/list: ${names.join(', ')}`);
       const read = await mcp.callTool('read', { file_path: 'mcp.txt' });
       assert(/second line/.test(JSON.stringify(read.result.content)), JSON.stringify(read.result));
       calls.read = read.result._meta?.['toolhost/callId'];
@@ -434,7 +438,10 @@ async function agentThroughMcp(page, frame, data) {
       await page.locator('.tabs-container .tab.active', { hasText: 'mcp.txt (edit: Edit mcp.txt · completed · claude-code)' }).waitFor({ timeout: 10_000 });
       await page.waitForFunction(() => {
         const text = (sel) => document.querySelector(`.monaco-diff-editor .editor.${sel} .view-lines`)?.textContent ?? '';
-        return /second line/.test(text('original')) && /edited by claude-code/.test(text('modified'));
+        // (the editor draws spaces as no-break spaces)
+        const original = text('original').replace(/\u00a0/g, ' ');
+        const modified = text('modified').replace(/\u00a0/g, ' ');
+        return /second line/.test(original) && !/edited/.test(original) && /second line, edited by claude-code/.test(modified);
       }, null, { timeout: 10_000 });
     });
 

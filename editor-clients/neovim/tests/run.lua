@@ -1486,6 +1486,18 @@ test('toolhost mcp: an agent’s read and edit run in the editor’s server, car
     'ToolhostCaller on the agent’s name of both title lines'
   )
   H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostCaller' }).link, 'Identifier', 'caller highlight links to Identifier')
+  local echoed
+  local echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks)
+    echoed = chunks
+  end
+  require('toolhost.cards').echo(ec)
+  vim.api.nvim_echo = echo
+  H.eq(
+    { echoed[1], echoed[2] },
+    { { 'edit Edit a.txt · completed · ', 'ToolhostCardTitle' }, { 'claude-code\n', 'ToolhostCaller' } },
+    'an echoed card highlights its caller the same way'
+  )
   local roles = vim.tbl_map(function(r)
     return r.role
   end, require('toolhost.cards').layout(ec))
