@@ -23,10 +23,12 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
             "toolhost-lsp-host",
             vec!["toolhost-protocol", "toolhost-contract", "toolhost-jsonrpc", "toolhost-process"],
         ),
+        ("toolhost-mcp", vec!["toolhost-protocol", "toolhost-contract", "toolhost-jsonrpc"]),
         (
             "toolhost-server",
             vec![
                 "toolhost-protocol",
+                "toolhost-mcp",
                 "toolhost-jsonrpc",
                 "toolhost-process",
                 "toolhost-contract",

@@ -368,8 +368,7 @@ fn codex_edits_through_toolhost_and_the_editor_shows_it() {
         .recorded()
         .iter()
         .filter_map(Recorded::json)
-        .filter(|b| codex_outputs(b).len() >= 2)
-        .last()
+        .rfind(|b| codex_outputs(b).len() >= 2)
         .expect("a request after both tool calls");
     let outputs: Vec<String> =
         codex_outputs(&last).iter().map(|o| o["output"].to_string()).collect();

@@ -218,3 +218,26 @@ fn cancellation_and_registry_changes_cross_the_socket() {
         .expect("tools/list_changed from the editor's registry");
     assert!(agent.tools().iter().any(|t| t["name"] == "test_attached_extra"));
 }
+
+#[test]
+fn an_agent_started_in_a_subfolder_finds_the_editor_of_the_workspace() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.root.join("pkg/src")).unwrap();
+    env.write("pkg/src/lib.rs", "pub fn f() {}\n");
+    let mut editor = env.start(json!({}));
+    let mut command = std::process::Command::new(server::binary());
+    command
+        .arg("mcp")
+        .current_dir(env.root.join("pkg/src"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    for (key, value) in env.env() {
+        command.env(key, value);
+    }
+    let mut agent = Mcp::start(command);
+    agent.initialize("some-agent");
+    let path = env.root.join("pkg/src/lib.rs").display().to_string();
+    assert_eq!(agent.call("read", json!({"file_path": path}))["isError"], false);
+    let read = card(&mut editor, "read", "completed");
+    assert_eq!(read["caller"], "some-agent", "{read}");
+}

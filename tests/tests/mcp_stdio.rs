@@ -276,6 +276,26 @@ fn the_2026_07_28_revision_works_without_initialize() {
     );
     assert_eq!(read["isError"], false, "{read}");
     assert_eq!(read["structuredContent"]["totalLines"], 1);
+
+    // Tool-list changes arrive over a subscription (the only kind toolhost has to offer).
+    mcp.send_request(
+        "subscriptions/listen",
+        json!({"_meta": meta, "notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+    );
+    let ack = mcp
+        .wait_for(Duration::from_secs(5), |m| {
+            m["method"] == "notifications/subscriptions/acknowledged"
+        })
+        .expect("the subscription is acknowledged");
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "{ack}");
+    mcp.ok(
+        "tools/call",
+        json!({"_meta": meta, "name": "test_toggle_tool", "arguments": {"name": "test_new"}}),
+    );
+    let changed = mcp
+        .wait_for(Duration::from_secs(5), |m| m["method"] == "notifications/tools/list_changed")
+        .expect("tools/list_changed on the subscription");
+    assert_eq!(changed["params"]["_meta"], ack["params"]["_meta"], "{changed}");
     drop(mcp);
     let (_, events) = only_session(&env);
     let call = events.iter().find(|e| e["type"] == "tool/call").unwrap();

@@ -475,4 +475,34 @@ mod tests {
         let config = Sources { init_options: Some(init), ..Default::default() }.resolve(dir.path());
         assert_eq!(config.limits.glob_max_results, 3);
     }
+
+    #[test]
+    fn the_documented_example_parses_and_sets_the_mcp_keys() {
+        let doc = include_str!("../../../docs/configuration.md");
+        let start = doc.find("```toml\n").unwrap() + "```toml\n".len();
+        let end = start + doc[start..].find("```").unwrap();
+        let layer = PartialConfig::from_toml("docs/configuration.md", &doc[start..end]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = Sources { workspace: Some(layer), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.mcp.results, toolhost_mcp::ResultsMode::Auto);
+        assert_eq!(config.mcp.max_line_bytes, 64 * 1024 * 1024);
+        assert_eq!(config.mcp.tool_meta["*"]["anthropic/alwaysLoad"], serde_json::json!(true));
+        assert_eq!(config.mcp.tool_meta["read"]["example/hint"], serde_json::json!("fast"));
+    }
+
+    #[test]
+    fn mcp_settings_merge_per_tool_over_the_defaults() {
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[mcp]\nresults = \"text\"\n[mcp.meta.edit]\n\"x/y\" = 1\n",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = Sources { workspace: Some(ws), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.mcp.results, toolhost_mcp::ResultsMode::Text);
+        assert_eq!(config.mcp.tool_meta["edit"]["x/y"], serde_json::json!(1));
+        assert_eq!(config.mcp.tool_meta["*"]["anthropic/alwaysLoad"], serde_json::json!(true));
+        let bad = PartialConfig::from_toml("toolhost.toml", "[mcp]\nresults = \"json\"\n");
+        assert!(bad.unwrap_err().to_string().contains("results"));
+    }
 }

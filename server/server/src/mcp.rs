@@ -193,6 +193,24 @@ impl AttachedBackend {
     }
 }
 
+/// The editor's toolhost for `root` or, for an agent started in a subfolder, for the nearest
+/// enclosing folder an editor has open.
+async fn find_editor(root: &Path) -> Option<AttachedBackend> {
+    for dir in root.ancestors() {
+        let socket = crate::attach::socket_path(dir);
+        if !socket.exists() {
+            continue;
+        }
+        if let Some(attached) = AttachedBackend::connect(&socket).await {
+            if dir != root {
+                tracing::info!(editor = %dir.display(), "attaching to the editor of an enclosing folder");
+            }
+            return Some(attached);
+        }
+    }
+    None
+}
+
 /// The backend `toolhost mcp` serves: attached while the editor is there, standalone after.
 pub struct McpBackend {
     config: Config,
@@ -218,12 +236,7 @@ impl McpBackend {
         session_id: Option<String>,
         standalone: bool,
     ) -> Arc<McpBackend> {
-        let attached = if standalone {
-            None
-        } else {
-            let socket = crate::attach::socket_path(&root);
-            AttachedBackend::connect(&socket).await.map(Arc::new)
-        };
+        let attached = if standalone { None } else { find_editor(&root).await.map(Arc::new) };
         let backend = Arc::new(McpBackend {
             config,
             root,

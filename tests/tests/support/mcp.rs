@@ -7,7 +7,7 @@ use super::server::{Env, binary};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// The protocol revision the tests initialize with unless they say otherwise.
@@ -89,10 +89,7 @@ impl Mcp {
 
     /// The next message, or `None` after `timeout`.
     pub fn next(&mut self, timeout: Duration) -> Option<Value> {
-        match self.incoming.recv_timeout(timeout) {
-            Ok(value) => Some(value),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.incoming.recv_timeout(timeout).ok()
     }
 
     /// The first message (already seen or arriving within `timeout`) matching `pred`, removed.
