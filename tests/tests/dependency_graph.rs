@@ -17,7 +17,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-contract", vec!["toolhost-protocol"]),
         ("toolhost-workspace", vec!["toolhost-protocol", "toolhost-contract"]),
         ("toolhost-tools-fs", tools.clone()),
-        ("toolhost-tools-nav", tools),
+        ("toolhost-tools-nav", tools.clone()),
+        ("toolhost-tools-shell", tools),
         ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
         (
             "toolhost-lsp-host",
@@ -35,6 +36,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-workspace",
                 "toolhost-tools-fs",
                 "toolhost-tools-nav",
+                "toolhost-tools-shell",
                 "toolhost-session",
                 "toolhost-lsp-host",
             ],

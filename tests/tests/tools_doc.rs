@@ -71,6 +71,17 @@ fn examples() -> Vec<Example> {
             tool: "lsp",
             args: json!({"operation": "goToDefinition", "file_path": "src/main.c", "line": 6, "character": 12}),
         },
+        Example {
+            tool: "bash",
+            args: json!({"command": "echo build ok; echo 'warn: x' >&2; exit 2", "description": "Build"}),
+        },
+        Example {
+            tool: "bash",
+            args: json!({"command": "echo done", "description": "In the background", "run_in_background": true}),
+        },
+        Example { tool: "job_output", args: json!({"job_id": "bash-1", "wait": true}) },
+        Example { tool: "job_list", args: json!({}) },
+        Example { tool: "job_kill", args: json!({"job_id": "bash-1"}) },
     ]
 }
 

@@ -291,8 +291,11 @@ pub struct Card {
     pub read: Option<ReadView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchView>,
-    /// For kinds without a view of their own here (terminal, todo, question, fetch, structured,
-    /// a tool's own kind): the call's presentation meta, for clients that draw that kind.
+    /// Terminal cards: the command, where it ran, its output and how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalView>,
+    /// For kinds without a view of their own here (todo, question, fetch, structured, a tool's
+    /// own kind): the call's presentation meta, for clients that draw that kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
@@ -326,6 +329,112 @@ pub struct CallPresentation {
     /// no usable diff — a write of a new file, whose whole content is the change.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preview_is_result: bool,
+    /// A command's call (terminal cards): what runs, why, and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalCall>,
+}
+
+/// What a terminal card knows before the command runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalCall {
+    pub command: String,
+    /// The caller's label for the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The working directory as the call gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// A terminal card's view: parsed back from the Native text (which is all the log keeps), so a
+/// replay shows the same exit pill, markers and spill links as the live card.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalView {
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The output without the final exit marker (empty while the command runs; clients append
+    /// the `toolhost/callOutput` notifications they receive meanwhile).
+    pub output: String,
+    /// The exit pill: the exit code (0 when the text names none) …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// … or the signal that killed the command (`SIGTERM`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// Files holding a stream's full output, when the text kept only its tail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spill_paths: Vec<String>,
+}
+
+impl TerminalView {
+    /// The view of a finished command from its Native text: a final `[killed by signal: X]` or
+    /// `[exit code: N]` line becomes the pill and leaves the body (no marker ⇒ exit code 0).
+    pub fn from_text(call: &TerminalCall, text: &str) -> TerminalView {
+        let mut output = text;
+        let (mut exit_code, mut signal) = (Some(0), None);
+        if let Some((body, last)) = split_last_line(text) {
+            if let Some(sig) =
+                last.strip_prefix("[killed by signal: ").and_then(|r| r.strip_suffix(']'))
+            {
+                signal = Some(sig.to_owned());
+                exit_code = None;
+                output = body;
+            } else if let Some(code) = last
+                .strip_prefix("[exit code: ")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|c| c.parse::<i64>().ok())
+            {
+                exit_code = Some(code);
+                output = body;
+            }
+        }
+        let timed_out = output
+            .lines()
+            .any(|l| l.strip_prefix("[timed out after ").is_some_and(|r| r.ends_with("ms]")));
+        let spill_paths = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("[output truncated; full output: ")?.strip_suffix(']'))
+            .filter(|p| p.starts_with('/'))
+            .map(str::to_owned)
+            .collect();
+        TerminalView {
+            command: call.command.clone(),
+            description: call.description.clone(),
+            cwd: call.cwd.clone(),
+            output: output.to_owned(),
+            exit_code,
+            signal,
+            timed_out,
+            spill_paths,
+        }
+    }
+
+    /// The view of a command that has not finished.
+    pub fn running(call: &TerminalCall) -> TerminalView {
+        TerminalView {
+            command: call.command.clone(),
+            description: call.description.clone(),
+            cwd: call.cwd.clone(),
+            output: String::new(),
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            spill_paths: Vec::new(),
+        }
+    }
+}
+
+/// `(everything before the last line, the last line)` when the text has more than one line.
+fn split_last_line(text: &str) -> Option<(&str, &str)> {
+    let at = text.rfind('\n')?;
+    Some((&text[..at], &text[at + 1..]))
 }
 
 impl CallPresentation {
@@ -337,6 +446,7 @@ impl CallPresentation {
             locations: Vec::new(),
             preview: Vec::new(),
             preview_is_result: false,
+            terminal: None,
         }
     }
 
@@ -362,6 +472,12 @@ impl CallPresentation {
 
     pub fn preview_is_result(mut self) -> Self {
         self.preview_is_result = true;
+        self
+    }
+
+    /// Declares the command a terminal card shows.
+    pub fn with_terminal(mut self, call: TerminalCall) -> Self {
+        self.terminal = Some(call);
         self
     }
 }
@@ -421,11 +537,15 @@ pub fn build(
         stats: None,
         read: None,
         search: None,
+        terminal: None,
         data: None,
     };
     match outcome {
         CardOutcome::Pending => {
             card.kind = presentation.kind.clone();
+            if let (CardKind::Terminal, Some(call)) = (&presentation.kind, &presentation.terminal) {
+                card.terminal = Some(TerminalView::running(call));
+            }
             if !presentation.preview.is_empty() {
                 let hunks: Vec<Hunk> = presentation.preview.iter().map(preview_hunk).collect();
                 card.stats = Some(stats_of(&hunks));
@@ -634,6 +754,13 @@ fn fill_result_view(
             }
         }
         CardKind::Generic => {}
+        CardKind::Terminal => {
+            card.kind = CardKind::Terminal;
+            if let Some(call) = &presentation.terminal {
+                card.terminal = Some(TerminalView::from_text(call, &joined_text(content)));
+            }
+            card.data = meta.cloned();
+        }
         other => {
             card.kind = other.clone();
             card.data = meta.cloned();

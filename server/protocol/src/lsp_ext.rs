@@ -187,4 +187,31 @@ pub mod methods {
     pub const ATTACH: &str = "toolhost/attach";
     /// Attach socket (server→client notification): the set of tools changed.
     pub const TOOLS_CHANGED: &str = "toolhost/toolsChanged";
+    /// Server→client notification: output a running call appended (terminal cards).
+    pub const CALL_OUTPUT: &str = "toolhost/callOutput";
+    /// Server→client notification: a notice for the session (a background job finished).
+    pub const NOTICE: &str = "toolhost/notice";
+}
+
+/// `toolhost/callOutput`: text appended to the output of the running call `callId`, at most ten
+/// times a second per call. Clients append it to the pending card; the final `toolhost/card`
+/// replaces it with the result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallOutputParams {
+    pub call_id: String,
+    pub text: String,
+}
+
+/// `toolhost/notice`: something the session should know that is not a call's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NoticeParams {
+    /// What sent it (`job`).
+    pub source: String,
+    /// The sentence to show.
+    pub text: String,
+    /// Structured detail (for `job`: the job's snapshot).
+    #[serde(default)]
+    pub data: serde_json::Value,
 }

@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    AttachParams, AttachResult, CallToolParams, CallToolResult, ListSessionsParams,
-    ListSessionsResult, ListToolsResult, LspQueryParams, ReplaySessionParams, ReplaySessionResult,
-    ToolhostServerCapability, methods,
+    AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult,
+    ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams, NoticeParams,
+    ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
 };
 use toolhost_protocol::session_log::{
     Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent,
@@ -42,6 +42,8 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("LspQueryParams", schema_of::<LspQueryParams>()),
         ("AttachParams", schema_of::<AttachParams>()),
         ("AttachResult", schema_of::<AttachResult>()),
+        ("CallOutputParams", schema_of::<CallOutputParams>()),
+        ("NoticeParams", schema_of::<NoticeParams>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),
@@ -87,6 +89,8 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::CALL_TOOL_COMMAND,
         methods::ATTACH,
         methods::TOOLS_CHANGED,
+        methods::CALL_OUTPUT,
+        methods::NOTICE,
     ] {
         assert!(
             doc.contains(&format!("`{method}`")),

@@ -41,6 +41,10 @@ pub struct Config {
     pub workspace_trusted: bool,
     /// `[mcp]`: how `toolhost mcp` presents tools and results.
     pub mcp: toolhost_mcp::McpConfig,
+    /// `[shell]`: whether `bash` and the job tools are registered.
+    pub shell_enabled: bool,
+    /// `[shell]`: their limits and environment.
+    pub shell: toolhost_tools_shell::ShellConfig,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -57,6 +61,8 @@ impl Default for Config {
             trusted_workspaces: Vec::new(),
             workspace_trusted: false,
             mcp: toolhost_mcp::McpConfig::default(),
+            shell_enabled: true,
+            shell: toolhost_tools_shell::ShellConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -116,6 +122,23 @@ struct PartialMcp {
     max_line_bytes: Option<usize>,
 }
 
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialShell {
+    enabled: Option<bool>,
+    default_timeout_ms: Option<u64>,
+    max_timeout_ms: Option<u64>,
+    max_output_bytes: Option<usize>,
+    max_spill_bytes: Option<u64>,
+    background: Option<bool>,
+    max_jobs: Option<usize>,
+    kill_grace_ms: Option<u64>,
+    /// Program-starting or credential-exposing: user config or a trusted workspace only.
+    shell: Option<String>,
+    scrub: Option<Vec<String>>,
+    env: BTreeMap<String, String>,
+}
+
 /// One source's settings, every key optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -126,6 +149,7 @@ pub struct PartialConfig {
     fs: PartialFs,
     lsp: PartialLsp,
     mcp: PartialMcp,
+    shell: PartialShell,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -167,6 +191,22 @@ impl PartialConfig {
     /// server runs: the command, its arguments and environment, and the options and settings
     /// handed to the server (pyright's `python.pythonPath` names an interpreter it executes).
     fn strip_program_settings(&mut self, source: &str, warnings: &mut Vec<String>) {
+        let mut ignored = Vec::new();
+        if self.shell.shell.take().is_some() {
+            ignored.push("shell.shell");
+        }
+        if self.shell.scrub.take().is_some() {
+            ignored.push("shell.scrub");
+        }
+        if !std::mem::take(&mut self.shell.env).is_empty() {
+            ignored.push("shell.env");
+        }
+        if !ignored.is_empty() {
+            warnings.push(format!(
+                "{source}: ignored {}: the workspace is not trusted (run `toolhost trust` to allow it)",
+                ignored.join("/")
+            ));
+        }
         for (id, server) in &mut self.lsp.servers {
             let mut ignored = Vec::new();
             if server.command.take().is_some() {
@@ -308,6 +348,7 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
     for (tool, entries) in layer.mcp.meta {
         config.mcp.tool_meta.entry(tool).or_default().extend(entries);
     }
+    apply_shell(config, layer.shell);
     for (id, server) in layer.lsp.servers {
         let entry = config.lsp_servers.entry(id).or_default();
         if server.command.is_some() {
@@ -324,6 +365,44 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
         if server.settings.is_some() {
             entry.settings = server.settings;
         }
+    }
+}
+
+fn apply_shell(config: &mut Config, layer: PartialShell) {
+    let shell = &mut config.shell;
+    if let Some(enabled) = layer.enabled {
+        config.shell_enabled = enabled;
+    }
+    if let Some(v) = layer.default_timeout_ms.filter(|v| *v > 0) {
+        shell.default_timeout_ms = v;
+    }
+    if let Some(v) = layer.max_timeout_ms.filter(|v| *v > 0) {
+        shell.max_timeout_ms = v;
+    }
+    if let Some(v) = layer.max_output_bytes.filter(|v| *v > 0) {
+        shell.max_output_bytes = v;
+    }
+    if let Some(v) = layer.max_spill_bytes {
+        shell.max_spill_bytes = v;
+    }
+    if let Some(v) = layer.background {
+        shell.background = v;
+    }
+    if let Some(v) = layer.max_jobs {
+        shell.max_jobs_per_owner = v;
+    }
+    if let Some(ms) = layer.kill_grace_ms {
+        shell.kill_grace = std::time::Duration::from_millis(ms);
+    }
+    if let Some(program) = layer.shell.filter(|p| !p.is_empty()) {
+        shell.shell = program;
+    }
+    if let Some(scrub) = layer.scrub {
+        shell.scrub = scrub;
+    }
+    for (name, value) in layer.env {
+        shell.env.retain(|(n, _)| *n != name);
+        shell.env.push((name, value));
     }
 }
 

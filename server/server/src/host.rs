@@ -5,6 +5,7 @@ use crate::config::Config;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_contract::EventsHandle;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
 use toolhost_contract::{
@@ -81,6 +82,7 @@ pub struct Host {
     session_id: Option<String>,
     session: Option<Arc<SessionLog>>,
     lsp: Arc<LspHost>,
+    jobs: Option<Arc<toolhost_tools_shell::JobRegistry>>,
 }
 
 /// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
@@ -130,6 +132,12 @@ impl Host {
         }
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
+        let jobs = if config.shell_enabled {
+            let (_, jobs) = toolhost_tools_shell::register(&registry, config.shell.clone())?;
+            Some(jobs)
+        } else {
+            None
+        };
         let lsp = Arc::new(lsp_host(config));
         // Pooled language servers hear about every write, so the next `lsp` query never answers
         // from text read before it (external changes come from the watcher).
@@ -151,10 +159,15 @@ impl Host {
         let spill: SpillHandle =
             options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));
         let lsp_handle: LspHandle = lsp.clone();
+        // Live output has no client until the editor connects (`set_editor_events`); notices
+        // still reach the session log.
+        let events: EventsHandle =
+            Arc::new(crate::events::HostEventSink::new(None, options.session.clone()));
         let capabilities = Capabilities::new()
             .with::<Workspace>(workspace.clone())
             .with::<SpillHandle>(spill)
-            .with::<LspHandle>(lsp_handle);
+            .with::<LspHandle>(lsp_handle)
+            .with::<EventsHandle>(events);
         Ok(Host {
             registry,
             capabilities: Arc::new(capabilities),
@@ -163,6 +176,7 @@ impl Host {
             session_id: options.session_id,
             session: options.session,
             lsp,
+            jobs,
         })
     }
 
@@ -181,6 +195,14 @@ impl Host {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Stops every background job (the connection is going away). Their process groups are
+    /// terminated and reaped by their own tasks; `toolhost_process::terminate_all` backs it up.
+    pub fn stop_jobs(&self) {
+        if let Some(jobs) = &self.jobs {
+            jobs.stop_all();
         }
     }
 

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod editor;
 pub mod editor_lsp;
+pub mod events;
 pub mod host;
 pub mod mcp;
 pub mod serve;

@@ -16,7 +16,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use toolhost_contract::BoxFuture;
 use toolhost_contract::spill::{
-    RETRIEVAL_HINT, SpillError, SpillReceipt, SpillRequest, SpillStore,
+    RETRIEVAL_HINT, SpillError, SpillReceipt, SpillRequest, SpillStore, SpillStream,
 };
 
 /// Prefix of a blob reference in the log.
@@ -110,7 +110,79 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// A blob written as it is produced: a private temp file hashed on the way in, linked to its
+/// content name by [`SpillStream::finish`]. Dropped unfinished, the temp file is removed.
+struct BlobStream {
+    dir: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::fs::File>,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl SpillStream for BlobStream {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SpillError> {
+        let file = self.file.as_mut().ok_or_else(|| SpillError("stream closed".to_owned()))?;
+        file.write_all(bytes).map_err(|e| SpillError(e.to_string()))?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<SpillReceipt, SpillError> {
+        let file = self.file.take().ok_or_else(|| SpillError("stream closed".to_owned()))?;
+        let hash = hex::encode(std::mem::take(&mut self.hasher).finalize());
+        let target = self.dir.join(&hash);
+        let linked = file.sync_all().map_err(|e| SpillError(e.to_string())).and_then(|()| {
+            match std::fs::hard_link(&self.tmp, &target) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(SpillError(format!("cannot store blob {}: {e}", target.display()))),
+            }
+        });
+        let _ = std::fs::remove_file(&self.tmp);
+        linked?;
+        sync_dir(&self.dir).map_err(|e| SpillError(e.to_string()))?;
+        Ok(SpillReceipt {
+            locator: target.to_string_lossy().into_owned(),
+            bytes: self.written,
+            retrieval_hint: RETRIEVAL_HINT.to_owned(),
+        })
+    }
+}
+
+impl Drop for BlobStream {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 impl SpillStore for BlobStore {
+    /// A blob streamed in (a command's output); its locator is the blob's absolute path.
+    fn open_stream(&self, _request: &SpillRequest) -> Result<Box<dyn SpillStream>, SpillError> {
+        create_private_dir_all(&self.dir).map_err(|e| SpillError(e.to_string()))?;
+        let tmp = self.dir.join(format!(".tmp-stream-{:016x}", rand::random::<u64>()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| SpillError(format!("cannot create {}: {e}", tmp.display())))?;
+        Ok(Box::new(BlobStream {
+            dir: self.dir.clone(),
+            tmp,
+            file: Some(file),
+            hasher: Sha256::new(),
+            written: 0,
+        }))
+    }
+
     /// Stores the full text as a blob; the locator is the blob's absolute path.
     fn save_text(&self, request: SpillRequest) -> BoxFuture<'_, Result<SpillReceipt, SpillError>> {
         let store = self.clone();

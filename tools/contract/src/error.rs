@@ -46,7 +46,9 @@ impl ToolError {
         )
     }
 
-    pub(crate) fn aborted() -> Self {
+    /// The caller cancelled the call (`ABORTED`): what a body returns once it has stopped its
+    /// work because its signal fired.
+    pub fn aborted() -> Self {
         Self::typed("AbortError", "ABORTED", "tool call aborted")
     }
 

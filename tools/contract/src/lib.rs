@@ -10,6 +10,7 @@
 mod capabilities;
 mod context;
 mod error;
+pub mod events;
 pub mod lsp;
 mod pipeline;
 mod policy;
@@ -22,6 +23,7 @@ mod tool;
 pub use capabilities::Capabilities;
 pub use context::{AdditionalContext, ToolContext};
 pub use error::{RegistrationError, ToolError};
+pub use events::{EventsHandle, HostEvents, Notice};
 pub use pipeline::{CallInput, CanonicalResult, ExecNext, ExecToken, Execution, Finalized};
 pub use policy::{
     ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecuteWrapper, Guard, PostDecision,

@@ -44,6 +44,63 @@ pub struct SpillError(pub String);
 /// The spill capability (`Arc<dyn SpillStore>` in the capabilities map).
 pub trait SpillStore: Send + Sync {
     fn save_text(&self, request: SpillRequest) -> BoxFuture<'_, Result<SpillReceipt, SpillError>>;
+
+    /// A spill file written while its content is produced (a command's output, which may be far
+    /// larger than memory should hold). `request.content` is ignored. Blocking file I/O: call it
+    /// from a blocking context or accept short writes to the page cache.
+    fn open_stream(&self, request: &SpillRequest) -> Result<Box<dyn SpillStream>, SpillError> {
+        let _ = request;
+        Err(SpillError("this spill store cannot stream".to_owned()))
+    }
+}
+
+/// An open streaming spill: bytes go in as they come, [`SpillStream::finish`] makes the file
+/// durable and says where it is. Dropping it unfinished removes what was written.
+pub trait SpillStream: Send {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SpillError>;
+    /// Bytes written so far.
+    fn written(&self) -> u64;
+    fn finish(self: Box<Self>) -> Result<SpillReceipt, SpillError>;
+}
+
+/// A streaming spill straight into its final file (the temp-dir store: names are random, so
+/// nothing can see a half-written file under a name it expects).
+struct FileSpillStream {
+    file: Option<std::fs::File>,
+    path: PathBuf,
+    written: u64,
+}
+
+impl SpillStream for FileSpillStream {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SpillError> {
+        let file = self.file.as_mut().ok_or_else(|| SpillError("stream closed".to_owned()))?;
+        file.write_all(bytes).map_err(|e| SpillError(e.to_string()))?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.written
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<SpillReceipt, SpillError> {
+        if let Some(file) = self.file.take() {
+            file.sync_data().map_err(|e| SpillError(e.to_string()))?;
+        }
+        Ok(SpillReceipt {
+            locator: self.path.to_string_lossy().into_owned(),
+            bytes: self.written,
+            retrieval_hint: RETRIEVAL_HINT.to_owned(),
+        })
+    }
+}
+
+impl Drop for FileSpillStream {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Handle type under which a spill store is provided as a capability.
@@ -115,26 +172,39 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
 
+impl TempDirSpillStore {
+    /// A new private file for `request` (0600, exclusive create).
+    fn create_file(&self, request: &SpillRequest) -> Result<(std::fs::File, PathBuf), SpillError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let root = self.root()?;
+        let dir =
+            root.join(format!("session-{}", &sha256_hex(request.session_id.as_bytes())[..12]));
+        match create_private_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(SpillError(e.to_string())),
+        }
+        let path =
+            dir.join(format!("{}-{}", random_hex(6), encode_segment(&request.suggested_name)));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| SpillError(e.to_string()))?;
+        Ok((file, path))
+    }
+}
+
 impl SpillStore for TempDirSpillStore {
+    fn open_stream(&self, request: &SpillRequest) -> Result<Box<dyn SpillStream>, SpillError> {
+        let (file, path) = self.create_file(request)?;
+        Ok(Box::new(FileSpillStream { file: Some(file), path, written: 0 }))
+    }
+
     fn save_text(&self, request: SpillRequest) -> BoxFuture<'_, Result<SpillReceipt, SpillError>> {
         Box::pin(async move {
-            use std::os::unix::fs::OpenOptionsExt;
-            let root = self.root()?;
-            let dir =
-                root.join(format!("session-{}", &sha256_hex(request.session_id.as_bytes())[..12]));
-            match create_private_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(SpillError(e.to_string())),
-            }
-            let path =
-                dir.join(format!("{}-{}", random_hex(6), encode_segment(&request.suggested_name)));
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|e| SpillError(e.to_string()))?;
+            let (mut file, path) = self.create_file(&request)?;
             file.write_all(request.content.as_bytes()).map_err(|e| SpillError(e.to_string()))?;
             Ok(SpillReceipt {
                 locator: path.to_string_lossy().into_owned(),

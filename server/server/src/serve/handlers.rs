@@ -263,6 +263,11 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     .map_err(|e| ErrorObject::internal(e.to_string()))?;
     // Tool bodies reach the editor through this capability (the host is not shared yet).
     host.insert_capability(state.editor.clone());
+    let events: toolhost_contract::EventsHandle = Arc::new(crate::events::HostEventSink::new(
+        Some(state.editor.clone()),
+        Some(Arc::clone(&opened.log)),
+    ));
+    host.insert_capability(events);
     let provider = params
         .capabilities
         .get("experimental")

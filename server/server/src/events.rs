@@ -1,0 +1,50 @@
+//! The host's `HostEvents`: where a running tool's live output and session notices go. Live
+//! output goes to the editor (`toolhost/callOutput`) when one is connected; a notice goes to the
+//! editor (`toolhost/notice`) and into the session log as an ignorable `job/notice` event, so the
+//! log says when a background job ended even though no call was running then.
+
+use crate::editor::EditorBridge;
+use std::sync::Arc;
+use toolhost_contract::{HostEvents, Notice};
+use toolhost_protocol::lsp_ext::{CallOutputParams, NoticeParams, methods};
+use toolhost_session::SessionLog;
+
+/// The log event a notice becomes.
+pub const NOTICE_EVENT: &str = "job/notice";
+
+/// Events of one host: the editor when there is one, the session log when there is one.
+pub struct HostEventSink {
+    editor: Option<EditorBridge>,
+    log: Option<Arc<SessionLog>>,
+}
+
+impl HostEventSink {
+    pub fn new(editor: Option<EditorBridge>, log: Option<Arc<SessionLog>>) -> Self {
+        HostEventSink { editor, log }
+    }
+}
+
+impl HostEvents for HostEventSink {
+    fn call_output(&self, call_id: &str, text: &str) {
+        if let Some(editor) = &self.editor {
+            let params = CallOutputParams { call_id: call_id.to_owned(), text: text.to_owned() };
+            editor.notify(methods::CALL_OUTPUT, &params);
+        }
+    }
+
+    fn notice(&self, _session_id: Option<&str>, notice: Notice) {
+        let params = NoticeParams { source: notice.source, text: notice.text, data: notice.data };
+        if let Some(editor) = &self.editor {
+            editor.notify(methods::NOTICE, &params);
+        }
+        if let (Some(log), Ok(runtime)) = (&self.log, tokio::runtime::Handle::try_current()) {
+            let log = Arc::clone(log);
+            let data = serde_json::to_value(&params).unwrap_or_default();
+            runtime.spawn(async move {
+                if let Err(err) = log.append(NOTICE_EVENT, data, true).await {
+                    tracing::warn!(%err, "cannot record a notice in the session log");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! `bash`: one command per call in a fresh `bash -c`, in the foreground (its output, exit code
+//! and markers as the result) or as a background job (`run_in_background`).
+
+use crate::capture::{Capture, CapturedStream, SpillOpener};
+use crate::config::ShellConfig;
+use crate::exec::{self, Ending};
+use crate::jobs::JobRegistry;
+use crate::live::{LiveFeed, LiveForwarder};
+use crate::render;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_contract::spill::{SpillHandle, SpillRequest};
+use toolhost_contract::{EventsHandle, Tool, ToolContext, ToolError};
+use toolhost_protocol::ContentBlock;
+use toolhost_protocol::card::{CallPresentation, CardKind, TerminalCall};
+use toolhost_protocol::lsp_ext::ToolAnnotations;
+use toolhost_workspace::{EntryKind, EntryState, Workspace};
+
+/// Arguments of `bash`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct BashArgs {
+    /// The command, run by `bash -c` in a fresh shell (no state carries over between calls).
+    pub command: String,
+    /// A few words on what the command does (shown to the person).
+    pub description: String,
+    /// Milliseconds before the command is stopped (default 120000, at most 600000).
+    #[serde(rename = "timeoutMs", default)]
+    pub timeout_ms: Option<f64>,
+    /// The working directory (relative to the workspace root; must lie inside the workspace).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Start the command as a background job and return at once; read it with `job_output`.
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+}
+
+/// One output stream of a foreground command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamOutput {
+    /// The retained tail of the stream (all of it unless `truncated`).
+    pub text: String,
+    pub truncated: bool,
+    /// A file with the stream from its first byte (up to the spill cap), when truncated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_path: Option<String>,
+}
+
+impl From<CapturedStream> for StreamOutput {
+    fn from(captured: CapturedStream) -> Self {
+        StreamOutput {
+            text: captured.text,
+            truncated: captured.truncated,
+            spill_path: captured.spill_path,
+        }
+    }
+}
+
+/// How a foreground command ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForegroundOutput {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub timed_out: bool,
+    pub aborted: bool,
+    pub timeout_ms: u64,
+    pub stdout: StreamOutput,
+    pub stderr: StreamOutput,
+}
+
+/// The canonical value of `bash`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum BashOutput {
+    #[serde(rename_all = "camelCase")]
+    Background {
+        job_id: String,
+    },
+    Foreground(ForegroundOutput),
+}
+
+/// The `bash` tool.
+pub struct BashTool {
+    config: Arc<ShellConfig>,
+    jobs: Arc<JobRegistry>,
+}
+
+impl BashTool {
+    pub fn new(config: Arc<ShellConfig>, jobs: Arc<JobRegistry>) -> Self {
+        BashTool { config, jobs }
+    }
+}
+
+/// Where a call runs: the workspace root, or `workdir` resolved beneath it (symlinks included).
+pub(crate) async fn working_dir(
+    cx: &ToolContext,
+    workdir: Option<&str>,
+) -> Result<PathBuf, ToolError> {
+    let workspace = cx.capability::<Workspace>().ok_or_else(|| {
+        ToolError::plain("the shell tools require a workspace (none is configured)")
+    })?;
+    let Some(dir) = workdir.filter(|d| !d.trim().is_empty()) else {
+        return Ok(workspace.primary_root().canonical().to_path_buf());
+    };
+    let resolved = workspace
+        .resolve(dir)
+        .await
+        .map_err(|err| ToolError::typed("FsError", err.code(), format!("workdir: {err}")))?;
+    match resolved.state {
+        EntryState::Present(EntryKind::Dir) => Ok(resolved.real_path),
+        EntryState::Present(_) => {
+            Err(ToolError::plain(format!("workdir is not a directory: {}", resolved.display)))
+        }
+        EntryState::Missing | EntryState::ParentNotDir => {
+            Err(ToolError::plain(format!("workdir does not exist: {}", resolved.display)))
+        }
+    }
+}
+
+/// Opens the call's spill file in the session's store when a stream overflows.
+pub(crate) fn spill_opener(cx: &ToolContext, tool: &str, stream: &str) -> Option<SpillOpener> {
+    let store = cx.capability::<SpillHandle>()?;
+    let request = SpillRequest {
+        session_id: cx.session_id().unwrap_or("default").to_owned(),
+        tool_name: tool.to_owned(),
+        call_id: cx.call_id().to_owned(),
+        label: stream.to_owned(),
+        suggested_name: format!("{tool}-{stream}.txt"),
+        content: String::new(),
+    };
+    Some(Box::new(move || store.open_stream(&request)))
+}
+
+pub(crate) fn require_non_empty(value: &str, what: &str) -> Result<(), ToolError> {
+    if value.trim().is_empty() {
+        return Err(ToolError::plain(format!("{what} must be a non-empty string")));
+    }
+    Ok(())
+}
+
+impl BashTool {
+    fn timeout_ms(&self, requested: Option<f64>) -> Result<u64, ToolError> {
+        match requested {
+            None => Ok(self.config.default_timeout_ms.min(self.config.max_timeout_ms)),
+            Some(ms) if ms.is_finite() && ms > 0.0 => {
+                Ok((ms.ceil() as u64).min(self.config.max_timeout_ms))
+            }
+            Some(_) => Err(ToolError::plain("timeoutMs must be a positive finite number")),
+        }
+    }
+
+    async fn foreground(
+        &self,
+        args: &BashArgs,
+        cwd: PathBuf,
+        timeout_ms: u64,
+        cx: &ToolContext,
+    ) -> Result<ForegroundOutput, ToolError> {
+        let env = crate::env::command_env(std::env::vars_os(), &self.config);
+        let group = exec::spawn(&self.config, &args.command, &cwd, env)
+            .map_err(|e| ToolError::plain(format!("cannot start {}: {e}", self.config.shell)))?;
+        let cap = self.config.max_output_bytes;
+        let spill_cap = self.config.max_spill_bytes;
+        let mut stdout = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stdout"));
+        let mut stderr = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stderr"));
+        let mut live = None;
+        if let Some(events) = cx.capability::<EventsHandle>() {
+            let feed = LiveFeed::default();
+            stdout = stdout.with_live(feed.clone(), 0);
+            stderr = stderr.with_live(feed.clone(), 1);
+            live = Some(LiveForwarder::start(events, cx.call_id().to_owned(), feed));
+        }
+        let end = exec::run(
+            group,
+            &mut stdout,
+            &mut stderr,
+            Some(Duration::from_millis(timeout_ms)),
+            cx.signal(),
+            self.config.kill_grace,
+        )
+        .await;
+        if let Some(live) = live {
+            live.finish().await;
+        }
+        let (stdout, stderr) =
+            tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
+                .await
+                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?;
+        if end.ending == Ending::Stopped {
+            return Err(ToolError::aborted());
+        }
+        Ok(ForegroundOutput {
+            exit_code: end.exit_code,
+            signal: end.signal,
+            timed_out: end.ending == Ending::TimedOut,
+            aborted: false,
+            timeout_ms,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        })
+    }
+}
+
+impl Tool for BashTool {
+    type Args = BashArgs;
+    type Output = BashOutput;
+
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        let mut text = String::from(
+            "Runs a shell command with `bash -c` in a fresh shell (no state carries over between \
+             calls) in the workspace, with stdin closed and pagers disabled. Returns stdout, then \
+             `[stderr]` and stderr, then markers such as `[exit code: N]`; a non-zero exit is not \
+             an error. Long output keeps its tail, and the full output is saved to a file you can \
+             read. Commands are stopped after timeoutMs (default 120000, at most 600000).",
+        );
+        if self.config.background {
+            text.push_str(
+                " With run_in_background the command runs as a job: read it with job_output, \
+                 stop it with job_kill.",
+            );
+        }
+        text
+    }
+
+    async fn call(&self, args: BashArgs, cx: ToolContext) -> Result<BashOutput, ToolError> {
+        require_non_empty(&args.command, "command")?;
+        require_non_empty(&args.description, "description")?;
+        let timeout_ms = self.timeout_ms(args.timeout_ms)?;
+        let cwd = working_dir(&cx, args.workdir.as_deref()).await?;
+        if args.run_in_background == Some(true) {
+            if !self.config.background {
+                return Err(ToolError::plain(
+                    "background jobs are disabled (set [shell] background = true to allow them)",
+                ));
+            }
+            let job_id = self.jobs.start_bash(&args.command, cwd, &cx)?;
+            return Ok(BashOutput::Background { job_id });
+        }
+        self.foreground(&args, cwd, timeout_ms, &cx).await.map(BashOutput::Foreground)
+    }
+
+    fn render(&self, _args: &BashArgs, output: &BashOutput) -> Vec<ContentBlock> {
+        vec![ContentBlock::text(render::bash(output))]
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    fn present_call(&self, args: &Value) -> CallPresentation {
+        present(args)
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations { destructive: true, open_world: true, ..ToolAnnotations::default() }
+    }
+}
+
+/// A foreground call is a terminal card titled with its command; a background start is a
+/// generic card (its output arrives through `job_output`).
+pub fn present(args: &Value) -> CallPresentation {
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    let command = text("command").unwrap_or_default();
+    if args.get("run_in_background").and_then(Value::as_bool) == Some(true) {
+        return CallPresentation::new(CardKind::Generic, command);
+    }
+    CallPresentation::new(CardKind::Terminal, command.clone()).with_terminal(TerminalCall {
+        command,
+        description: text("description"),
+        cwd: text("workdir"),
+    })
+}
