@@ -449,3 +449,29 @@ fn live_output_streams_to_the_editor_while_the_command_runs() {
         "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done"
     );
 }
+
+#[test]
+fn a_card_stop_button_cancels_the_call_by_its_id() {
+    let env = Env::new();
+    let mut client = env.start(json!({}));
+    let seconds = unique_seconds();
+    let id = json!(515_151);
+    let params = json!({
+        "name": "bash",
+        "callId": "stop-me",
+        "arguments": {"command": format!("sleep {seconds}"), "description": "t"}
+    });
+    client.write_raw(&raw_request(id.clone(), "toolhost/callTool", params)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(&seconds).is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stopped = client.request("toolhost/cancelCall", json!({"callId": "stop-me"})).unwrap();
+    assert_eq!(stopped, json!({"cancelled": true}));
+    let reply = wait_response(&mut client, &id, Duration::from_secs(10)).unwrap();
+    assert_eq!(reply["result"]["result"]["error"]["info"]["code"], "ABORTED", "{reply}");
+    assert!(wait_gone(&seconds, Duration::from_secs(5)).is_empty());
+    let again = client.request("toolhost/cancelCall", json!({"callId": "stop-me"})).unwrap();
+    assert_eq!(again, json!({"cancelled": false}));
+}

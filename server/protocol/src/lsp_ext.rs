@@ -187,10 +187,26 @@ pub mod methods {
     pub const ATTACH: &str = "toolhost/attach";
     /// Attach socket (server→client notification): the set of tools changed.
     pub const TOOLS_CHANGED: &str = "toolhost/toolsChanged";
+    /// Client→server request: cancel a running call by its call id, whoever started it.
+    pub const CANCEL_CALL: &str = "toolhost/cancelCall";
     /// Server→client notification: output a running call appended (terminal cards).
     pub const CALL_OUTPUT: &str = "toolhost/callOutput";
     /// Server→client notification: a notice for the session (a background job finished).
     pub const NOTICE: &str = "toolhost/notice";
+}
+
+/// `toolhost/cancelCall` params: the call to cancel (a card's `callId`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelCallParams {
+    pub call_id: String,
+}
+
+/// `toolhost/cancelCall` result: whether a running call had that id (a finished call's id is not
+/// an error: the Stop button may race the end).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelCallResult {
+    pub cancelled: bool,
 }
 
 /// `toolhost/callOutput`: text appended to the output of the running call `callId`, at most ten

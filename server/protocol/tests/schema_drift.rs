@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult,
-    ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams, NoticeParams,
-    ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
+    AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
+    CancelCallResult, ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams,
+    NoticeParams, ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
 };
 use toolhost_protocol::session_log::{
     Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent,
@@ -43,6 +43,8 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("AttachParams", schema_of::<AttachParams>()),
         ("AttachResult", schema_of::<AttachResult>()),
         ("CallOutputParams", schema_of::<CallOutputParams>()),
+        ("CancelCallParams", schema_of::<CancelCallParams>()),
+        ("CancelCallResult", schema_of::<CancelCallResult>()),
         ("NoticeParams", schema_of::<NoticeParams>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
@@ -90,6 +92,7 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::ATTACH,
         methods::TOOLS_CHANGED,
         methods::CALL_OUTPUT,
+        methods::CANCEL_CALL,
         methods::NOTICE,
     ] {
         assert!(

@@ -23,8 +23,8 @@ use toolhost_contract::CancellationToken;
 use toolhost_contract::lsp::file_uri_path;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Notification, Request, codes};
 use toolhost_protocol::lsp_ext::{
-    CallToolParams, CallToolResult, ListSessionsParams, ListSessionsResult, ListToolsResult,
-    ReplaySessionParams, ReplaySessionResult, methods,
+    CallToolParams, CallToolResult, CancelCallParams, CancelCallResult, ListSessionsParams,
+    ListSessionsResult, ListToolsResult, ReplaySessionParams, ReplaySessionResult, methods,
 };
 
 fn invalid_request(reason: &str) -> ErrorObject {
@@ -97,6 +97,16 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
             spawn(state, id, async move {
                 let p: CallToolParams = params(raw, true)?;
                 run_call(&task_state, p.name, p.arguments, p.call_id, None).await
+            });
+        }
+        methods::CANCEL_CALL => {
+            spawn(state, id, async move {
+                let p: CancelCallParams = params(raw, false)?;
+                let token = task_state.calls.lock().ok().and_then(|c| c.get(&p.call_id).cloned());
+                if let Some(token) = &token {
+                    token.cancel();
+                }
+                Ok(CancelCallResult { cancelled: token.is_some() })
             });
         }
         methods::LIST_SESSIONS => {
