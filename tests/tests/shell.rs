@@ -475,3 +475,125 @@ fn a_card_stop_button_cancels_the_call_by_its_id() {
     let again = client.request("toolhost/cancelCall", json!({"callId": "stop-me"})).unwrap();
     assert_eq!(again, json!({"cancelled": false}));
 }
+
+fn session_of(call: &Value) -> String {
+    call["result"]["value"]["sessionId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn an_interactive_python_repl_is_driven_through_a_terminal() {
+    let env = Env::new();
+    let mut client = env.start(json!({}));
+    client.timeout = Duration::from_secs(60);
+    let opened = call_ok(&mut client, "terminal_open", json!({"type": "bash", "name": "repl"}));
+    let id = session_of(&opened);
+    assert!(
+        text(&opened).starts_with(&format!("started terminal session {id} (repl) [type: bash]\n")),
+        "{}",
+        text(&opened)
+    );
+    let send = |client: &mut Client, text: &str| {
+        call_ok(
+            client,
+            "terminal_send",
+            json!({"sessionId": id, "text": text, "timeout_ms": 20000}),
+        )
+    };
+    let out = send(&mut client, "python3 -q");
+    assert_eq!(out["result"]["value"]["waitReason"], "stdin_read", "{}", text(&out));
+    assert!(text(&out).contains(">>>"), "{}", text(&out));
+    let out = send(&mut client, "print(6 * 7)");
+    let body = text(&out);
+    assert!(body.contains("\n42\n"), "{body}");
+    assert!(body.ends_with("\n[wait: stdin_read]\n[session: running]"), "{body}");
+    assert_eq!(out["result"]["meta"]["waitReason"], "stdin_read");
+    // A running program is interrupted with a signal; the REPL survives it.
+    let out = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": "import time; time.sleep(30)", "timeout_ms": 700}),
+    );
+    assert_eq!(out["result"]["value"]["waitReason"], "timeout", "{}", text(&out));
+    let signalled =
+        call_ok(&mut client, "terminal_signal", json!({"sessionId": id, "signal": "SIGINT"}));
+    assert!(
+        text(&signalled).starts_with("delivered SIGINT to foreground process group "),
+        "{}",
+        text(&signalled)
+    );
+    // Nothing typed: just wait until the REPL is back at its prompt.
+    let out = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": "", "submit": false, "timeout_ms": 20000}),
+    );
+    assert_eq!(out["result"]["value"]["waitReason"], "stdin_read", "{}", text(&out));
+    let out = send(&mut client, "print('still here')");
+    assert!(text(&out).contains("KeyboardInterrupt"), "{}", text(&out));
+    assert!(text(&out).contains("still here"), "{}", text(&out));
+    let out = send(&mut client, "exit()");
+    assert_eq!(out["result"]["value"]["waitReason"], "stdin_read");
+    // The transcript keeps everything, escape sequences removed.
+    let read = call_ok(&mut client, "terminal_read", json!({"sessionId": id}));
+    let transcript = text(&read);
+    assert!(transcript.contains(">>> print(6 * 7)\n42\n"), "{transcript}");
+    assert!(!transcript.contains('\u{1b}'), "{transcript}");
+    let list = text(&call_ok(&mut client, "terminal_list", json!({})));
+    assert!(list.starts_with(&format!("{id} (repl) [bash] running pid=")), "{list}");
+    let out = send(&mut client, "exit");
+    assert_eq!(out["result"]["value"]["waitReason"], "session_exit", "{}", text(&out));
+    assert!(text(&out).ends_with("[session: exited code=0 signal=null]"), "{}", text(&out));
+    let closed = call_ok(&mut client, "terminal_close", json!({"sessionId": id}));
+    assert_eq!(text(&closed), format!("closed terminal session {id}"));
+    let unknown = client.call_tool("terminal_send", json!({"sessionId": id, "text": "x"})).unwrap();
+    assert_eq!(text(&unknown), format!("Error: unknown terminal session {id}"));
+}
+
+#[test]
+fn a_pager_in_a_terminal_is_readable_and_the_session_dies_with_the_editor() {
+    let env = Env::new();
+    for i in 0..100 {
+        env.write(&format!("f{i:03}.txt"), "x\n");
+    }
+    let mut client = env.start(json!({}));
+    client.timeout = Duration::from_secs(60);
+    let id = session_of(&call_ok(&mut client, "terminal_open", json!({"type": "bash"})));
+    let out = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": "ls -1 | less", "timeout_ms": 20000}),
+    );
+    let body = text(&out);
+    // less shows the first screen and waits for a key.
+    assert!(body.contains("f000.txt") && !body.contains("f099.txt"), "{body}");
+    assert_eq!(out["result"]["value"]["waitReason"], "stdin_read", "{body}");
+    let out = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": "G", "submit": false, "timeout_ms": 20000}),
+    );
+    assert!(text(&out).contains("f099.txt"), "{}", text(&out));
+    call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": "q", "submit": false, "timeout_ms": 20000}),
+    );
+    // A job of the interactive shell in a group of its own, then the editor goes away.
+    let seconds = unique_seconds();
+    call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": id, "text": format!("sleep {seconds} &"), "timeout_ms": 5000}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&seconds).is_empty() {
+        assert!(Instant::now() < deadline, "the terminal's job did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    client.close_stdin();
+    client.wait(Duration::from_secs(10)).unwrap();
+    assert!(
+        wait_gone(&seconds, Duration::from_secs(5)).is_empty(),
+        "a terminal's job outlived its editor"
+    );
+}

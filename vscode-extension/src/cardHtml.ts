@@ -1,25 +1,20 @@
-// Cards → the panel's HTML. One function per view (diff, read, search, generic), all output
-// escaped; no inline styles or scripts (the page's CSP forbids them), buttons for every action
-// (keyboard reachable), and text laid out so that a card element's lines read exactly like
+// Cards → the panel's HTML. One function per view (diff, read, search, terminal, generic), all
+// output escaped; no inline styles or scripts (the page's CSP forbids them), buttons for every
+// action (keyboard reachable), and text laid out so that a card element's lines read exactly like
 // `card.rendered` (the title line, then each hunk's `header` and ` `/`+`/`-` lines, or the search
 // lines). A call another agent made through `toolhost mcp` ends its title line with ` · <caller>`,
-// shown as a badge. A card kind without a view here (terminal, todo, …, or a tool's own kind) is
-// drawn as generic: its Native text. Pure: no `vscode` import.
+// shown as a badge. A terminal card (`bash`) shows its command, its output with the ANSI styles
+// (collapsed to the last lines), the exit pill and links to spilled output; every pending card
+// offers Stop. A card kind without a view here (todo, …, or a tool's own kind) is drawn as
+// generic: its Native text. Pure: no `vscode` import.
 
-import type { Card, Hunk, ReadView, SearchView } from './protocol';
+import { lineHtml, parseAnsi } from './ansi';
+import { escapeHtml } from './html';
+import type { Card, Hunk, ReadView, SearchView, TerminalView } from './protocol';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
+import { collapseLines, COLLAPSED_LINES, exitPills } from './terminal';
 
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
+export { escapeHtml };
 
 function attr(name: string, value: string | number): string {
   return ` ${name}="${escapeHtml(String(value))}"`;
@@ -151,6 +146,73 @@ function searchHtml(search: SearchView): string {
   return `<ul class="search">${items.join('')}</ul>`;
 }
 
+/** The label of the toggle that shows every line of collapsed output (media/panel.js writes the
+ * other one, for hiding them again). */
+export function showAllLabel(lines: number): string {
+  return `Show all ${lines} lines`;
+}
+
+/** The output block of a terminal card: one element per line, ANSI styles as classes; past
+ * {@link COLLAPSED_LINES} lines the first ones are hidden behind a "Show all N lines" toggle
+ * (handled in the page: nothing goes to the extension). */
+function terminalOutputHtml(output: string, pending: boolean): string {
+  const lines = parseAnsi(output).map((line) => `<div class="term-line">${lineHtml(line)}</div>`);
+  if (lines.length === 0) {
+    // A command still running has printed nothing yet; a finished one printed nothing at all
+    // (the server says so in the output itself, but an empty view may come from elsewhere).
+    return `<div class="term-output empty" data-lines="0"><div class="term-empty">${pending ? 'waiting for output…' : '(no output)'}</div></div>`;
+  }
+  const { hidden } = collapseLines(lines.length);
+  const toggle =
+    hidden > 0
+      ? `<button type="button" class="term-toggle link" data-local="toggleOutput" aria-expanded="false"${attr('data-show-label', showAllLabel(lines.length))}${attr('data-hide-label', `Show only the last ${COLLAPSED_LINES} lines`)}>${escapeHtml(showAllLabel(lines.length))}</button>`
+      : '';
+  const early = hidden > 0 ? `<div class="term-early">${lines.slice(0, hidden).join('')}</div>` : '';
+  return (
+    `<div class="term-output${hidden > 0 ? ' collapsible' : ''}"${attr('data-lines', lines.length)}${attr('data-hidden', hidden)}>` +
+    `${toggle}<div class="term-text">${early}${lines.slice(hidden).join('')}</div></div>`
+  );
+}
+
+/** How the command ended: the exit pill (exit code or signal), "timed out", and the spilled
+ * output files as links that open them in an editor. */
+function terminalFootHtml(card: Card, view: TerminalView): string {
+  const { exit, timedOut } = exitPills(card);
+  const parts: string[] = [];
+  if (exit) {
+    parts.push(`<span class="pill exit-pill ${exit.tone}"${attr('data-tone', exit.tone)}>${escapeHtml(exit.label)}</span>`);
+  }
+  if (timedOut) {
+    parts.push(`<span class="pill timeout-pill">timed out</span>`);
+  }
+  const spills = (card.status === 'pending' ? [] : (view.spillPaths ?? [])).map(
+    (path, index) =>
+      `<div class="term-spill">full output: <button type="button" class="link spill" data-action="openSpill"${attr('data-spill', index)}${attr('title', `open ${path}`)}>${escapeHtml(path)}</button></div>`,
+  );
+  if (parts.length === 0 && spills.length === 0) {
+    return '';
+  }
+  return `<div class="term-foot">${parts.length > 0 ? `<div class="term-pills">${parts.join(' ')}</div>` : ''}${spills.join('')}</div>`;
+}
+
+/** A terminal card: the command (monospace), its description and working directory, the output,
+ * and how it ended. While the command runs, the output is what arrived live. */
+function terminalHtml(card: Card, view: TerminalView): string {
+  const description =
+    typeof view.description === 'string' && view.description !== ''
+      ? `<div class="term-description">${escapeHtml(view.description)}</div>`
+      : '';
+  const cwd = typeof view.cwd === 'string' && view.cwd !== '' ? `<div class="term-cwd">in <code>${escapeHtml(view.cwd)}</code></div>` : '';
+  return (
+    `<div class="terminal">` +
+    `<div class="term-head"><div class="term-command"><span class="term-prompt" aria-hidden="true">$ </span>` +
+    `<code>${escapeHtml(view.command)}</code></div>${description}${cwd}</div>` +
+    terminalOutputHtml(view.output, card.status === 'pending') +
+    terminalFootHtml(card, view) +
+    `</div>`
+  );
+}
+
 function nativeHtml(text: string, collapsible: boolean, failed: boolean): string {
   if (text === '') {
     return '';
@@ -163,14 +225,18 @@ function nativeHtml(text: string, collapsible: boolean, failed: boolean): string
 }
 
 /** The views the panel draws. */
-export type CardView = 'diff' | 'read' | 'search' | 'generic';
+export type CardView = 'diff' | 'read' | 'search' | 'terminal' | 'generic';
 
-/** The view a card is drawn with (the branches of `card::to_text`): diff, read and search when the
- * card carries what they show; every other kind — terminal, todo, question, fetch, structured,
- * generic, or a kind only its tool knows — is generic (the Native text). */
+/** The view a card is drawn with (the branches of `card::to_text`): diff, read, search and terminal
+ * when the card carries what they show; every other kind — todo, question, fetch, structured,
+ * generic, or a kind only its tool knows — is generic (the Native text), and so is a terminal card
+ * without its `terminal` view (an older server) or a failed one (the error is its text). */
 export function cardView(card: Card): CardView {
   if (card.kind === 'diff' && card.hunks) {
     return 'diff';
+  }
+  if (card.kind === 'terminal' && card.terminal && card.status !== 'failed') {
+    return 'terminal';
   }
   if (card.kind === 'search' && card.search && card.status !== 'pending') {
     return 'search';
@@ -192,13 +258,20 @@ function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: bool
   if (view === 'read' && card.read) {
     return { body: readHtml(card.read), nativeShown: false };
   }
+  if (view === 'terminal' && card.terminal) {
+    return { body: terminalHtml(card, card.terminal), nativeShown: false };
+  }
   return { body: nativeHtml(card.text, false, card.status === 'failed'), nativeShown: true };
 }
 
-/** The actions a card offers. A card whose hunks are all previews (their place in the file is not
- * known) opens them as a proposed change, not as a diff at made-up lines. */
+/** The actions a card offers. A pending card can be stopped (`toolhost/cancelCall`, whoever made
+ * the call). A card whose hunks are all previews (their place in the file is not known) opens them
+ * as a proposed change, not as a diff at made-up lines. */
 export function cardActions(card: Card): { action: string; label: string }[] {
   const actions: { action: string; label: string }[] = [];
+  if (card.status === 'pending') {
+    actions.push({ action: 'stop', label: 'Stop' });
+  }
   if (card.hunks && card.hunks.length > 0) {
     const label = card.hunks.every(isPreviewHunk) ? 'Open proposed change' : 'Open diff';
     actions.push({ action: 'openDiff', label });
@@ -220,7 +293,7 @@ export function renderCard(card: Card): string {
   const actions = cardActions(card)
     .map(
       (a) =>
-        `<button type="button" class="action"${attr('data-action', a.action)}${a.action === 'goto' ? attr('data-loc', 0) : ''}>${escapeHtml(a.label)}</button>`,
+        `<button type="button" class="action${a.action === 'stop' ? ' stop' : ''}"${attr('data-action', a.action)}${a.action === 'goto' ? attr('data-loc', 0) : ''}${a.action === 'stop' ? attr('title', 'Stop this call (toolhost/cancelCall)') : ''}>${escapeHtml(a.label)}</button>`,
     )
     .join('');
   const headerId = `h-${card.callId}`;

@@ -1,8 +1,10 @@
 // The panel's model: live cards (upserted by callId as `toolhost/card` notifications arrive,
-// pending → completed/failed) and, optionally, a replayed session shown instead of them.
-// Pure: no `vscode` import.
+// pending → completed/failed), the live output of running terminal calls (appended from
+// `toolhost/callOutput` until the final card replaces it) and, optionally, a replayed session
+// shown instead of them. Pure: no `vscode` import.
 
 import type { Card } from './protocol';
+import { appendLive, LIVE_OUTPUT_MAX, takesLiveOutput, withLiveOutput, type LiveOutput } from './terminal';
 
 export type StoreEvent =
   | { type: 'upsert'; card: Card }
@@ -18,9 +20,14 @@ export class CardStore {
   /** Live cards in arrival order (oldest first). */
   private live: Card[] = [];
   private replayState: ReplayState | undefined;
+  /** The live output of running calls, by callId (only while their card is pending). */
+  private readonly outputs = new Map<string, LiveOutput>();
   private readonly listeners = new Set<(event: StoreEvent) => void>();
 
-  constructor(private maxCards = 500) {}
+  constructor(
+    private maxCards = 500,
+    private readonly liveOutputMax = LIVE_OUTPUT_MAX,
+  ) {}
 
   setMaxCards(max: number): void {
     this.maxCards = Math.max(1, Math.floor(max));
@@ -41,6 +48,9 @@ export class CardStore {
   private trim(): void {
     if (this.live.length > this.maxCards) {
       const dropped = this.live.splice(0, this.live.length - this.maxCards);
+      for (const card of dropped) {
+        this.outputs.delete(card.callId);
+      }
       if (!this.replayState) {
         this.emit({ type: 'remove', callIds: dropped.map((c) => c.callId) });
       }
@@ -56,6 +66,16 @@ export class CardStore {
       if (existing && existing.status !== 'pending' && card.status === 'pending') {
         return;
       }
+    }
+    // The final card's output is the server's, and replaces what arrived live; a pending card sent
+    // again keeps what has arrived so far.
+    const live = this.outputs.get(card.callId);
+    if (!takesLiveOutput(card)) {
+      this.outputs.delete(card.callId);
+    } else if (live) {
+      card = withLiveOutput(card, live);
+    }
+    if (index >= 0) {
       this.live[index] = card;
     } else {
       this.live.push(card);
@@ -64,6 +84,31 @@ export class CardStore {
       this.emit({ type: 'upsert', card });
     }
     this.trim();
+  }
+
+  /** Appends `text` (a `toolhost/callOutput`) to the output of the running call `callId` and
+   * draws its card again. Ignored (false) unless that call's live card is a pending terminal card:
+   * output that comes late, after the final card, must not change it. */
+  appendOutput(callId: string, text: string): boolean {
+    const index = this.live.findIndex((c) => c.callId === callId);
+    const card = this.live[index];
+    if (!card || !takesLiveOutput(card)) {
+      return false;
+    }
+    const live = appendLive(this.outputs.get(callId), text, this.liveOutputMax);
+    this.outputs.set(callId, live);
+    const updated = withLiveOutput(card, live);
+    this.live[index] = updated;
+    if (!this.replayState) {
+      this.emit({ type: 'upsert', card: updated });
+    }
+    return true;
+  }
+
+  /** The live output kept for a running call (tests and diagnostics). */
+  liveOutput(callId: string): LiveOutput | undefined {
+    const live = this.outputs.get(callId);
+    return live ? { ...live } : undefined;
   }
 
   /** Shows a replayed session instead of the live cards. */
@@ -82,6 +127,7 @@ export class CardStore {
 
   clear(): void {
     this.live = [];
+    this.outputs.clear();
     this.replayState = undefined;
     this.emit({ type: 'reset' });
   }

@@ -1,6 +1,7 @@
 // The language client of `toolhost serve`: starts the binary over stdio with the workspace
-// folders and initializationOptions from settings, feeds `toolhost/card` notifications into the
-// card store, answers `toolhost/lspQuery`, and reports its state (status bar, API).
+// folders and initializationOptions from settings, feeds `toolhost/card` and `toolhost/callOutput`
+// notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
+// output channel), answers `toolhost/lspQuery`, and reports its state (status bar, API).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -14,7 +15,7 @@ import {
 } from 'vscode-languageclient/node';
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
-import { asCard, isObject, methods } from './protocol';
+import { asCallOutput, asCard, asNotice, isObject, methods, type NoticeParams } from './protocol';
 import { resolveServerPath, type Resolved } from './serverPath';
 
 /** Per-start overrides of the settings (used by tests: one workspace and session per run). */
@@ -34,6 +35,9 @@ export interface ClientOverrides {
 export type ServerState = 'stopped' | 'starting' | 'running' | 'failed';
 
 const CLIENT_ID = 'toolhost';
+
+/** How many notices the controller remembers (for the API; the output channel has them all). */
+const NOTICES_KEPT = 100;
 
 function isExecutable(file: string): boolean {
   try {
@@ -66,12 +70,15 @@ export class ToolhostController implements vscode.Disposable {
   private overrides: ClientOverrides = {};
   private queue: Promise<unknown> = Promise.resolve();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly noticeEmitter = new vscode.EventEmitter<NoticeParams>();
+  private readonly noticeList: NoticeParams[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   /** Advertised client capabilities of the last start (for tests and diagnostics). */
   public lastClientCapabilities: unknown;
 
   readonly onDidChangeState = this.stateEmitter.event;
+  readonly onDidNotice = this.noticeEmitter.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -81,7 +88,7 @@ export class ToolhostController implements vscode.Disposable {
     this.statusItem = vscode.window.createStatusBarItem('toolhost.status', vscode.StatusBarAlignment.Left, 10);
     this.statusItem.name = 'toolhost';
     this.statusItem.command = 'toolhost.ui.showPanel';
-    this.disposables.push(this.statusItem, this.stateEmitter);
+    this.disposables.push(this.statusItem, this.stateEmitter, this.noticeEmitter);
     this.render();
     this.statusItem.show();
   }
@@ -102,6 +109,24 @@ export class ToolhostController implements vscode.Disposable {
       return typeof id === 'string' ? id : undefined;
     }
     return undefined;
+  }
+
+  /** The latest notices the server sent, oldest first. */
+  get notices(): NoticeParams[] {
+    return [...this.noticeList];
+  }
+
+  /** A `toolhost/notice`: something the session should know that is not a call's result (a
+   * background job ended). It is shown without stopping anyone (a non-modal message) and logged,
+   * since a message goes away and the log stays. */
+  private notice(notice: NoticeParams): void {
+    this.noticeList.push(notice);
+    if (this.noticeList.length > NOTICES_KEPT) {
+      this.noticeList.splice(0, this.noticeList.length - NOTICES_KEPT);
+    }
+    this.output.appendLine(`[toolhost] notice (${notice.source}): ${notice.text}`);
+    void vscode.window.showInformationMessage(`toolhost: ${notice.text}`);
+    this.noticeEmitter.fire(notice);
   }
 
   private setState(state: ServerState, error?: string): void {
@@ -247,6 +272,18 @@ export class ToolhostController implements vscode.Disposable {
       const card = asCard(raw);
       if (card) {
         this.store.upsert(card);
+      }
+    });
+    client.onNotification(methods.callOutput, (raw: unknown) => {
+      const output = asCallOutput(raw);
+      if (output) {
+        this.store.appendOutput(output.callId, output.text);
+      }
+    });
+    client.onNotification(methods.notice, (raw: unknown) => {
+      const notice = asNotice(raw);
+      if (notice) {
+        this.notice(notice);
       }
     });
     client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));

@@ -21,10 +21,12 @@ import {
   methods,
   toolAnnotations,
   type CallToolResult,
+  type CancelCallResult,
   type Card,
   type ListSessionsResult,
   type ListToolsResult,
   type LspQueryResult,
+  type NoticeParams,
   type ReplaySessionResult,
   type SessionInfo,
   type ToolDescriptor,
@@ -39,6 +41,10 @@ export interface ToolhostApi {
   request<R>(method: string, params?: unknown): Promise<R>;
   listTools(): Promise<ToolDescriptor[]>;
   callTool(name: string, args: unknown): Promise<CallToolResult>;
+  /** `toolhost/cancelCall`: stops the running call `callId` (what a card's Stop button does). */
+  cancelCall(callId: string): Promise<CancelCallResult>;
+  /** The latest `toolhost/notice`s, oldest first. */
+  notices(): NoticeParams[];
   listSessions(all?: boolean): Promise<SessionInfo[]>;
   replaySession(sessionId: string): Promise<Card[]>;
   restart(overrides?: ClientOverrides): Promise<void>;
@@ -68,6 +74,9 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     return card;
   };
 
+  const request = <R>(method: string, params?: unknown): Promise<R> => controller.request<R>(method, params ?? {});
+  const cancelCall = (callId: string) => request<CancelCallResult>(methods.cancelCall, { callId });
+
   const panel = new CardsViewProvider(context.extensionUri, store, {
     openDiff: (card) => diffs.openDiff(card),
     goTo: (card, index) => goToLocation(card, index),
@@ -75,9 +84,32 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       await vscode.env.clipboard.writeText(card.text);
       vscode.window.setStatusBarMessage('toolhost: Native text copied', 2000);
     },
+    stop: async (card) => {
+      try {
+        // The call then ends with its final (failed) card, which replaces the pending one.
+        const { cancelled } = await cancelCall(card.callId);
+        if (!cancelled) {
+          vscode.window.setStatusBarMessage('toolhost: that call is not running any more', 4000);
+        }
+        return cancelled;
+      } catch (err) {
+        void vscode.window.showErrorMessage(`toolhost: cannot stop the call: ${err instanceof Error ? err.message : String(err)}`);
+        return false;
+      }
+    },
+    openSpill: async (card, index) => {
+      const file = card.terminal?.spillPaths?.[index];
+      if (file === undefined) {
+        return;
+      }
+      try {
+        await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: false });
+      } catch (err) {
+        void vscode.window.showErrorMessage(`toolhost: cannot open ${file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
   });
 
-  const request = <R>(method: string, params?: unknown): Promise<R> => controller.request<R>(method, params ?? {});
   const listTools = async () => (await request<ListToolsResult>(methods.listTools, {})).tools;
   const callTool = (name: string, args: unknown) =>
     request<CallToolResult>(methods.callTool, { name, arguments: args });
@@ -262,6 +294,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     request,
     listTools,
     callTool,
+    cancelCall,
+    notices: () => controller.notices,
     listSessions,
     replaySession,
     restart: (overrides) => controller.restart(overrides),

@@ -1,6 +1,7 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
-// first. The host renders card HTML (cardHtml.ts) and posts it; media/panel.js places it and turns
-// clicks and keys into action messages.
+// first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
+// every piece of live output; media/panel.js places it and turns clicks and keys into action
+// messages (Stop, open a spilled output file, …).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -15,6 +16,10 @@ export interface PanelActions {
   openDiff(card: Card): Promise<unknown>;
   goTo(card: Card, index: number): Promise<unknown>;
   copy(card: Card): Promise<unknown>;
+  /** Stop: `toolhost/cancelCall` for the card's call; whether a running call was cancelled. */
+  stop(card: Card): Promise<boolean>;
+  /** Opens the terminal card's spilled output file `index` (`terminal.spillPaths`) in an editor. */
+  openSpill(card: Card, index: number): Promise<unknown>;
 }
 
 export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -119,6 +124,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       return;
     }
     const index = typeof message.loc === 'number' ? message.loc : Number(message.loc ?? 0) || 0;
+    const spill = typeof message.spill === 'number' ? message.spill : Number(message.spill ?? 0) || 0;
     switch (message.action) {
       case 'openDiff':
         await this.actions.openDiff(card);
@@ -128,6 +134,16 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         break;
       case 'copy':
         await this.actions.copy(card);
+        break;
+      case 'stop':
+        if (!(await this.actions.stop(card))) {
+          // Nothing was running under that id (a replayed card, or the call just ended): the page
+          // gives the button back.
+          await this.post({ type: 'stopRefused', callId: card.callId });
+        }
+        break;
+      case 'openSpill':
+        await this.actions.openSpill(card, spill);
         break;
       default:
         break;

@@ -7,7 +7,10 @@ export const methods = {
   callTool: 'toolhost/callTool',
   listSessions: 'toolhost/listSessions',
   replaySession: 'toolhost/replaySession',
+  cancelCall: 'toolhost/cancelCall',
   card: 'toolhost/card',
+  callOutput: 'toolhost/callOutput',
+  notice: 'toolhost/notice',
   lspQuery: 'toolhost/lspQuery',
 } as const;
 
@@ -90,6 +93,25 @@ export interface SearchView {
   total: number;
 }
 
+/** A terminal card's view (`bash`): parsed by the server from the Native text, so a replay shows
+ * the same. While the call runs `output` is empty and the client appends the
+ * `toolhost/callOutput` text it receives; the final card's `output` replaces that. */
+export interface TerminalView {
+  command: string;
+  description?: string | null;
+  /** Where the command ran, as the call named it (relative to the workspace); absent: the root. */
+  cwd?: string | null;
+  /** The output without the final exit marker; may hold ANSI escape sequences. */
+  output: string;
+  /** The exit pill: the exit code (the server sends 0 when the text names none) … */
+  exitCode?: number | null;
+  /** … or the signal that killed the command (`SIGTERM`, …). */
+  signal?: string | null;
+  timedOut?: boolean;
+  /** Files holding a stream's full output, when the text kept only its tail. */
+  spillPaths?: string[];
+}
+
 export interface Card {
   callId: string;
   tool: string;
@@ -107,7 +129,8 @@ export interface Card {
   stats?: Stats | null;
   read?: ReadView | null;
   search?: SearchView | null;
-  /** For kinds without a view in the protocol (terminal, todo, question, fetch, structured, a
+  terminal?: TerminalView | null;
+  /** For kinds without a view in the protocol (todo, question, fetch, structured, a
    * tool's own kind): the call's presentation meta, for clients that draw that kind. */
   data?: unknown;
 }
@@ -165,6 +188,26 @@ export interface CallToolResult {
   callId: string;
   result: ToolExecutionResult;
   card: Card;
+}
+
+/** `toolhost/cancelCall` result: whether a call with that id was running (a finished call's id is
+ * not an error: the Stop button may race the end). */
+export interface CancelCallResult {
+  cancelled: boolean;
+}
+
+/** `toolhost/callOutput`: text the running call `callId` appended to its output. */
+export interface CallOutputParams {
+  callId: string;
+  text: string;
+}
+
+/** `toolhost/notice`: something the session should know that is not a call's result (`source:
+ * "job"`: a background job ended; `data` is its snapshot). */
+export interface NoticeParams {
+  source: string;
+  text: string;
+  data?: unknown;
 }
 
 export interface SessionInfo {
@@ -477,7 +520,61 @@ export function asCard(raw: unknown): Card | undefined {
   } else if (raw.hunks !== undefined && raw.hunks !== null) {
     out.hunks = null;
   }
+  if (raw.terminal !== undefined && raw.terminal !== null) {
+    const terminal = asTerminal(raw.terminal);
+    if (terminal) {
+      out.terminal = terminal;
+    } else {
+      // Unusable: the card is drawn as generic (its Native text), as by a server without views.
+      out.terminal = null;
+    }
+  }
   return out;
+}
+
+/** A terminal view from the wire, or undefined when it lacks the command or the output. Fields of
+ * the wrong type are dropped rather than trusted: they end up in the page (escaped) and drive the
+ * exit pill. */
+function asTerminal(raw: unknown): TerminalView | undefined {
+  if (!isObject(raw) || typeof raw.command !== 'string' || typeof raw.output !== 'string') {
+    return undefined;
+  }
+  const view = { ...raw } as unknown as TerminalView;
+  for (const key of ['description', 'cwd', 'signal'] as const) {
+    if (view[key] !== undefined && view[key] !== null && typeof view[key] !== 'string') {
+      delete view[key];
+    }
+  }
+  if (view.exitCode !== undefined && view.exitCode !== null && !Number.isInteger(view.exitCode)) {
+    delete view.exitCode;
+  }
+  if (view.timedOut !== undefined && typeof view.timedOut !== 'boolean') {
+    delete view.timedOut;
+  }
+  if (view.spillPaths !== undefined) {
+    if (Array.isArray(view.spillPaths)) {
+      view.spillPaths = view.spillPaths.filter((p): p is string => typeof p === 'string' && p !== '');
+    } else {
+      delete view.spillPaths;
+    }
+  }
+  return view;
+}
+
+/** `toolhost/callOutput` params, or undefined for junk. */
+export function asCallOutput(raw: unknown): CallOutputParams | undefined {
+  if (!isObject(raw) || typeof raw.callId !== 'string' || typeof raw.text !== 'string') {
+    return undefined;
+  }
+  return { callId: raw.callId, text: raw.text };
+}
+
+/** `toolhost/notice` params, or undefined for junk (no text to show). */
+export function asNotice(raw: unknown): NoticeParams | undefined {
+  if (!isObject(raw) || typeof raw.text !== 'string' || raw.text === '') {
+    return undefined;
+  }
+  return { source: typeof raw.source === 'string' && raw.source !== '' ? raw.source : 'server', text: raw.text, data: raw.data ?? null };
 }
 
 /** A tool's annotations, MCP's defaults for what it does not say. */

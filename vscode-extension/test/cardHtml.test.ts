@@ -106,15 +106,19 @@ describe('card HTML', () => {
     assert.match(html, /tabindex="0"/);
   });
 
-  it('pending card: spinner, aria-busy, preview hunks, no copy action (no Native text yet)', () => {
+  it('pending card: spinner, aria-busy, preview hunks, Stop, no copy action (no Native text yet)', () => {
     const html = renderCard(pendingWriteCard);
     assert.match(html, /class="status-icon spinner" role="img" aria-label="running"/);
     assert.match(html, /aria-busy="true"/);
     assert.deepEqual(diffLinesOf(html), renderedBody(pendingWriteCard));
     assert.deepEqual(
       cardActions(pendingWriteCard).map((a) => a.action),
-      ['openDiff', 'goto'],
+      ['stop', 'openDiff', 'goto'],
     );
+    // Stop is for running calls only
+    for (const card of [editCard, failedCard, newFileWriteCard]) {
+      assert.equal(cardActions(card).some((a) => a.action === 'stop'), false, card.callId);
+    }
     assert.doesNotMatch(html, /<details/);
   });
 
@@ -152,7 +156,7 @@ describe('card HTML', () => {
     assert.equal(cardActions(mixed)[0]?.label, 'Open diff');
   });
 
-  it('a kind this client has no view for (terminal, or a tool\'s own) is drawn as generic: the Native text', () => {
+  it('a kind this client has no view for (a tool\'s own, or a terminal card without its view) is drawn as generic: the Native text', () => {
     for (const card of [terminalCard, customKindCard]) {
       assert.equal(cardView(card), 'generic');
       const html = renderCard(card);

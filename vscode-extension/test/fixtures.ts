@@ -113,8 +113,8 @@ export const newFileWriteCard: Card = {
   stats: { additions: 2, deletions: 0 },
 };
 
-/** A completed run of a tool with a kind the protocol names but this client has no view for: the
- * generic view, `data` (the presentation meta) carried along. */
+/** A terminal card from a server without terminal views (no `terminal` field): the generic view,
+ * `data` (the presentation meta) carried along. */
 export const terminalCard: Card = {
   callId: 'call_term',
   tool: 'bash',
@@ -333,4 +333,80 @@ export const mcpPendingEditCard: Card = {
     },
   ],
   stats: { additions: 1, deletions: 1 },
+};
+
+/** A `bash` call while it runs (`TerminalView::running`): no output yet; the client appends the
+ * `toolhost/callOutput` text. */
+export const bashPendingCard: Card = {
+  callId: 'call_bash',
+  tool: 'bash',
+  status: 'pending',
+  kind: 'terminal',
+  title: 'for i in 1 2 3; do echo "line $i"; done',
+  text: '',
+  rendered: 'bash for i in 1 2 3; do echo "line $i"; done · pending',
+  locations: [],
+  terminal: { command: 'for i in 1 2 3; do echo "line $i"; done', description: 'count to three', output: '' },
+};
+
+/** The same call finished (the server's real output for such a command): coloured output, stderr,
+ * a non-zero exit (the `[exit code: 3]` line became the pill and left `output`). */
+export const bashCard: Card = {
+  callId: 'call_bash',
+  tool: 'bash',
+  status: 'completed',
+  kind: 'terminal',
+  title: 'for i in 1 2 3; do echo "line $i"; done',
+  text: 'line 1\n\u001b[31mred\u001b[0m <b>\n[stderr]\nerr\n[exit code: 3]',
+  rendered: 'bash for i in 1 2 3; do echo "line $i"; done · completed\nline 1\n\u001b[31mred\u001b[0m <b>\n[stderr]\nerr\n[exit code: 3]',
+  locations: [],
+  terminal: {
+    command: 'for i in 1 2 3; do echo "line $i"; done',
+    description: 'count to three',
+    output: 'line 1\n\u001b[31mred\u001b[0m <b>\n[stderr]\nerr',
+    exitCode: 3,
+  },
+};
+
+/** A command the timeout stopped, in a subdirectory. */
+export const bashTimedOutCard: Card = {
+  callId: 'call_slow',
+  tool: 'bash',
+  status: 'completed',
+  kind: 'terminal',
+  title: 'sleep 5',
+  text: '(no output)\n[timed out after 500ms]\n[killed by signal: SIGTERM]',
+  rendered: 'bash sleep 5 · completed\n(no output)\n[timed out after 500ms]\n[killed by signal: SIGTERM]',
+  locations: [],
+  terminal: { command: 'sleep 5', description: 'slow', cwd: 'sub', output: '(no output)\n[timed out after 500ms]', signal: 'SIGTERM', timedOut: true },
+};
+
+/** Long output: 30 lines shown, the full output spilled to a file. */
+export const bashSpillCard: Card = {
+  callId: 'call_seq',
+  tool: 'bash',
+  status: 'completed',
+  kind: 'terminal',
+  title: 'seq 1 30',
+  text: `${Array.from({ length: 30 }, (_, i) => `${i + 1}`).join('\n')}\n[output truncated; full output: /s/blobs/5af7b9]`,
+  rendered: `bash seq 1 30 · completed\n${Array.from({ length: 30 }, (_, i) => `${i + 1}`).join('\n')}\n[output truncated; full output: /s/blobs/5af7b9]`,
+  locations: [],
+  terminal: {
+    command: 'seq 1 30',
+    output: `${Array.from({ length: 30 }, (_, i) => `${i + 1}`).join('\n')}\n[output truncated; full output: /s/blobs/5af7b9]`,
+    exitCode: 0,
+    spillPaths: ['/s/blobs/5af7b9'],
+  },
+};
+
+/** A `bash` call stopped with Stop (`toolhost/cancelCall`): a failed call is generic. */
+export const bashAbortedCard: Card = {
+  callId: 'call_bash',
+  tool: 'bash',
+  status: 'failed',
+  kind: 'generic',
+  title: 'for i in 1 2 3; do echo "line $i"; done',
+  text: 'the call was cancelled',
+  rendered: 'bash for i in 1 2 3; do echo "line $i"; done · failed\nthe call was cancelled',
+  locations: [],
 };

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv';
-import { asCard, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
+import { asCallOutput, asCard, asNotice, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
 import * as fixtures from './fixtures';
 
 /** docs/schemas of the repository (the tests run from vscode-extension/out/test). */
@@ -80,7 +80,7 @@ describe('wire types against docs/schemas', () => {
 
   it('the card and hunk fields are the ones the extension knows (a new field fails here first)', () => {
     const card = loadSchema('Card');
-    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'hunks', 'kind', 'locations', 'read', 'rendered', 'search', 'stats', 'status', 'text', 'title', 'tool']);
+    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'hunks', 'kind', 'locations', 'read', 'rendered', 'search', 'stats', 'status', 'terminal', 'text', 'title', 'tool']);
     // `caller`: an optional name (or null), the MCP client's, for calls made through toolhost mcp
     assert.ok(!(card.required as string[]).includes('caller'));
     assert.deepEqual((card.properties as Record<string, Record<string, unknown>>).caller?.type, ['string', 'null']);
@@ -92,6 +92,38 @@ describe('wire types against docs/schemas', () => {
     assert.deepEqual(propertyNames(hunk), ['header', 'lines', 'newLines', 'newStart', 'oldLines', 'oldStart', 'path', 'preview']);
     assert.deepEqual(hunk.required, ['path', 'oldStart', 'oldLines', 'newStart', 'newLines', 'lines']);
     assert.deepEqual(def(card, 'CardStatus').enum, ['pending', 'completed', 'failed']);
+  });
+
+  it('terminal cards: the view\'s fields are the ones the extension knows; the fixtures are valid', () => {
+    const card = loadSchema('Card');
+    const view = def(card, 'TerminalView');
+    assert.deepEqual(propertyNames(view), ['command', 'cwd', 'description', 'exitCode', 'output', 'signal', 'spillPaths', 'timedOut']);
+    assert.deepEqual(view.required, ['command', 'output']);
+    const validate = validator('Card');
+    for (const fixture of [fixtures.bashPendingCard, fixtures.bashCard, fixtures.bashTimedOutCard, fixtures.bashSpillCard, fixtures.bashAbortedCard]) {
+      assertValid(validate, fixture, fixture.callId);
+    }
+  });
+
+  it('live output, notices and Stop: the params and results the extension reads and sends', () => {
+    const output = loadSchema('CallOutputParams');
+    assert.deepEqual(propertyNames(output), ['callId', 'text']);
+    assert.deepEqual(output.required, ['callId', 'text']);
+    assert.deepEqual(asCallOutput({ callId: 'c', text: 'line 1\n' }), { callId: 'c', text: 'line 1\n' });
+    assert.equal(asCallOutput({ callId: 'c' }), undefined);
+    const notice = loadSchema('NoticeParams');
+    assert.deepEqual(propertyNames(notice), ['data', 'source', 'text']);
+    assert.deepEqual(notice.required, ['source', 'text']);
+    const job = { source: 'job', text: 'background job bash-1 (bash: echo hi) finished [status: exited, exit code 0]. Read its output with job_output.', data: { id: 'bash-1' } };
+    assertValid(validator('NoticeParams'), job, 'a job notice');
+    assert.deepEqual(asNotice(job), job);
+    assert.deepEqual(asNotice({ text: 'no source' }), { source: 'server', text: 'no source', data: null });
+    assert.equal(asNotice({ source: 'job', text: '' }), undefined);
+    const cancel = loadSchema('CancelCallParams');
+    assert.deepEqual(propertyNames(cancel), ['callId']);
+    assert.deepEqual(cancel.required, ['callId']);
+    assertValid(validator('CancelCallResult'), { cancelled: false }, 'a cancelCall result');
+    assert.deepEqual(propertyNames(loadSchema('CancelCallResult')), ['cancelled']);
   });
 
   it('tool descriptors: annotations with MCP\'s defaults', () => {

@@ -14,6 +14,10 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('ToolhostStop', function()
+  require('toolhost').stop_call()
+end, { desc = 'toolhost: stop the running call under the cursor (or the newest one)' })
+
 local plugs = {
   cards = 'cards',
   clear = 'clear',

@@ -88,8 +88,26 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-mcp-editor',
     'toolhost-mcp-prefer',
     'hl-ToolhostCaller',
+    ':ToolhostStop',
+    'toolhost-terminal',
+    'toolhost-output',
+    'toolhost-notice',
+    'hl-ToolhostExitOk',
+    'hl-ToolhostExitError',
+    'hl-ToolhostExitWarn',
   }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
+  end
+  -- every |link| of the help names a tag: the plugin's own or Neovim's
+  local own = {}
+  for _, l in ipairs(vim.fn.readfile(doc .. '/tags')) do
+    own[l:match('^[^\t]+')] = true
+  end
+  for link in table.concat(vim.fn.readfile(doc .. '/toolhost.txt'), '\n'):gmatch('|([^|%s]+)|') do
+    H.check(
+      own[link] or vim.tbl_contains(vim.fn.getcompletion(link, 'help'), link),
+      'help link |' .. link .. '| has a tag'
+    )
   end
   vim.keymap.del('n', '<leader>tc')
   for _, k in ipairs({ '<leader>tx', '<leader>tt', '<leader>ts' }) do
@@ -793,7 +811,7 @@ test(
   end
 )
 
-test('cards: kinds without a view here (terminal, todo, a tool-invented kind) are drawn as generic', function()
+test('cards: kinds without a view here (todo, a tool’s own kind, a terminal without `terminal`): generic', function()
   local ws, sessions = H.workspace({ ['q.txt'] = 'a\nb\nc\n' })
   H.setup(sessions)
   vim.cmd.edit(ws .. '/q.txt')
@@ -813,6 +831,7 @@ test('cards: kinds without a view here (terminal, todo, a tool-invented kind) ar
     }
   end
   local list = {
+    -- a terminal card without its `terminal` view (an older server) is drawn from `rendered`
     card('k1', 'terminal', '$ make\n+ok\n-1 warning', { command = 'make', exitCode = 0 }),
     card('k2', 'todo', '- [x] one\n- [ ] two', { items = { { text = 'one', done = true } } }),
     card('k3', 'my-own-kind', '@@ not a hunk @@\n+plus\n-minus', { anything = { 1, 2 } }),
@@ -1130,7 +1149,13 @@ test('lsp/toolhost.lua: the config vim.lsp.enable() uses', function()
   H.eq(cfg.filetypes, nil, 'every filetype (root_dir picks the buffers)')
   H.eq(type(cfg.root_dir), 'function', 'root_dir decides per buffer')
   H.eq(cfg.capabilities.experimental.toolhost.lspProvider, true, 'lspProvider capability')
-  for _, m in ipairs({ 'toolhost/card', 'toolhost/lspQuery', '$/cancelRequest' }) do
+  for _, m in ipairs({
+    'toolhost/card',
+    'toolhost/callOutput',
+    'toolhost/notice',
+    'toolhost/lspQuery',
+    '$/cancelRequest',
+  }) do
     H.eq(type(cfg.handlers[m]), 'function', 'handler ' .. m)
   end
   for _, hook in ipairs({ 'on_init', 'on_attach', 'on_exit' }) do
@@ -1236,7 +1261,11 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
     H.eq(out.root, ws, variant .. ': root')
     H.eq(out.cmd, { H.bin(), 'serve', '--session-dir', sessions }, variant .. ': cmd from vim.lsp.config')
     H.eq(out.lsp_provider, true, variant .. ': lspProvider')
-    H.eq(out.handlers, { '$/cancelRequest', 'toolhost/card', 'toolhost/lspQuery' }, variant .. ': handlers')
+    H.eq(
+      out.handlers,
+      { '$/cancelRequest', 'toolhost/callOutput', 'toolhost/card', 'toolhost/lspQuery', 'toolhost/notice' },
+      variant .. ': handlers'
+    )
     H.check(out.session and out.session == out.server_session, variant .. ': session recorded by on_init')
     H.eq(out.call and out.call.status, 'completed', variant .. ': a tool call')
     H.eq(out.clients, 1, variant .. ': one client')
@@ -1698,6 +1727,307 @@ test('toolhost mcp: the agent’s lsp calls are answered by Neovim’s language 
   )
   local card = settled_card(th, res)
   H.eq({ card.status, card.caller }, { 'completed', 'codex-mcp-client' }, 'lsp card labelled with the agent')
+end)
+
+--- Starts a tool call through the plugin API without waiting; `done()` tells whether its
+--- callTool response came, `response()` returns it.
+---@param client vim.lsp.Client
+---@param tool string
+---@param args table
+local function start_call(client, tool, args)
+  local state = { done = false }
+  require('toolhost').call(tool, args, { client = client, echo = false }, function(err, res)
+    state.done, state.err, state.res = true, err, res
+  end)
+  return {
+    done = function()
+      return state.done
+    end,
+    response = function()
+      H.wait(function()
+        return state.done
+      end, 'toolhost/callTool ' .. tool, 30000)
+      assert(not state.err, state.err)
+      return state.res
+    end,
+  }
+end
+
+--- The newest card of a client whose tool is `tool` (nil before its first card).
+---@param client vim.lsp.Client
+---@param tool string
+---@param after integer cards in the store before the call started
+---@return toolhost.Card?
+local function newest_card(client, tool, after)
+  local s = require('toolhost.cards').store(client.id)
+  for i = #s.order, after + 1, -1 do
+    local card = s.by_id[s.order[i]]
+    if card.tool == tool then
+      return card
+    end
+  end
+end
+
+--- The cards-buffer lines of one card (its rows start at its title line) and the first row.
+---@param buf integer
+---@param card toolhost.Card
+---@return string[] lines
+---@return integer row
+local function card_rows(buf, card)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local title = vim.split(card.rendered, '\n')[1]
+  for i, l in ipairs(lines) do
+    if l == title then
+      local out = {}
+      for j = i, #lines do
+        if lines[j] == '' then
+          break
+        end
+        table.insert(out, lines[j])
+      end
+      return out, i
+    end
+  end
+  error('card not in the buffer: ' .. title .. '\n' .. table.concat(lines, '\n'))
+end
+
+--- line_hl_group of each row of a cards buffer.
+---@param buf integer
+---@return table<integer, string>
+local function row_groups(buf)
+  local out = {}
+  local ns = require('toolhost.cards').namespace
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    out[m[2] + 1] = m[4].line_hl_group
+  end
+  return out
+end
+
+test('terminal cards: live bash output while pending, then the final output and `exit 0` / `exit 3`', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  local buf = assert(require('toolhost').cards())
+  local before = #cards.store(c.id).order
+  local command = 'for i in 1 2 3 4; do echo line $i; sleep 0.4; done'
+  local call = start_call(c, 'bash', { command = command, description = 'count to four' })
+  -- `line 1` is in the buffer while the card is still pending (toolhost/callOutput).
+  local live_rows
+  H.wait(function()
+    local card = newest_card(c, 'bash', before)
+    if card and card.status == 'pending' and H.buf_text(buf):find('\nline 1\n', 1, true) then
+      live_rows = card_rows(buf, card)
+      return true
+    end
+  end, 'live output `line 1` in the pending card', 5000)
+  io.stdout:write(
+    '     cards buffer, live terminal card (pending):\n       ' .. table.concat(live_rows, '\n       ') .. '\n'
+  )
+  H.eq(live_rows[1], 'bash ' .. command .. ' · pending', 'title line of the pending card')
+  H.eq(live_rows[2], '$ ' .. command, 'command line')
+  H.eq(live_rows[3], '# count to four', 'description line')
+  H.eq(live_rows[4], 'line 1', 'first live output line')
+  H.check(vim.startswith(live_rows[#live_rows], 'running…'), 'status line while running: ' .. live_rows[#live_rows])
+  H.check(not call.done(), 'the call is still running')
+  local card = call.response().card
+  H.eq(card.status, 'completed', 'final card: ' .. card.rendered)
+  H.eq(card.kind, 'terminal', 'terminal card')
+  local final_rows, row = card_rows(buf, card)
+  io.stdout:write('     cards buffer, final terminal card:\n       ' .. table.concat(final_rows, '\n       ') .. '\n')
+  H.eq(final_rows, {
+    'bash ' .. command .. ' · completed',
+    '$ ' .. command,
+    '# count to four',
+    'line 1',
+    'line 2',
+    'line 3',
+    'line 4',
+    'exit 0',
+  }, 'final terminal card: the output of terminal.output and the exit status')
+  H.eq(cards.live_output(c.id, card.callId), nil, 'the live text is dropped once the final card came')
+  local groups = row_groups(buf)
+  H.eq(groups[row], 'ToolhostCardTitle', 'title highlight')
+  H.eq(groups[row + 1], 'ToolhostTerminalCommand', 'command highlight')
+  H.eq(groups[row + 3], nil, 'output lines are not highlighted')
+  H.eq(groups[row + 7], 'ToolhostExitOk', '`exit 0` highlight')
+  H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostExitOk' }).link, 'DiagnosticOk', 'ToolhostExitOk links to DiagnosticOk')
+
+  -- A failing exit code: `exit 3`, in ToolhostExitError.
+  local res = H.call('bash', { command = 'echo hi; exit 3', description = 'fail' }, c)
+  H.eq({ res.card.status, res.card.terminal.exitCode }, { 'completed', 3 }, 'exit code 3 card')
+  local rows3
+  rows3, row = card_rows(buf, res.card)
+  H.eq(rows3, { 'bash echo hi; exit 3 · completed', '$ echo hi; exit 3', '# fail', 'hi', 'exit 3' }, 'exit 3 card')
+  H.eq(row_groups(buf)[row + 4], 'ToolhostExitError', '`exit 3` highlight')
+  H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostExitError' }).link, 'DiagnosticError', 'links to DiagnosticError')
+
+  -- A timeout: the status line says so (and the server's marker line leaves the output).
+  res = H.call('bash', { command = 'sleep 5', description = 'too slow', timeoutMs = 300 }, c)
+  local rows_t
+  rows_t, row = card_rows(buf, res.card)
+  H.eq(rows_t[#rows_t], 'timed out after 300ms', 'timeout status line: ' .. vim.inspect(rows_t))
+  H.eq(row_groups(buf)[row + #rows_t - 1], 'ToolhostExitWarn', 'timeout highlight')
+  H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostExitWarn' }).link, 'DiagnosticWarn', 'links to DiagnosticWarn')
+  local killed = vim.deepcopy(res.card)
+  killed.terminal.timedOut = nil
+  local killed_lines = cards.terminal_view(killed)
+  H.eq(killed_lines[#killed_lines], 'killed by SIGTERM', 'a signal without a timeout')
+
+  -- The cards buffer and the echo show no ANSI escapes; \r overwrites like a terminal.
+  H.eq(
+    cards.output_lines('\27[1;31mred\27[0m\r\n50%\r100%\n\27]0;title\7\27]8;;http://x\27\\ok\27]8;;\27\\\n'),
+    { 'red', '100%', 'ok' },
+    'ANSI stripped'
+  )
+  res = H.call('bash', { command = [[printf '\033[1;32mgreen\033[0m\n']], description = 'colour' }, c)
+  H.eq(res.card.terminal.output:find('\27[', 1, true) ~= nil, true, 'the server keeps the escapes')
+  H.eq(card_rows(buf, res.card)[4], 'green', 'no escape sequence in the buffer')
+  H.check(not H.buf_text(buf):find('\27', 1, true), 'no ESC anywhere in the cards buffer')
+end)
+
+test('terminal cards: the last 20 lines, `… N more lines`, <CR> opens the full output or the spill file', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  local res = H.call(
+    'bash',
+    { command = [[for i in $(seq 1 30); do printf '\033[32mrow %d\033[0m\n' $i; done]], description = 'thirty rows' },
+    c
+  )
+  local buf = assert(require('toolhost').cards())
+  local rows, row = card_rows(buf, res.card)
+  H.eq(rows[4], '… 10 more lines (<CR> for all)', 'the hidden lines are counted')
+  H.eq(rows[5], 'row 11', 'the tail starts 20 lines from the end')
+  H.eq(rows[#rows - 1], 'row 30', 'last output line')
+  H.eq(rows[#rows], 'exit 0', 'status line')
+  H.eq(#rows, 3 + 1 + 20 + 1, 'title, command, description, more, 20 lines, status')
+  H.eq(row_groups(buf)[row + 3], 'ToolhostTerminalMore', '`… more lines` highlight')
+  -- <CR> on the `… more lines` line opens the whole output in a scratch buffer.
+  local cards_win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_cursor(0, { row + 3, 0 })
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<CR>', true, false, true), 'x', false)
+  local out = vim.api.nvim_get_current_buf()
+  H.check(vim.api.nvim_get_current_win() ~= cards_win, 'the output opens in another window')
+  H.eq(vim.api.nvim_buf_get_name(out), 'toolhost://output/' .. res.card.callId, 'output buffer name')
+  H.eq(vim.bo[out].filetype, 'toolhost-output', 'output buffer filetype')
+  H.eq(vim.bo[out].buftype, 'nofile', 'a scratch buffer')
+  local want = {}
+  for i = 1, 30 do
+    want[i] = 'row ' .. i
+  end
+  H.eq(vim.api.nvim_buf_get_lines(out, 0, -1, false), want, 'the full output, ANSI stripped')
+  vim.cmd('close')
+
+  -- Output the server spilled to a file: <CR> opens that file (spillPaths[1]).
+  res = H.call('bash', { command = 'seq 1 100000', description = 'lots' }, c)
+  local spill = res.card.terminal.spillPaths and res.card.terminal.spillPaths[1]
+  H.check(type(spill) == 'string' and vim.uv.fs_stat(spill) ~= nil, 'a spill file: ' .. vim.inspect(res.card.terminal))
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+  rows, row = card_rows(buf, res.card)
+  H.check(rows[4]:match('^… %d+ more lines %(<CR> for all%)$') ~= nil, 'long output is cut: ' .. rows[4])
+  vim.api.nvim_win_set_cursor(0, { row + 5, 0 })
+  cards.jump()
+  H.eq(vim.api.nvim_buf_get_name(0), spill, '<CR> opens the spill file')
+  H.eq(vim.api.nvim_buf_get_lines(0, 0, 1, false)[1], '1', 'the spill file holds the whole stream')
+  H.eq(vim.bo.readonly, true, 'opened read-only')
+end)
+
+test(':ToolhostStop and <C-c> stop a running bash call (toolhost/cancelCall); the card ends failed', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m, level)
+    table.insert(msgs, { m, level })
+  end
+  local ok, err = pcall(function()
+    vim.cmd('ToolhostStop')
+    H.wait(function()
+      return #msgs > 0
+    end, 'a message')
+    H.eq(msgs[1][1], 'toolhost: no running call to stop', 'nothing to stop')
+
+    -- :ToolhostStop from a file buffer stops the newest pending call.
+    local before = #cards.store(c.id).order
+    local start = vim.uv.now()
+    local call = start_call(c, 'bash', { command = 'echo started; sleep 30', description = 'sleep' })
+    H.wait(function()
+      local card = newest_card(c, 'bash', before)
+      return card and card.status == 'pending' and cards.live_output(c.id, card.callId)
+    end, 'the pending sleep card and its first output')
+    vim.cmd('ToolhostStop')
+    local res = call.response()
+    local elapsed = vim.uv.now() - start
+    H.eq(res.card.status, 'failed', 'the stopped call ends failed')
+    H.eq(res.result.error.info.code, 'ABORTED', 'ABORTED')
+    H.check(elapsed < 5000, ('stopped within seconds (%d ms)'):format(elapsed))
+
+    -- <C-c> in the cards buffer stops the call under the cursor, not the newest pending card
+    -- (here a card of a call the server does not run: bash calls run one at a time, so two
+    -- real ones are never pending together).
+    before = #cards.store(c.id).order
+    call = start_call(c, 'bash', { command = 'sleep 30', description = 'sleep again' })
+    local card
+    H.wait(function()
+      card = newest_card(c, 'bash', before)
+      return card and card.status == 'pending'
+    end, 'the second pending card')
+    local ghost = vim.tbl_extend('force', card, { callId = 'call_not_running', title = 'ghost' })
+    ghost.rendered = 'bash ghost · pending'
+    cards.on_card(c.id, ghost)
+    local buf = assert(require('toolhost').cards())
+    local _, row = card_rows(buf, card)
+    vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
+    start = vim.uv.now()
+    msgs = {}
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<C-c>', true, false, true), 'x', false)
+    res = call.response()
+    H.eq(res.card.status, 'failed', '<C-c>: the call under the cursor ends failed')
+    H.check(vim.uv.now() - start < 5000, 'stopped within seconds')
+    H.eq(msgs, {}, 'no message')
+    -- Elsewhere, :ToolhostStop takes the newest pending card: the server says it is not running.
+    vim.cmd('wincmd p')
+    vim.cmd('ToolhostStop')
+    H.wait(function()
+      return #msgs > 0
+    end, 'the answer to cancelCall')
+    H.eq(msgs[1][1], 'toolhost: call call_not_running is not running (it may just have ended)', 'race message')
+    cards.on_card(c.id, vim.tbl_extend('force', ghost, { status = 'failed', rendered = 'bash ghost · failed' }))
+    H.check(not H.buf_text(buf):find('running…', 1, true), 'no running card left in the buffer')
+  end)
+  vim.notify = orig
+  assert(ok, err)
+end)
+
+test('toolhost/notice: a background job’s end reaches vim.notify', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m, level, opts)
+    table.insert(msgs, { m, level, opts })
+  end
+  local ok, err = pcall(function()
+    local res = H.call('bash', { command = 'echo done', description = 'background', run_in_background = true }, c)
+    H.eq(res.card.status, 'completed', 'the job started: ' .. res.card.rendered)
+    H.wait(function()
+      return #msgs > 0
+    end, 'the job notice', 10000)
+  end)
+  vim.notify = orig
+  assert(ok, err)
+  io.stdout:write('     vim.notify: ' .. msgs[1][1] .. '\n')
+  H.check(msgs[1][1]:match('^background job %S+ %(bash: echo done%) finished') ~= nil, 'notice text: ' .. msgs[1][1])
+  H.eq(msgs[1][2], vim.log.levels.INFO, 'INFO level')
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

@@ -82,7 +82,7 @@ pub struct Host {
     session_id: Option<String>,
     session: Option<Arc<SessionLog>>,
     lsp: Arc<LspHost>,
-    jobs: Option<Arc<toolhost_tools_shell::JobRegistry>>,
+    shell: Option<toolhost_tools_shell::ShellHandles>,
 }
 
 /// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
@@ -132,9 +132,9 @@ impl Host {
         }
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
-        let jobs = if config.shell_enabled {
-            let (_, jobs) = toolhost_tools_shell::register(&registry, config.shell.clone())?;
-            Some(jobs)
+        let shell = if config.shell_enabled {
+            let (_, handles) = toolhost_tools_shell::register(&registry, config.shell.clone())?;
+            Some(handles)
         } else {
             None
         };
@@ -176,7 +176,7 @@ impl Host {
             session_id: options.session_id,
             session: options.session,
             lsp,
-            jobs,
+            shell,
         })
     }
 
@@ -198,11 +198,12 @@ impl Host {
         }
     }
 
-    /// Stops every background job (the connection is going away). Their process groups are
-    /// terminated and reaped by their own tasks; `toolhost_process::terminate_all` backs it up.
-    pub fn stop_jobs(&self) {
-        if let Some(jobs) = &self.jobs {
-            jobs.stop_all();
+    /// Stops every background job and terminal (the connection is going away). Their process
+    /// groups are terminated and reaped by their own tasks; `toolhost_process::terminate_all`
+    /// backs it up.
+    pub fn stop_shell(&self) {
+        if let Some(shell) = &self.shell {
+            shell.stop_all();
         }
     }
 

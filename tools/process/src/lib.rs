@@ -78,6 +78,9 @@ impl GroupState {
 
 struct Shared {
     pgid: rustix::process::Pid,
+    /// The leader also leads a session (a terminal's shell): its job-control children live in
+    /// process groups of their own, so signals and reaping cover the whole session.
+    session: bool,
     state: watch::Sender<GroupState>,
 }
 
@@ -86,8 +89,34 @@ impl Shared {
         if !matches!(*self.state.borrow(), GroupState::Reaped(_)) {
             // ESRCH (nobody left) is fine.
             let _ = rustix::process::kill_process_group(self.pgid, signal);
+            if self.session {
+                for pid in session_members(self.pgid) {
+                    let _ = rustix::process::kill_process(pid, signal);
+                }
+            }
         }
     }
+}
+
+/// The processes of session `sid` (from `/proc/<pid>/stat`: the sixth field), zombies included.
+fn session_members(sid: rustix::process::Pid) -> Vec<rustix::process::Pid> {
+    let mut members = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return members };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid pgrp session …`; comm may hold spaces and parentheses.
+        let session = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+            .and_then(|s| s.parse::<i32>().ok());
+        if session == Some(sid.as_raw_nonzero().get()) {
+            members.extend(rustix::process::Pid::from_raw(pid));
+        }
+    }
+    members
 }
 
 /// A spawned process group: its pipes and its [`GroupHandle`] (reachable through `Deref`).
@@ -147,8 +176,39 @@ fn on_spawner<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> io
 /// Spawns `command` as the leader of a new process group (stdio as configured on `command`).
 /// Must be called inside a tokio runtime: the monitor that reaps the leader runs on it.
 pub fn spawn(mut command: Command, options: SpawnOptions) -> io::Result<ChildGroup> {
+    command.process_group(0);
+    spawn_leader(command, options, false)
+}
+
+/// Spawns `command` as the leader of a new session whose controlling terminal is `terminal`
+/// (the secondary side of a pseudo-terminal), which becomes its stdin, stdout and stderr. Its
+/// process group is the session's first; signals and reaping cover every group of the session
+/// (the jobs an interactive shell starts). The caller keeps the primary side.
+pub fn spawn_in_terminal(
+    mut command: Command,
+    terminal: std::os::fd::OwnedFd,
+    options: SpawnOptions,
+) -> io::Result<ChildGroup> {
+    command.stdin(terminal.try_clone()?).stdout(terminal.try_clone()?).stderr(terminal);
+    // SAFETY: setsid and ioctl are raw system calls, async-signal-safe; nothing is allocated.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(|| {
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0))?;
+            Ok(())
+        });
+    }
+    spawn_leader(command, options, true)
+}
+
+fn spawn_leader(
+    mut command: Command,
+    options: SpawnOptions,
+    session: bool,
+) -> io::Result<ChildGroup> {
     let parent = rustix::process::getpid();
-    command.process_group(0).kill_on_drop(true);
+    command.kill_on_drop(true);
     // SAFETY: the closure runs in the forked child before exec and only makes two raw system
     // calls (prctl, getppid); it allocates nothing and takes no lock, so it is safe after fork in
     // a multi-threaded process.
@@ -176,7 +236,7 @@ pub fn spawn(mut command: Command, options: SpawnOptions) -> io::Result<ChildGro
         .and_then(rustix::process::Pid::from_raw)
         .ok_or_else(|| io::Error::other("the child has no process id"))?;
     let (state, _) = watch::channel(GroupState::Running);
-    let shared = Arc::new(Shared { pgid, state });
+    let shared = Arc::new(Shared { pgid, session, state });
     if let Ok(mut live) = LIVE.lock() {
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&shared));
@@ -192,9 +252,12 @@ pub fn spawn(mut command: Command, options: SpawnOptions) -> io::Result<ChildGro
         drop(child);
         shared.state.send_replace(GroupState::LeaderExited(status));
         if options.kill_group_with_leader {
-            let _ = rustix::process::kill_process_group(shared.pgid, Signal::KILL);
+            shared.signal(Signal::KILL);
         }
         reap_group(shared.pgid, None).await;
+        if shared.session {
+            reap_session(shared.pgid).await;
+        }
         shared.state.send_replace(GroupState::Reaped(status));
     });
     Ok(group)
@@ -226,6 +289,23 @@ async fn reap_group(pgid: rustix::process::Pid, deadline: Option<Instant>) {
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
+
+/// Reaps what is left of session `sid` (its members in other groups become ours once their parent
+/// died, as subreaper), for at most a few seconds.
+async fn reap_session(sid: rustix::process::Pid) {
+    use rustix::process::{WaitOptions, waitpid};
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let members = session_members(sid);
+        if members.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        for pid in members {
+            let _ = waitpid(Some(pid), WaitOptions::NOHANG);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -124,7 +124,7 @@ pub async fn run(
 }
 
 /// The exit code, or the name of the signal that ended the leader.
-fn describe(status: Option<ExitStatus>) -> (Option<i32>, Option<String>) {
+pub(crate) fn describe(status: Option<ExitStatus>) -> (Option<i32>, Option<String>) {
     match status {
         Some(status) => match (status.code(), status.signal()) {
             (Some(code), _) => (Some(code), None),

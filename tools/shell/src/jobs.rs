@@ -176,41 +176,16 @@ impl JobRegistry {
         cwd: PathBuf,
         cx: &ToolContext,
     ) -> Result<String, ToolError> {
-        let owner = owner_of(cx);
-        let active = lock(&self.jobs)
-            .iter()
-            .filter(|j| j.owner == owner && j.snapshot().status.is_active())
-            .count();
-        if active >= self.config.max_jobs_per_owner {
-            return Err(ToolError::plain(format!(
-                "too many background jobs: {active} are running (at most {}); wait for one to \
-                 finish (job_output with wait) or stop one with job_kill",
-                self.config.max_jobs_per_owner
-            )));
-        }
+        let (id, job) = self.admit("bash", command, cx)?;
         let env = crate::env::command_env(std::env::vars_os(), &self.config);
-        let group = exec::spawn(&self.config, command, &cwd, env)
-            .map_err(|e| ToolError::plain(format!("cannot start {}: {e}", self.config.shell)))?;
-        let id = self.next_id("bash");
-        let (finished, _) = watch::channel(false);
-        let job = Arc::new(Job {
-            owner,
-            snapshot: Mutex::new(JobSnapshot {
-                id: id.clone(),
-                kind: "bash".to_owned(),
-                label: command.to_owned(),
-                status: JobStatus::Running,
-                detail: None,
-                started_at: now_ms(),
-                finished_at: None,
-            }),
-            unread: Mutex::default(),
-            stop: CancellationToken::new(),
-            kill_requested: AtomicBool::new(false),
-            finished,
-            cap: self.config.max_output_bytes,
-        });
-        lock(&self.jobs).push(Arc::clone(&job));
+        let group = match exec::spawn(&self.config, command, &cwd, env) {
+            Ok(group) => group,
+            Err(err) => {
+                let message = format!("cannot start {}: {err}", self.config.shell);
+                finish(&job, JobStatus::Failed, message.clone(), None, None);
+                return Err(ToolError::plain(message));
+            }
+        };
         let events = cx.capability::<EventsHandle>();
         let session = cx.session_id().map(str::to_owned);
         let grace = self.config.kill_grace;
@@ -225,21 +200,80 @@ impl JobRegistry {
                 (None, Some(code)) => (JobStatus::Completed, format!("exit code: {code}")),
                 (None, None) => (JobStatus::Failed, "exit status unknown".to_owned()),
             };
-            let snapshot = {
-                let mut snapshot = lock(&job.snapshot);
-                snapshot.status = status;
-                snapshot.detail = Some(detail);
-                snapshot.finished_at = Some(now_ms());
-                snapshot.clone()
-            };
-            job.finished.send_replace(true);
-            if let Some(events) = events {
-                let data = serde_json::to_value(&snapshot).unwrap_or_default();
-                let text = render::completion_notice(&snapshot);
-                events.notice(session.as_deref(), Notice { source: "job".to_owned(), text, data });
-            }
+            finish(&job, status, detail, events, session.as_deref());
         });
         Ok(id)
+    }
+
+    /// Starts a job that is not a process of its own (e.g. waiting on a terminal): `work` gets
+    /// the job's stop signal and returns how it ended and its output.
+    pub fn start_task<F>(
+        &self,
+        kind: &str,
+        label: &str,
+        cx: &ToolContext,
+        work: impl FnOnce(CancellationToken) -> F,
+    ) -> Result<String, ToolError>
+    where
+        F: std::future::Future<Output = (JobStatus, String, String)> + Send + 'static,
+    {
+        let (id, job) = self.admit(kind, label, cx)?;
+        let events = cx.capability::<EventsHandle>();
+        let session = cx.session_id().map(str::to_owned);
+        let running = work(job.stop.clone());
+        tokio::spawn(async move {
+            let (status, detail, output) = running.await;
+            JobSink { job: Arc::clone(&job), index: 0 }.push(output.as_bytes());
+            let status = if job.kill_requested.load(Ordering::SeqCst) && status.is_active() {
+                JobStatus::Killed
+            } else {
+                status
+            };
+            finish(&job, status, detail, events, session.as_deref());
+        });
+        Ok(id)
+    }
+
+    /// Checks the per-session limit and records a new running job.
+    fn admit(
+        &self,
+        kind: &str,
+        label: &str,
+        cx: &ToolContext,
+    ) -> Result<(String, Arc<Job>), ToolError> {
+        let owner = owner_of(cx);
+        let active = lock(&self.jobs)
+            .iter()
+            .filter(|j| j.owner == owner && j.snapshot().status.is_active())
+            .count();
+        if active >= self.config.max_jobs_per_owner {
+            return Err(ToolError::plain(format!(
+                "too many background jobs: {active} are running (at most {}); wait for one to \
+                 finish (job_output with wait) or stop one with job_kill",
+                self.config.max_jobs_per_owner
+            )));
+        }
+        let id = self.next_id(kind);
+        let (finished, _) = watch::channel(false);
+        let job = Arc::new(Job {
+            owner,
+            snapshot: Mutex::new(JobSnapshot {
+                id: id.clone(),
+                kind: kind.to_owned(),
+                label: label.to_owned(),
+                status: JobStatus::Running,
+                detail: None,
+                started_at: now_ms(),
+                finished_at: None,
+            }),
+            unread: Mutex::default(),
+            stop: CancellationToken::new(),
+            kill_requested: AtomicBool::new(false),
+            finished,
+            cap: self.config.max_output_bytes,
+        });
+        lock(&self.jobs).push(Arc::clone(&job));
+        Ok((id, job))
     }
 
     fn find(&self, id: &str, owner: &str) -> Result<Arc<Job>, JobError> {
@@ -299,6 +333,29 @@ impl JobRegistry {
         for job in lock(&self.jobs).iter() {
             job.stop.cancel();
         }
+    }
+}
+
+/// Records how a job ended, wakes its waiters and announces it to its session.
+fn finish(
+    job: &Job,
+    status: JobStatus,
+    detail: String,
+    events: Option<EventsHandle>,
+    session: Option<&str>,
+) {
+    let snapshot = {
+        let mut snapshot = lock(&job.snapshot);
+        snapshot.status = status;
+        snapshot.detail = Some(detail);
+        snapshot.finished_at = Some(now_ms());
+        snapshot.clone()
+    };
+    job.finished.send_replace(true);
+    if let Some(events) = events {
+        let data = serde_json::to_value(&snapshot).unwrap_or_default();
+        let text = render::completion_notice(&snapshot);
+        events.notice(session, Notice { source: "job".to_owned(), text, data });
     }
 }
 

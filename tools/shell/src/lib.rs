@@ -1,5 +1,7 @@
-//! Shell tools: `bash` (one command per call, foreground or as a background job) and the job
-//! tools `job_output`, `job_list`, `job_kill`. docs/tools.md documents their arguments, values and
+//! Shell tools: `bash` (one command per call, foreground or as a background job), the job tools
+//! `job_output`, `job_list`, `job_kill`, and the terminal tools `terminal_open`, `terminal_send`,
+//! `terminal_read`, `terminal_signal`, `terminal_close`, `terminal_list` (interactive sessions
+//! on a pseudo-terminal). docs/tools.md documents their arguments, values and
 //! Native text byte for byte.
 //!
 //! Commands start only through `toolhost-process` (their own process group, killed and reaped as
@@ -18,6 +20,8 @@ mod job_tools;
 mod jobs;
 mod live;
 mod render;
+mod terminal;
+mod terminal_tools;
 
 pub use bash::{BashArgs, BashOutput, BashTool, ForegroundOutput, StreamOutput};
 pub use config::{DEFAULT_SCRUB, ShellConfig};
@@ -25,20 +29,44 @@ pub use env::{FIXED as FIXED_ENV, command_env, is_scrubbed};
 pub use job_tools::{JobKillTool, JobListTool, JobOutputTool};
 pub use jobs::{JobRegistry, JobSnapshot, JobStatus};
 pub use live::LIVE_INTERVAL;
+pub use terminal::{SessionStatus, TerminalRegistry, TerminalSnapshot, WaitReason};
+pub use terminal_tools::MAX_RESULT_BYTES as TERMINAL_MAX_RESULT_BYTES;
 
 use std::sync::Arc;
 use toolhost_contract::{Disposer, RegistrationError, Registry};
 
-/// Registers `bash` and the job tools; the returned registry of jobs lets the host stop them.
+/// What the host keeps of the shell tools: their jobs and terminals, to stop them at the end.
+pub struct ShellHandles {
+    pub jobs: Arc<JobRegistry>,
+    pub terminals: Arc<TerminalRegistry>,
+}
+
+impl ShellHandles {
+    /// Stops every job and terminal (the connection is going away).
+    pub fn stop_all(&self) {
+        self.jobs.stop_all();
+        self.terminals.close_all();
+    }
+}
+
+/// Registers `bash`, the job tools and the terminal tools.
 pub fn register(
     registry: &Registry,
     config: ShellConfig,
-) -> Result<(Vec<Disposer>, Arc<JobRegistry>), RegistrationError> {
+) -> Result<(Vec<Disposer>, ShellHandles), RegistrationError> {
     let config = Arc::new(config);
     let jobs = Arc::new(JobRegistry::new(Arc::clone(&config)));
+    let terminals = Arc::new(TerminalRegistry::new(Arc::clone(&config)));
     let mut disposers = vec![registry.register(BashTool::new(config, Arc::clone(&jobs)))?];
     disposers.push(registry.register(JobOutputTool::new(Arc::clone(&jobs)))?);
     disposers.push(registry.register(JobListTool::new(Arc::clone(&jobs)))?);
     disposers.push(registry.register(JobKillTool::new(Arc::clone(&jobs)))?);
-    Ok((disposers, jobs))
+    let (open, send, read, signal, close, list) = terminal_tools::tools(&terminals, &jobs);
+    disposers.push(registry.register(open)?);
+    disposers.push(registry.register(send)?);
+    disposers.push(registry.register(read)?);
+    disposers.push(registry.register(signal)?);
+    disposers.push(registry.register(close)?);
+    disposers.push(registry.register(list)?);
+    Ok((disposers, ShellHandles { jobs, terminals }))
 }

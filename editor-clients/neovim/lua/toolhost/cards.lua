@@ -18,6 +18,16 @@
 ---@field header? string The header line as the server writes it (`@@ -a,b +c,d @@`, `@@ preview -b +d @@`).
 ---@field preview? boolean A pending change whose place in the file is not known yet.
 
+---@class toolhost.TerminalView
+---@field command string
+---@field description? string
+---@field cwd? string
+---@field output string Empty while the command runs (the live text comes in `toolhost/callOutput`).
+---@field exitCode? integer
+---@field signal? string e.g. `SIGTERM`
+---@field timedOut? boolean
+---@field spillPaths? string[] files holding a stream's full output
+
 ---@class toolhost.Card
 ---@field callId string
 ---@field tool string
@@ -35,10 +45,12 @@
 ---@field stats? {additions: integer, deletions: integer}
 ---@field read? table read cards: {path, offset, lines, totalLines, lang?}
 ---@field search? table search cards: {shape, paths?, files?, locations?, truncated, total}
+---@field terminal? toolhost.TerminalView terminal cards (`bash`)
 ---@field data? any presentation meta of kinds without a view of their own here
 
 ---@class toolhost.LineRole
----@field role 'title'|'header'|'+'|'-'|' '|'text'
+---@field role string lines of `rendered`: 'title', 'header', '+', '-', ' ', 'text'; of a terminal view
+---  (|M.terminal_view|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn'
 ---@field hunk? toolhost.Hunk the hunk of a diff line
 ---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
@@ -48,7 +60,13 @@
 
 ---@class toolhost.LineInfo
 ---@field card toolhost.Card
----@field index integer 1-based line index inside the card's `rendered`
+---@field index integer 1-based line index inside the card's `rendered` (a terminal card: inside
+---  its terminal view, see |M.terminal_view|)
+---@field role? toolhost.LineRole the line's role when it is not read off `rendered` (terminal cards)
+
+---@class toolhost.LiveOutput
+---@field text string the `toolhost/callOutput` text received so far (its tail, see LIVE_CAP)
+---@field dropped integer lines cut off the front of `text` to keep it under LIVE_CAP
 
 local M = {}
 
@@ -63,6 +81,27 @@ local line_info = {}
 ---@type table<integer, integer> client id -> live cards buffer
 local live_bufs = {}
 
+---@type table<integer, table<string, toolhost.LiveOutput>> client id -> callId -> live output
+local outputs = {}
+
+---@type table<string, {buf: integer, client_id?: integer, card: toolhost.Card}> callId -> its output buffer
+local output_bufs = {}
+
+---@type table<integer, boolean> clients with a cards redraw scheduled
+local redraw_due = {}
+
+--- Output lines a terminal card shows; longer output is cut to its tail with a `… N more
+--- lines` line (the whole of it is one <CR> away).
+M.TAIL_LINES = 20
+
+--- Live text kept per running call. The final card carries the authoritative output (the
+--- server keeps only a tail too), so an endless `yes` must not grow Neovim's memory meanwhile.
+local LIVE_CAP = 256 * 1024
+
+--- Redraws for live output are coalesced: the server sends at most ten texts a second per call,
+--- but several calls (and servers) may run at once, and each redraw rewrites the whole buffer.
+local REDRAW_MS = 50
+
 --- Defines the highlight groups (default links, so colorschemes can override them).
 function M.define_highlights()
   local links = {
@@ -74,6 +113,12 @@ function M.define_highlights()
     ToolhostInlineHeader = 'DiagnosticVirtualTextInfo',
     ToolhostInlineDelete = 'DiffDelete',
     ToolhostInlineAdd = 'DiffAdd',
+    ToolhostTerminalCommand = 'Statement',
+    ToolhostTerminalInfo = 'Comment',
+    ToolhostTerminalMore = 'Comment',
+    ToolhostExitOk = 'DiagnosticOk',
+    ToolhostExitError = 'DiagnosticError',
+    ToolhostExitWarn = 'DiagnosticWarn',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -104,6 +149,7 @@ end
 function M.forget(client_id)
   stores[client_id] = nil
   live_bufs[client_id] = nil
+  outputs[client_id] = nil
 end
 
 --- Whether a card reports files a call changed: a completed diff card (by kind, never by
@@ -136,14 +182,75 @@ function M.on_card(client_id, card)
     table.insert(s.order, card.callId)
   end
   s.by_id[card.callId] = card
+  if card.status ~= 'pending' and outputs[client_id] then
+    -- The final card's output replaces the live text.
+    outputs[client_id][card.callId] = nil
+  end
   local first_time_done = changes_files(card) and not (old and old.status == 'completed')
   if first_time_done then
     require('toolhost.inline').on_file_card(card)
   end
   local buf = live_bufs[client_id]
   if buf and vim.api.nvim_buf_is_valid(buf) then
-    M.render(buf, M.list(client_id))
+    M.render(buf, M.list(client_id), client_id)
   end
+  M.refresh_output(card.callId)
+end
+
+--- The live output of a running call (`toolhost/callOutput` text so far), or nil.
+---@param client_id? integer
+---@param call_id string
+---@return toolhost.LiveOutput?
+function M.live_output(client_id, call_id)
+  return client_id and outputs[client_id] and outputs[client_id][call_id] or nil
+end
+
+--- Redraws a client's cards buffer (and the open full-output buffers) soon, once for every
+--- burst of live output.
+---@param client_id integer
+local function redraw_soon(client_id)
+  if redraw_due[client_id] then
+    return
+  end
+  redraw_due[client_id] = true
+  vim.defer_fn(function()
+    redraw_due[client_id] = nil
+    local buf = live_bufs[client_id]
+    if buf and vim.api.nvim_buf_is_valid(buf) then
+      M.render(buf, M.list(client_id), client_id)
+    end
+    for call_id, ob in pairs(output_bufs) do
+      if ob.client_id == client_id then
+        M.refresh_output(call_id)
+      end
+    end
+  end, REDRAW_MS)
+end
+
+--- `toolhost/callOutput {callId, text}`: text a running call appended (bash's stdout and stderr),
+--- shown in its pending card until the final card replaces it.
+---@param client_id integer
+---@param params {callId: string, text: string}
+function M.on_output(client_id, params)
+  if type(params) ~= 'table' or type(params.callId) ~= 'string' or type(params.text) ~= 'string' then
+    return
+  end
+  local card = M.store(client_id).by_id[params.callId]
+  if card and card.status ~= 'pending' then
+    return -- late text of a finished call: its final card is authoritative
+  end
+  outputs[client_id] = outputs[client_id] or {}
+  local live = outputs[client_id][params.callId] or { text = '', dropped = 0 }
+  outputs[client_id][params.callId] = live
+  live.text = live.text .. params.text
+  if #live.text > LIVE_CAP then
+    -- Keep the tail from a line start, counting the lines cut so `… N more lines` stays true.
+    local cut = live.text:find('\n', #live.text - LIVE_CAP, true) or (#live.text - LIVE_CAP)
+    local _, lines = live.text:sub(1, cut):gsub('\n', '')
+    live.dropped = live.dropped + lines
+    live.text = live.text:sub(cut + 1)
+  end
+  redraw_soon(client_id)
 end
 
 --- Adds the earlier cards of a resumed session (oldest first) before every card seen live.
@@ -191,20 +298,144 @@ function M.split(text)
   return vim.split(text, '\n', { plain = true })
 end
 
---- The lines a cards buffer shows: each card's `rendered`, one blank line between cards.
+--- Removes ANSI escape sequences (colours, cursor moves, titles, hyperlinks): a buffer would show
+--- them as `^[[31m`.
+---@param text string
+---@return string
+function M.strip_ansi(text)
+  return (
+    text
+      :gsub('\27%][^\7\27]*\7', '') -- OSC ended by BEL (window titles)
+      :gsub('\27%][^\7\27]*\27\\', '') -- OSC ended by ST (hyperlinks)
+      :gsub('\27[PX^_][^\27]*\27\\', '') -- DCS, SOS, PM, APC
+      :gsub('\27%[[0-?]*[ -/]*[@-~]', '') -- CSI (SGR colours, cursor and erase)
+      :gsub('\27[ -/]*[0-~]', '') -- the rest (`ESC ( B`, `ESC =`, `ESC 7`, …)
+  )
+end
+
+--- Command output as buffer lines: ANSI stripped; a carriage return overwrites the line as a
+--- terminal would (progress bars); other control characters dropped; no empty line for the
+--- final newline.
+---@param text string
+---@return string[]
+function M.output_lines(text)
+  if text == '' then
+    return {}
+  end
+  local out = M.split(M.strip_ansi(text))
+  if out[#out] == '' then
+    table.remove(out)
+  end
+  for i, l in ipairs(out) do
+    l = l:gsub('\r+$', '')
+    l = l:match('[^\r]*$')
+    out[i] = l:gsub('[%z\1-\8\11-\31\127]', '')
+  end
+  return out
+end
+
+--- Whether a card is drawn as a terminal: kind `terminal` with its `terminal` view (a failed
+--- call is `generic`; a terminal card without the view is drawn from `rendered` too).
+---@param card toolhost.Card
+---@return boolean
+function M.is_terminal(card)
+  return card.kind == 'terminal' and type(card.terminal) == 'table'
+end
+
+--- The status line of a terminal card and its role.
+---@param card toolhost.Card
+---@param output string[] the output lines (a final `[timed out after …]` line is taken out)
+---@return string? line
+---@return string? role
+local function exit_line(card, output)
+  local t = card.terminal
+  if card.status == 'pending' then
+    return 'running… (<C-c> or :ToolhostStop stops it)', 'running'
+  end
+  if t.timedOut then
+    -- The server leaves its `[timed out after Nms]` line in the output; it is the status here.
+    local after = output[#output] and output[#output]:match('^%[timed out after (.-)%]$')
+    if after then
+      table.remove(output)
+    end
+    return 'timed out' .. (after and (' after ' .. after) or ''), 'exit-warn'
+  end
+  if type(t.signal) == 'string' and t.signal ~= '' then
+    return 'killed by ' .. t.signal, 'exit-warn'
+  end
+  if type(t.exitCode) == 'number' then
+    return ('exit %d'):format(t.exitCode), t.exitCode == 0 and 'exit-ok' or 'exit-error'
+  end
+  return nil
+end
+
+--- The lines of a terminal card: the title line of `rendered`, `$ <command>`, its description
+--- and working directory, the last |M.TAIL_LINES| lines of output (with a `… N more lines (<CR>
+--- for all)` line above them when there are more), and how it ended (`exit 0`, `exit 2`,
+--- `killed by SIGTERM`, `timed out after 300ms`; `running…` while pending). While the call runs
+--- the output is the live text (`live`); once it ended, `terminal.output`.
+---@param card toolhost.Card a card with `terminal` (|M.is_terminal|)
+---@param live? toolhost.LiveOutput
+---@return string[] lines
+---@return toolhost.LineRole[] roles
+function M.terminal_view(card, live)
+  local t = card.terminal
+  local lines, roles = {}, {}
+  local function add(line, role)
+    table.insert(lines, line)
+    table.insert(roles, { role = role })
+  end
+  add(M.split(card.rendered or '')[1] or '', 'title')
+  for i, l in ipairs(M.output_lines(type(t.command) == 'string' and t.command or '')) do
+    add((i == 1 and '$ ' or '  ') .. l, 'command')
+  end
+  for _, field in ipairs({ 'description', 'cwd' }) do
+    local v = t[field]
+    if type(v) == 'string' and v ~= '' then
+      add((field == 'cwd' and '# in ' or '# ') .. table.concat(M.output_lines(v), ' '), 'meta')
+    end
+  end
+  local pending = card.status == 'pending'
+  local text = pending and live and live.text or (type(t.output) == 'string' and t.output or '')
+  local output = M.output_lines(text)
+  local status, status_role = exit_line(card, output)
+  local hidden = math.max(#output - M.TAIL_LINES, 0) + (pending and live and live.dropped or 0)
+  if hidden > 0 then
+    add(('… %d more line%s (<CR> for all)'):format(hidden, hidden == 1 and '' or 's'), 'more')
+  end
+  for i = math.max(#output - M.TAIL_LINES + 1, 1), #output do
+    add(output[i], 'output')
+  end
+  if status then
+    add(status, status_role)
+  end
+  return lines, roles
+end
+
+--- The lines a cards buffer shows: each card's `rendered`, one blank line between cards; a
+--- terminal card is drawn as its terminal view (|M.terminal_view|) instead.
 ---@param cards toolhost.Card[]
+---@param client_id? integer the client whose live output running terminal cards show
 ---@return string[] lines
 ---@return toolhost.LineInfo[] info
-function M.lines(cards)
+function M.lines(cards, client_id)
   local lines, info = {}, {}
   for i, card in ipairs(cards) do
     if i > 1 then
       table.insert(lines, '')
       table.insert(info, false)
     end
-    for idx, l in ipairs(M.split(card.rendered or '')) do
-      table.insert(lines, l)
-      table.insert(info, { card = card, index = idx })
+    if M.is_terminal(card) then
+      local tlines, roles = M.terminal_view(card, M.live_output(client_id, card.callId))
+      for idx, l in ipairs(tlines) do
+        table.insert(lines, l)
+        table.insert(info, { card = card, index = idx, role = roles[idx] })
+      end
+    else
+      for idx, l in ipairs(M.split(card.rendered or '')) do
+        table.insert(lines, l)
+        table.insert(info, { card = card, index = idx })
+      end
     end
   end
   return lines, info
@@ -272,25 +503,45 @@ local role_groups = {
   header = 'ToolhostHunkHeader',
   ['+'] = 'ToolhostDiffAdd',
   ['-'] = 'ToolhostDiffDelete',
+  command = 'ToolhostTerminalCommand',
+  meta = 'ToolhostTerminalInfo',
+  more = 'ToolhostTerminalMore',
+  running = 'ToolhostTerminalInfo',
+  ['exit-ok'] = 'ToolhostExitOk',
+  ['exit-error'] = 'ToolhostExitError',
+  ['exit-warn'] = 'ToolhostExitWarn',
 }
 
 --- Fills a cards buffer and its highlights.
 ---@param buf integer
 ---@param cards toolhost.Card[]
-function M.render(buf, cards)
-  local lines, info = M.lines(cards)
+---@param client_id? integer the client whose live output running terminal cards show
+function M.render(buf, cards, client_id)
+  local lines, info = M.lines(cards, client_id)
+  -- Live output redraws the buffer several times a second: keep every window's cursor where it
+  -- was (a full replacement would move it).
+  local cursors = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    cursors[win] = vim.api.nvim_win_get_cursor(win)
+  end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
+  for win, pos in pairs(cursors) do
+    pcall(vim.api.nvim_win_set_cursor, win, { math.min(pos[1], #lines), pos[2] })
+  end
   line_info[buf] = info
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   local layouts = {}
   for row, li in ipairs(info) do
     local group
     if li then
-      layouts[li.card] = layouts[li.card] or M.layout(li.card)
-      local role = layouts[li.card][li.index]
+      local role = li.role
+      if not role then
+        layouts[li.card] = layouts[li.card] or M.layout(li.card)
+        role = layouts[li.card][li.index]
+      end
       group = role and role_groups[role.role] or nil
     end
     if group then
@@ -339,13 +590,108 @@ function M.target(li)
   return nil
 end
 
---- <CR> in a cards buffer: open the card's location in the previous window.
+--- Creates (or finds) a `nofile` scratch buffer named `name`.
+---@param name string
+---@param filetype string
+---@return integer buf
+local function named_scratch(name, filetype)
+  local buf
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == name then
+      buf = b
+    end
+  end
+  if not buf then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+  end
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  return buf
+end
+
+--- Fills the full-output buffer of a call (|M.open_output|) with its output now: the live text
+--- while it runs, `terminal.output` (or the failed call's text) once it ended. A window whose
+--- cursor is on the last line follows the end, like `tail -f`.
+---@param call_id string
+function M.refresh_output(call_id)
+  local ob = output_bufs[call_id]
+  if not ob then
+    return
+  end
+  if not vim.api.nvim_buf_is_valid(ob.buf) then
+    output_bufs[call_id] = nil
+    return
+  end
+  local card = ob.client_id and stores[ob.client_id] and stores[ob.client_id].by_id[call_id] or ob.card
+  ob.card = card
+  local live = card.status == 'pending' and M.live_output(ob.client_id, call_id) or nil
+  local lines
+  if M.is_terminal(card) then
+    lines = M.output_lines(live and live.text or card.terminal.output or '')
+  else
+    lines = M.output_lines(card.text or '')
+  end
+  if live and live.dropped > 0 then
+    table.insert(lines, 1, ('[… %d earlier lines not kept while the command runs]'):format(live.dropped))
+  end
+  local following = {}
+  local old_last = vim.api.nvim_buf_line_count(ob.buf)
+  for _, win in ipairs(vim.fn.win_findbuf(ob.buf)) do
+    following[win] = vim.api.nvim_win_get_cursor(win)[1] >= old_last
+  end
+  vim.bo[ob.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(ob.buf, 0, -1, false, lines)
+  vim.bo[ob.buf].modifiable = false
+  vim.bo[ob.buf].modified = false
+  for win, follow in pairs(following) do
+    if follow then
+      pcall(vim.api.nvim_win_set_cursor, win, { math.max(#lines, 1), 0 })
+    end
+  end
+end
+
+--- Opens the full output of a terminal card in a window split off the previous window (or above
+--- the cards window): the first spill file (`terminal.spillPaths[1]`, the whole stream the
+--- server kept on disk) when there is one, else `toolhost://output/<callId>` (filetype
+--- `toolhost-output`, ANSI stripped), which keeps following a running call's live output.
+---@param card toolhost.Card
+---@param client_id? integer the client whose live output a running call shows
+---@return integer buf
+function M.open_output(card, client_id)
+  local t = type(card.terminal) == 'table' and card.terminal or {}
+  local spill = type(t.spillPaths) == 'table' and t.spillPaths[1] or nil
+  local cards_win = vim.api.nvim_get_current_win()
+  vim.cmd('wincmd p')
+  vim.cmd(vim.api.nvim_get_current_win() == cards_win and 'aboveleft split' or 'split')
+  if type(spill) == 'string' and vim.uv.fs_stat(spill) then
+    vim.cmd.edit(vim.fn.fnameescape(spill))
+    vim.bo.readonly = true -- the session's copy of the output, not a file to edit
+    return vim.api.nvim_get_current_buf()
+  end
+  local buf = named_scratch('toolhost://output/' .. card.callId, 'toolhost-output')
+  vim.keymap.set('n', 'q', '<cmd>close<cr>', { buffer = buf, desc = 'toolhost: close the output window' })
+  output_bufs[card.callId] = { buf = buf, client_id = client_id, card = card }
+  vim.api.nvim_win_set_buf(0, buf)
+  M.refresh_output(card.callId)
+  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(buf), 0 })
+  return buf
+end
+
+--- <CR> in a cards buffer: open the card's location in the previous window; on a terminal card,
+--- its full output (|M.open_output|).
 ---@param buf? integer
 function M.jump(buf)
   buf = buf or vim.api.nvim_get_current_buf()
   local row = vim.api.nvim_win_get_cursor(0)[1]
   local li = (line_info[buf] or {})[row]
   if not li then
+    return
+  end
+  if M.is_terminal(li.card) then
+    M.open_output(li.card, vim.b[buf].toolhost_client)
     return
   end
   local path, line = M.target(li)
@@ -363,27 +709,47 @@ function M.jump(buf)
   vim.api.nvim_win_set_cursor(0, { math.min(math.max(line or 1, 1), last), 0 })
 end
 
+--- The call that <C-c> in a cards buffer and |:ToolhostStop| stop: the pending card under the
+--- cursor of cards buffer `buf`, else the newest pending card of `client_id`, else of any client.
+---@param buf? integer
+---@param row? integer 1-based cursor line in `buf`
+---@param client_id? integer
+---@return integer? client_id
+---@return string? call_id
+function M.call_to_stop(buf, row, client_id)
+  local li = buf and row and (line_info[buf] or {})[row] or nil
+  if li and li.card.status == 'pending' and (vim.b[buf].toolhost_client or client_id) then
+    return vim.b[buf].toolhost_client or client_id, li.card.callId
+  end
+  local ids = client_id and { client_id } or {}
+  for id in pairs(stores) do
+    if id ~= client_id then
+      table.insert(ids, id)
+    end
+  end
+  for _, id in ipairs(ids) do
+    local s = stores[id] or { order = {}, by_id = {} }
+    for i = #s.order, 1, -1 do
+      local card = s.by_id[s.order[i]]
+      if card.status == 'pending' then
+        return id, card.callId
+      end
+    end
+  end
+  return nil
+end
+
 --- Creates (or finds) a scratch cards buffer named `name`.
 ---@param name string
 ---@return integer buf
 local function scratch(name)
-  local buf
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_get_name(b) == name then
-      buf = b
-    end
-  end
-  if not buf then
-    buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(buf, name)
-  end
-  vim.bo[buf].buftype = 'nofile'
-  vim.bo[buf].bufhidden = 'hide'
-  vim.bo[buf].swapfile = false
-  vim.bo[buf].filetype = 'toolhost-cards'
+  local buf = named_scratch(name, 'toolhost-cards')
   vim.keymap.set('n', '<CR>', function()
     M.jump(buf)
-  end, { buffer = buf, desc = 'toolhost: jump to the card location' })
+  end, { buffer = buf, desc = 'toolhost: jump to the card location (a terminal card: its full output)' })
+  vim.keymap.set('n', '<C-c>', function()
+    require('toolhost').stop_call()
+  end, { buffer = buf, desc = 'toolhost: stop the running call under the cursor (or the newest one)' })
   vim.keymap.set('n', 'q', '<cmd>close<cr>', { buffer = buf, desc = 'toolhost: close the cards window' })
   return buf
 end
@@ -411,7 +777,7 @@ function M.open_live(client)
   local buf = scratch('toolhost://cards/' .. session)
   live_bufs[client.id] = buf
   vim.b[buf].toolhost_client = client.id
-  M.render(buf, M.list(client.id))
+  M.render(buf, M.list(client.id), client.id)
   show(buf)
   return buf
 end
@@ -437,8 +803,12 @@ end
 --- Echoes a card with the same highlights as the cards buffer.
 ---@param card toolhost.Card
 function M.echo(card)
-  local lines = M.split(card.rendered or '')
-  local layout = M.layout(card)
+  local lines, layout
+  if M.is_terminal(card) then
+    lines, layout = M.terminal_view(card)
+  else
+    lines, layout = M.split(card.rendered or ''), M.layout(card)
+  end
   local chunks = {}
   for i, l in ipairs(lines) do
     local group = layout[i] and role_groups[layout[i].role] or nil

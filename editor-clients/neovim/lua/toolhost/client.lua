@@ -172,13 +172,23 @@ local function init_options(cfg)
   return out
 end
 
---- The handlers of a toolhost client: cards, the editor-backed lsp provider and the server's
---- `$/cancelRequest` of a query it no longer waits for.
+--- The handlers of a toolhost client: cards and the live output of running calls, the server's
+--- notices, the editor-backed lsp provider and the server's `$/cancelRequest` of a query it no
+--- longer waits for.
 ---@return table<string, function>
 function M.handlers()
   return {
     ['toolhost/card'] = function(_, card, ctx)
       require('toolhost.cards').on_card(ctx.client_id, card)
+    end,
+    ['toolhost/callOutput'] = function(_, params, ctx)
+      require('toolhost.cards').on_output(ctx.client_id, params)
+    end,
+    ['toolhost/notice'] = function(_, params)
+      -- e.g. a background job ended: the person should know even with no cards buffer open.
+      if type(params) == 'table' and type(params.text) == 'string' and params.text ~= '' then
+        vim.notify(params.text, vim.log.levels.INFO, { title = 'toolhost' })
+      end
     end,
     ['toolhost/lspQuery'] = function(_, params, ctx)
       return require('toolhost.provider').handle(params, ctx)

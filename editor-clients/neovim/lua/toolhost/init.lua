@@ -126,6 +126,36 @@ function M.call(tool, arguments, opts, cb)
   end)
 end
 
+--- Stops a running call with `toolhost/cancelCall` (whoever started it: this editor or an agent
+--- through `toolhost mcp`): in a cards buffer the pending card under the cursor, else the newest
+--- pending call (|:ToolhostStop|, <C-c> in a cards buffer). `cb(err, cancelled)`; `cancelled` is
+--- false when the call had already ended.
+---@param cb? fun(err: string?, cancelled: boolean?)
+function M.stop_call(cb)
+  local cl = require('toolhost.client')
+  local buf = vim.api.nvim_get_current_buf()
+  local cur = cl.current(buf, false)
+  local client_id, call_id =
+    require('toolhost.cards').call_to_stop(buf, vim.api.nvim_win_get_cursor(0)[1], cur and cur.id)
+  local c = client_id and vim.lsp.get_client_by_id(client_id)
+  if not (c and call_id) or c:is_stopped() then
+    notify('no running call to stop')
+    return cb and cb('no running call')
+  end
+  cl.request(c, 'toolhost/cancelCall', { callId = call_id }, function(err, res)
+    local cancelled = type(res) == 'table' and res.cancelled == true
+    if err then
+      notify(err, vim.log.levels.ERROR)
+    elseif not cancelled then
+      -- Not an error: the Stop may race the end of the call.
+      notify(('call %s is not running (it may just have ended)'):format(call_id))
+    end
+    if cb then
+      cb(err, cancelled)
+    end
+  end)
+end
+
 --- Lists the tools of the current server.
 ---@param cb? fun(err: string?, tools: table[]?)
 function M.tools(cb)

@@ -22,6 +22,8 @@ export interface ToolhostApiLike {
   request<R>(method: string, params?: unknown): Promise<R>;
   listTools(): Promise<{ name: string; inputSchema: unknown }[]>;
   callTool(name: string, args: unknown): Promise<CallToolResult>;
+  cancelCall(callId: string): Promise<{ cancelled: boolean }>;
+  notices(): { source: string; text: string; data?: unknown }[];
   listSessions(all?: boolean): Promise<{ id: string; calls: number }[]>;
   replaySession(sessionId: string): Promise<Card[]>;
   restart(overrides?: {

@@ -166,6 +166,41 @@ describe('toolhost extension in VS Code', function () {
     }
   });
 
+  it('bash: toolhost/callOutput reaches the pending terminal card while the command runs; the final card replaces it', async () => {
+    const live: string[] = [];
+    const sub = api.store.onChange((event) => {
+      if (event.type === 'upsert' && event.card?.tool === 'bash' && event.card.status === 'pending') {
+        live.push(event.card.terminal?.output ?? '');
+      }
+    });
+    try {
+      const response = await api.callTool('bash', { command: 'for i in 1 2 3; do echo "step $i"; sleep 0.3; done', description: 'three steps' });
+      assert.equal(response.result.isError, false, JSON.stringify(response.result));
+      // the pending card was drawn with "step 1" before "step 3" was printed
+      assert.ok(live.some((o) => o.includes('step 1') && !o.includes('step 3')), `live outputs: ${JSON.stringify(live)}`);
+      assert.equal(response.card.kind, 'terminal');
+      assert.deepEqual(response.card.terminal, { command: 'for i in 1 2 3; do echo "step $i"; sleep 0.3; done', description: 'three steps', output: 'step 1\nstep 2\nstep 3\n', exitCode: 0 });
+      assert.deepEqual(api.store.find(response.callId), response.card);
+    } finally {
+      sub.dispose();
+    }
+  });
+
+  it('toolhost/cancelCall stops a running bash call: it ends ABORTED with a failed card in the store; a second cancel finds nothing', async () => {
+    const started = Date.now();
+    const call = api.callTool('bash', { command: 'sleep 30', description: 'wait half a minute' });
+    const pending = await waitFor('the pending bash card', () => api.store.liveCards().find((c) => c.tool === 'bash' && c.title === 'sleep 30' && c.status === 'pending'), 10_000);
+    assert.deepEqual(await api.cancelCall(pending.callId), { cancelled: true });
+    const response = await call;
+    assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
+    assert.equal(response.callId, pending.callId);
+    assert.equal(response.result.isError, true);
+    assert.equal(response.result.error?.info?.code, 'ABORTED');
+    assert.equal(response.card.status, 'failed');
+    assert.deepEqual(api.store.find(pending.callId), response.card);
+    assert.deepEqual(await api.cancelCall(pending.callId), { cancelled: false });
+  });
+
   it('"toolhost: Restart Server" starts a new server and session; the old session is listed', async () => {
     const previous = api.sessionId();
     await vscode.commands.executeCommand('toolhost.ui.restartServer');
