@@ -1,8 +1,10 @@
 // Drives a real VS Code (code-server) in headless Chromium like a person would: the command
 // palette, the toolhost panel's webview DOM, clicks and keys; waits for the companion mocha suites
 // (results JSON written by the test extension) and prints every check and `N passed, N failed`.
-// Last, it plays an agent: `toolhost mcp` started here in the workspace attaches to the
+// Then it plays an agent: `toolhost mcp` started here in the workspace attaches to the
 // extension's `toolhost serve`, and its calls must show up in the panel, labelled with the agent.
+// Last come terminal cards: `bash` from Call Tool…, its live output while it runs, the styled
+// output and exit pill when it ends, Stop, a spilled output file, and a background job's notice.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
@@ -464,6 +466,157 @@ async function agentThroughMcp(page, frame, data) {
   );
 }
 
+/** Runs `bash` from the palette (Call Tool…), as a person would: the tool, then its arguments. */
+async function callBash(page, args) {
+  await palette(page, 'toolhost: Call Tool…');
+  await pick(page, 'bash');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  // the arguments box (with the schema's skeleton), not the tool picker any more
+  await page.waitForFunction(() => /"command"/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+  await input.fill(JSON.stringify(args));
+  await page.keyboard.press('Enter');
+}
+
+/** What a terminal card element shows, read from the live DOM. */
+async function terminalView(frame, callId) {
+  return frame.evaluate((id) => {
+    const card = Array.from(document.querySelectorAll('article[data-call-id]')).find((el) => el.dataset.callId === id);
+    if (!card) {
+      return null;
+    }
+    const pill = card.querySelector('.exit-pill');
+    const visible = (el) => el.getClientRects().length > 0;
+    return {
+      status: card.dataset.status,
+      copies: Array.from(document.querySelectorAll('article[data-call-id]')).filter((el) => el.dataset.callId === id).length,
+      command: card.querySelector('.term-command code')?.textContent ?? null,
+      description: card.querySelector('.term-description')?.textContent ?? null,
+      lines: Array.from(card.querySelectorAll('.term-line')).map((l) => l.textContent),
+      shownLines: Array.from(card.querySelectorAll('.term-line')).filter(visible).length,
+      toggle: card.querySelector('.term-toggle')?.textContent ?? null,
+      pill: pill ? { text: pill.textContent, tone: pill.dataset.tone, colour: getComputedStyle(pill).color } : null,
+      red: Array.from(card.querySelectorAll('.term-line span.ansi-fg-1')).map((el) => ({ text: el.textContent, colour: getComputedStyle(el).color })),
+      plainColour: card.querySelector('.term-line') ? getComputedStyle(card.querySelector('.term-line')).color : null,
+      spills: Array.from(card.querySelectorAll('button[data-action="openSpill"]')).map((b) => b.textContent),
+      stop: card.querySelectorAll('button[data-action="stop"]').length,
+      native: card.querySelector('.native-text')?.textContent ?? null,
+    };
+  }, callId);
+}
+
+/** `rgb(r, g, b)` → [r, g, b]. */
+function rgbOf(colour) {
+  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(colour ?? '');
+  assert(m, `not a colour: ${colour}`);
+  return [Number(m[1]), Number(m[2]), Number(m[3])];
+}
+
+/** Terminal cards (`bash`), called from the extension's own Call Tool… like any other tool. */
+async function terminalCards(page, frame) {
+  await palette(page, 'View: Close All Editors');
+  const loop = `for i in 1 2 3 4 5 6; do echo "line $i"; printf '\\033[31mred\\033[0m\\n'; sleep 0.4; done`;
+  const calls = {};
+  await check('Call Tool… bash: the pending terminal card shows the live output (toolhost/callOutput) while the command runs, with Stop', async () => {
+    await callBash(page, { command: loop, description: 'print six lines, slowly' });
+    const handle = await frame.waitForFunction(
+      (command) => {
+        const card = Array.from(document.querySelectorAll('article[data-kind="terminal"][data-status="pending"]')).find(
+          (el) => el.querySelector('.term-command code')?.textContent === command,
+        );
+        const text = card?.querySelector('.term-output')?.textContent ?? '';
+        return card && text.includes('line 1') ? { callId: card.dataset.callId, text, stop: card.querySelectorAll('button[data-action="stop"]').length } : null;
+      },
+      loop,
+      { timeout: 20_000, polling: 50 },
+    );
+    const seen = await handle.jsonValue();
+    calls.loop = seen.callId;
+    assert(seen.stop === 1, 'a Stop button on the running card');
+    assert(!seen.text.includes('line 6'), `the command is still running, yet its output is all there: ${seen.text}`);
+    log(`    (live output in the pending card: ${JSON.stringify(seen.text)})`);
+  });
+  await shot(page, '09-terminal-card-live');
+
+  await check('when bash ends, its final card replaces the live one: the six lines, "red" in red, the green exit 0 pill', async () => {
+    assert(calls.loop, 'the bash call');
+    await frame.locator(`article[data-call-id="${calls.loop}"][data-status="completed"]`).waitFor({ timeout: 15_000 });
+    const view = await terminalView(frame, calls.loop);
+    assertEqual(view.copies, 1, 'one card for the call');
+    assertEqual(view.command, loop);
+    assertEqual(view.description, 'print six lines, slowly');
+    assertEqual(view.lines, [1, 2, 3, 4, 5, 6].flatMap((i) => [`line ${i}`, 'red']));
+    assert(view.lines.every((l) => !l.includes('\x1b') && !/\[31m|\[0m/.test(l)), `escape sequences shown: ${JSON.stringify(view.lines)}`);
+    assertEqual(view.red.map((r) => r.text), ['red', 'red', 'red', 'red', 'red', 'red'], 'the red spans');
+    const [r, g, b] = rgbOf(view.red[0].colour);
+    assert(r > g + 60 && r > b + 60, `"red" is drawn red: ${view.red[0].colour}`);
+    assert(view.red[0].colour !== view.plainColour, `and not in the plain colour ${view.plainColour}`);
+    assertEqual({ text: view.pill?.text, tone: view.pill?.tone }, { text: 'exit 0', tone: 'ok' }, 'the exit pill');
+    const [pr, pg] = rgbOf(view.pill.colour);
+    assert(pg > pr, `the exit 0 pill is green: ${view.pill.colour}`);
+    assertEqual(view.stop, 0, 'no Stop on a finished card');
+  });
+  await frame.locator(`article[data-call-id="${calls.loop}"]`).scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, '10-terminal-card-done');
+
+  await check('Stop on a running `sleep 30`: toolhost/cancelCall, and within a few seconds a failed card replaces the pending one', async () => {
+    await callBash(page, { command: 'sleep 30', description: 'wait half a minute' });
+    const card = frame.locator('article[data-kind="terminal"][data-status="pending"]', { has: frame.locator('.term-command code', { hasText: /^sleep 30$/ }) });
+    const stop = card.locator('button[data-action="stop"]');
+    await stop.waitFor({ timeout: 20_000 });
+    calls.sleep = await card.getAttribute('data-call-id');
+    const clicked = Date.now();
+    await stop.click();
+    await frame.locator(`article[data-call-id="${calls.sleep}"][data-status="failed"]`).waitFor({ timeout: 10_000 });
+    const took = Date.now() - clicked;
+    assert(took < 5000, `the failed card came ${took} ms after Stop`);
+    const view = await terminalView(frame, calls.sleep);
+    assertEqual(view.copies, 1, 'one card for the call');
+    assert(/aborted/i.test(view.native ?? ''), `the failed card says why: ${view.native}`);
+    log(`    (failed card ${took} ms after Stop)`);
+  });
+
+  await check('long output: the last 20 lines, "Show all N lines" shows the rest; the spilled output opens in an editor tab', async () => {
+    await callBash(page, { command: 'seq 1 20000', description: 'twenty thousand lines' });
+    const card = frame.locator('article[data-kind="terminal"][data-status="completed"]', { has: frame.locator('.term-command code', { hasText: /^seq 1 20000$/ }) });
+    await card.waitFor({ timeout: 30_000 });
+    const callId = await card.getAttribute('data-call-id');
+    let view = await terminalView(frame, callId);
+    const total = view.lines.length;
+    assert(total > 20, `${total} lines`);
+    assertEqual(view.shownLines, 20, 'collapsed to the last 20 lines');
+    assertEqual(view.toggle, `Show all ${total} lines`);
+    await card.locator('.term-toggle').click();
+    view = await terminalView(frame, callId);
+    assertEqual(view.shownLines, total, 'every line after "Show all"');
+    assertEqual(view.toggle, 'Show only the last 20 lines');
+    assertEqual(view.pill?.text, 'exit 0');
+    assert(view.spills.length === 1, `one spill link: ${JSON.stringify(view.spills)}`);
+    const name = path.basename(view.spills[0]);
+    await card.locator('button[data-action="openSpill"]').click();
+    // the blob's name is a long hash: the tab may shorten it
+    await page.locator('.tabs-container .tab.active', { hasText: name.slice(0, 12) }).waitFor({ timeout: 10_000 });
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 10_000 });
+  });
+
+  await check('a background job ends: toolhost/notice shows an information message and a line in the toolhost output channel', async () => {
+    await callBash(page, { command: 'sleep 1; echo job done', description: 'a background job', run_in_background: true });
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'background job' });
+    await toast.first().waitFor({ state: 'visible', timeout: 20_000 });
+    const text = (await toast.first().textContent()) ?? '';
+    assert(/toolhost: background job bash-\d+ \(bash: sleep 1; echo job done\) finished/.test(text), `the message: ${text}`);
+    let lines = [];
+    for (let i = 0; i < 20; i++) {
+      lines = outputChannelLog().filter((l) => l.startsWith('[toolhost] notice (job): background job'));
+      if (lines.length > 0) {
+        break;
+      }
+      await page.waitForTimeout(250);
+    }
+    assert(lines.some((l) => l.includes('sleep 1; echo job done')), `output channel: ${JSON.stringify(lines)}`);
+  });
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -696,6 +849,7 @@ async function main() {
     await shot(page, '07-final');
 
     await agentThroughMcp(page, frame, data);
+    await terminalCards(page, frame);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });
