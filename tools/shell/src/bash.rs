@@ -187,10 +187,14 @@ impl BashTool {
         if let Some(live) = live {
             live.finish().await;
         }
-        let (stdout, stderr) =
+        // Syncing a spill file is blocking I/O; without one, finishing is a few copies.
+        let (stdout, stderr) = if stdout.spilled() || stderr.spilled() {
             tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
                 .await
-                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?;
+                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?
+        } else {
+            (stdout.finish(), stderr.finish())
+        };
         if end.ending == Ending::Stopped {
             return Err(ToolError::aborted());
         }

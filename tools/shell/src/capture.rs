@@ -114,6 +114,11 @@ impl Capture {
         }
     }
 
+    /// Whether finishing touches the disk (a spill file is open and will be synced).
+    pub fn spilled(&self) -> bool {
+        matches!(self.spill, Spill::Open(_))
+    }
+
     /// Ends the stream: closes the spill file (with a marker when it hit its cap) and decodes
     /// the tail. Blocking (the spill file is synced).
     pub fn finish(self) -> CapturedStream {

@@ -113,7 +113,11 @@ pub async fn run(
             () = stop.cancelled() => break Ending::Stopped,
         }
     };
-    group.terminate(grace).await;
+    if ending != Ending::Exited {
+        group.terminate(grace).await;
+    }
+    // After a normal exit the monitor has killed what the command left in its group and reaps
+    // it; nobody waits for that here.
     if !streams_done {
         // What the members wrote before they died is still in the pipes.
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut pumps).await;
