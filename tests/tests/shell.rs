@@ -597,3 +597,45 @@ fn a_pager_in_a_terminal_is_readable_and_the_session_dies_with_the_editor() {
         "a terminal's job outlived its editor"
     );
 }
+
+#[test]
+fn the_workspace_write_sandbox_confines_writes_and_says_what_it_enforced() {
+    let env = Env::new();
+    // Outside the workspace and outside the temp folder (both are writable under the sandbox).
+    let outside = server::workspace_root()
+        .join("target")
+        .join(format!("sandbox-test-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).unwrap();
+    let probe = Command::new(server::binary()).args(["sandbox-exec", "--probe"]).output().unwrap();
+    let enforced = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
+    assert!(["full", "partial", "unavailable"].contains(&enforced.as_str()), "{probe:?}");
+    let mut client = env.start(json!({"shell": {"sandbox": "workspace-write"}}));
+    let inside = bash(
+        &mut client,
+        "echo ok > inside.txt && cat inside.txt && echo tmp > \"${TMPDIR:-/tmp}/th-sandbox-$$\" && rm \"${TMPDIR:-/tmp}/th-sandbox-$$\" && echo tmp-ok",
+    );
+    assert_eq!(text(&inside), "ok\ntmp-ok\n");
+    assert_eq!(inside["result"]["value"]["sandbox"]["enforcement"], enforced.as_str());
+    assert_eq!(inside["result"]["value"]["sandbox"]["denied"], false);
+    let target = outside.join("denied.txt");
+    let out = bash(&mut client, &format!("echo x > {}", target.display()));
+    let body = text(&out);
+    if enforced == "unavailable" {
+        // Nothing was confined, and the result does not pretend otherwise.
+        assert_eq!(out["result"]["value"]["sandbox"]["denied"], false, "{body}");
+        assert!(!body.contains("[sandbox:"), "{body}");
+    } else {
+        assert!(!target.exists(), "the sandbox let a write outside the workspace through");
+        assert!(
+            body.ends_with("Permission denied\n[sandbox: file access denied under workspace-write mode]\n[exit code: 1]"),
+            "{body}"
+        );
+        assert_eq!(out["result"]["value"]["sandbox"]["denied"], true);
+    }
+    // Off by default: the same write goes through without the sandbox.
+    let mut plain = env.start(json!({}));
+    let out = bash(&mut plain, &format!("echo x > {} && echo written", target.display()));
+    assert_eq!(text(&out), "written\n");
+    assert!(out["result"]["value"].get("sandbox").is_none());
+    let _ = std::fs::remove_dir_all(&outside);
+}

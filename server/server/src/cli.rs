@@ -103,6 +103,42 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Internal (`[shell] sandbox`): confine writes to the given folders with Landlock, then
+    /// execute the command in this process. `--probe` prints what the kernel enforces.
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec {
+        #[arg(long = "write", value_name = "DIR")]
+        write: Vec<PathBuf>,
+        #[arg(long)]
+        probe: bool,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+}
+
+/// `toolhost sandbox-exec`: applies the confinement and replaces this process with the command.
+/// Exit 126 (with `toolhost sandbox: …` on stderr) when the confinement cannot be applied, so the
+/// command never runs unconfined by accident; 127 when the command cannot be executed.
+fn sandbox_exec(write: &[PathBuf], probe: bool, command: &[std::ffi::OsString]) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let enforcement = match toolhost_tools_shell::sandbox::confine_writes(write) {
+        Ok(enforcement) => enforcement,
+        Err(err) => {
+            eprintln!("toolhost sandbox: {err}");
+            return ExitCode::from(126);
+        }
+    };
+    if probe {
+        println!("{}", enforcement.as_str());
+        return ExitCode::SUCCESS;
+    }
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("toolhost sandbox: no command to run");
+        return ExitCode::from(126);
+    };
+    let err = std::process::Command::new(program).args(args).exec();
+    eprintln!("toolhost sandbox: cannot run {}: {err}", program.to_string_lossy());
+    ExitCode::from(127)
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,6 +185,9 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    if let Command::SandboxExec { write, probe, command } = &cli.command {
+        return sandbox_exec(write, *probe, command);
+    }
     // Descendants orphaned by a child's death (a language server's helper, a command's
     // background job) are re-parented here rather than to init, so they are reaped here too.
     if let Err(err) = toolhost_process::become_subreaper() {
@@ -405,6 +444,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             println!("{} is {verb} (recorded in {})", root.display(), user.display());
             Ok(0)
         }
+        // Handled in `main` before any runtime starts.
+        Command::SandboxExec { .. } => Ok(2),
     }
 }
 

@@ -133,6 +133,7 @@ struct PartialShell {
     background: Option<bool>,
     max_jobs: Option<usize>,
     kill_grace_ms: Option<u64>,
+    sandbox: Option<toolhost_tools_shell::sandbox::SandboxMode>,
     /// Program-starting or credential-exposing: user config or a trusted workspace only.
     shell: Option<String>,
     scrub: Option<Vec<String>>,
@@ -192,6 +193,11 @@ impl PartialConfig {
     /// handed to the server (pyright's `python.pythonPath` names an interpreter it executes).
     fn strip_program_settings(&mut self, source: &str, warnings: &mut Vec<String>) {
         let mut ignored = Vec::new();
+        // Only the user may turn confinement off; a workspace may only turn it on.
+        if self.shell.sandbox == Some(toolhost_tools_shell::sandbox::SandboxMode::Off) {
+            self.shell.sandbox = None;
+            ignored.push("shell.sandbox");
+        }
         if self.shell.shell.take().is_some() {
             ignored.push("shell.shell");
         }
@@ -391,6 +397,9 @@ fn apply_shell(config: &mut Config, layer: PartialShell) {
     if let Some(v) = layer.max_jobs {
         shell.max_jobs_per_owner = v;
     }
+    if let Some(mode) = layer.sandbox {
+        shell.sandbox = mode;
+    }
     if let Some(ms) = layer.kill_grace_ms {
         shell.kill_grace = std::time::Duration::from_millis(ms);
     }
@@ -481,6 +490,35 @@ mod tests {
         let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytez = 1\n")
             .unwrap_err();
         assert!(err.to_string().contains("read_max_bytez"), "{err}");
+    }
+
+    #[test]
+    fn an_untrusted_workspace_cannot_loosen_the_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let user =
+            PartialConfig::from_toml("user", "[shell]\nsandbox = \"workspace-write\"\n").unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[shell]\nsandbox = \"off\"\nshell = \"/tmp/evil\"\nscrub = []\nmax_jobs = 3\n[shell.env]\nLD_PRELOAD = \"x\"\n",
+        )
+        .unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
+        assert_eq!(
+            config.shell.sandbox,
+            toolhost_tools_shell::sandbox::SandboxMode::WorkspaceWrite
+        );
+        assert_eq!(config.shell.shell, "bash");
+        assert_eq!(config.shell.scrub, toolhost_tools_shell::ShellConfig::default().scrub);
+        assert!(config.shell.env.is_empty());
+        // Limits that only restrict are honoured.
+        assert_eq!(config.shell.max_jobs_per_owner, 3);
+        assert_eq!(
+            config.warnings,
+            [
+                "toolhost.toml: ignored shell.sandbox/shell.shell/shell.scrub/shell.env: the workspace is not trusted (run `toolhost trust` to allow it)"
+            ]
+        );
     }
 
     #[test]

@@ -133,7 +133,10 @@ impl Host {
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
         let shell = if config.shell_enabled {
-            let (_, handles) = toolhost_tools_shell::register(&registry, config.shell.clone())?;
+            let mut shell = config.shell.clone();
+            // Confined commands start through this very binary (`toolhost sandbox-exec`).
+            shell.sandbox_launcher = std::env::current_exe().ok();
+            let (_, handles) = toolhost_tools_shell::register(&registry, shell)?;
             Some(handles)
         } else {
             None

@@ -7,6 +7,7 @@ use crate::exec::{self, Ending};
 use crate::jobs::JobRegistry;
 use crate::live::{LiveFeed, LiveForwarder};
 use crate::render;
+use crate::sandbox::{self, Enforcement, SandboxMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -60,6 +61,22 @@ impl From<CapturedStream> for StreamOutput {
     }
 }
 
+/// How a confined command fared (present only when `[shell] sandbox` is on).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxReport {
+    /// `workspace-write`.
+    pub mode: String,
+    /// The command failed on a write the sandbox refused (inferred from its exit and stderr).
+    pub denied: bool,
+    /// What the kernel enforced: `full`, `partial` or `unavailable` (nothing was confined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<String>,
+    /// The launcher could not apply the sandbox; the command did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_failed: Option<bool>,
+}
+
 /// How a foreground command ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -71,6 +88,8 @@ pub struct ForegroundOutput {
     pub timeout_ms: u64,
     pub stdout: StreamOutput,
     pub stderr: StreamOutput,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
 }
 
 /// The canonical value of `bash`.
@@ -88,12 +107,66 @@ pub enum BashOutput {
 pub struct BashTool {
     config: Arc<ShellConfig>,
     jobs: Arc<JobRegistry>,
+    /// What the kernel enforces, probed once when the sandbox is first used.
+    enforcement: tokio::sync::OnceCell<Enforcement>,
 }
 
 impl BashTool {
     pub fn new(config: Arc<ShellConfig>, jobs: Arc<JobRegistry>) -> Self {
-        BashTool { config, jobs }
+        BashTool { config, jobs, enforcement: tokio::sync::OnceCell::new() }
     }
+}
+
+/// The launcher and the writable folders of a confined call (`None`: not confined).
+pub(crate) type Confinement = Option<(PathBuf, Vec<PathBuf>)>;
+
+/// How a call is confined under `[shell] sandbox`: writable are the workspace's writable roots
+/// and the temp folder. Refuses to run unconfined when confinement was asked for and cannot be
+/// applied.
+pub(crate) fn confinement(
+    config: &ShellConfig,
+    cx: &ToolContext,
+) -> Result<Confinement, ToolError> {
+    if config.sandbox == SandboxMode::Off {
+        return Ok(None);
+    }
+    let launcher = config.sandbox_launcher.clone().ok_or_else(|| {
+        ToolError::plain("[shell] sandbox is on, but this host has no sandbox launcher")
+    })?;
+    let workspace = cx.capability::<Workspace>().ok_or_else(|| {
+        ToolError::plain("the shell tools require a workspace (none is configured)")
+    })?;
+    let mut writable: Vec<PathBuf> = workspace
+        .roots()
+        .iter()
+        .filter(|root| !root.is_read_only())
+        .map(|root| root.canonical().to_path_buf())
+        .collect();
+    writable.push(std::env::temp_dir());
+    Ok(Some((launcher, writable)))
+}
+
+/// Asks the launcher what the kernel would enforce (it confines only itself, then exits).
+async fn probe_enforcement(config: &ShellConfig, launcher: &std::path::Path) -> Enforcement {
+    let mut command = tokio::process::Command::new(launcher);
+    command
+        .args(["sandbox-exec", "--probe"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let Ok(mut group) = toolhost_process::spawn(command, Default::default()) else {
+        return Enforcement::Unavailable;
+    };
+    let mut text = String::new();
+    if let Some(mut out) = group.take_stdout() {
+        use tokio::io::AsyncReadExt;
+        let _ = tokio::time::timeout(Duration::from_secs(5), out.read_to_string(&mut text)).await;
+    }
+    group.terminate(config.kill_grace).await;
+    Enforcement::parse(&text).unwrap_or_else(|| {
+        tracing::warn!(output = %text.trim(), "the sandbox probe gave no answer");
+        Enforcement::Unavailable
+    })
 }
 
 /// Where a call runs: the workspace root, or `workdir` resolved beneath it (symlinks included).
@@ -161,8 +234,16 @@ impl BashTool {
         timeout_ms: u64,
         cx: &ToolContext,
     ) -> Result<ForegroundOutput, ToolError> {
+        let confine = confinement(&self.config, cx)?;
+        let enforcement = match &confine {
+            Some((launcher, _)) => Some(
+                *self.enforcement.get_or_init(|| probe_enforcement(&self.config, launcher)).await,
+            ),
+            None => None,
+        };
         let env = crate::env::command_env(std::env::vars_os(), &self.config);
-        let group = exec::spawn(&self.config, &args.command, &cwd, env)
+        let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
+        let group = exec::spawn(&self.config, &args.command, &cwd, env, confined)
             .map_err(|e| ToolError::plain(format!("cannot start {}: {e}", self.config.shell)))?;
         let cap = self.config.max_output_bytes;
         let spill_cap = self.config.max_spill_bytes;
@@ -198,6 +279,18 @@ impl BashTool {
         if end.ending == Ending::Stopped {
             return Err(ToolError::aborted());
         }
+        let sandbox = enforcement.map(|enforcement| {
+            let runner_failed =
+                end.exit_code == Some(126) && stderr.text.starts_with("toolhost sandbox: ");
+            SandboxReport {
+                mode: self.config.sandbox.as_str().to_owned(),
+                denied: enforcement != Enforcement::Unavailable
+                    && !runner_failed
+                    && sandbox::looks_denied(end.exit_code, &stderr.text),
+                enforcement: Some(enforcement.as_str().to_owned()),
+                runner_failed: runner_failed.then_some(true),
+            }
+        });
         Ok(ForegroundOutput {
             exit_code: end.exit_code,
             signal: end.signal,
@@ -206,6 +299,7 @@ impl BashTool {
             timeout_ms,
             stdout: stdout.into(),
             stderr: stderr.into(),
+            sandbox,
         })
     }
 }
@@ -246,7 +340,8 @@ impl Tool for BashTool {
                     "background jobs are disabled (set [shell] background = true to allow them)",
                 ));
             }
-            let job_id = self.jobs.start_bash(&args.command, cwd, &cx)?;
+            let confine = confinement(&self.config, &cx)?;
+            let job_id = self.jobs.start_bash(&args.command, cwd, confine, &cx)?;
             return Ok(BashOutput::Background { job_id });
         }
         self.foreground(&args, cwd, timeout_ms, &cx).await.map(BashOutput::Foreground)

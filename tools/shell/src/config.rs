@@ -26,6 +26,11 @@ pub struct ShellConfig {
     pub kill_grace: Duration,
     /// The shell every command runs in (`bash`, found on PATH).
     pub shell: String,
+    /// Write confinement of `bash` commands (off by default).
+    pub sandbox: crate::sandbox::SandboxMode,
+    /// The program that applies the confinement and then runs the command: the host's own
+    /// binary (`toolhost sandbox-exec`). Without it, `sandbox` cannot be honoured and calls say so.
+    pub sandbox_launcher: Option<std::path::PathBuf>,
 }
 
 /// The default credential patterns: names matching `KEY|PASSWORD|SECRET|TOKEN`.
@@ -44,6 +49,8 @@ impl Default for ShellConfig {
             env: Vec::new(),
             kill_grace: Duration::from_millis(2000),
             shell: "bash".to_owned(),
+            sandbox: crate::sandbox::SandboxMode::Off,
+            sandbox_launcher: None,
         }
     }
 }

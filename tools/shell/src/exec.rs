@@ -46,14 +46,27 @@ pub struct RunEnd {
     pub signal: Option<String>,
 }
 
-/// Starts `command` in `cwd` with exactly `env`.
+/// Starts `command` in `cwd` with exactly `env`; with `confine`, through the sandbox launcher,
+/// writable only beneath those folders.
 pub fn spawn(
     config: &ShellConfig,
     command: &str,
     cwd: &Path,
     env: Vec<(OsString, OsString)>,
+    confine: Option<(&Path, &[std::path::PathBuf])>,
 ) -> std::io::Result<ChildGroup> {
-    let mut cmd = tokio::process::Command::new(&config.shell);
+    let mut cmd = match confine {
+        Some((launcher, writable)) => {
+            let mut cmd = tokio::process::Command::new(launcher);
+            cmd.arg("sandbox-exec");
+            for dir in writable {
+                cmd.arg("--write").arg(dir);
+            }
+            cmd.arg("--").arg(&config.shell);
+            cmd
+        }
+        None => tokio::process::Command::new(&config.shell),
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)

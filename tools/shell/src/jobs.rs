@@ -174,11 +174,13 @@ impl JobRegistry {
         &self,
         command: &str,
         cwd: PathBuf,
+        confine: crate::bash::Confinement,
         cx: &ToolContext,
     ) -> Result<String, ToolError> {
         let (id, job) = self.admit("bash", command, cx)?;
         let env = crate::env::command_env(std::env::vars_os(), &self.config);
-        let group = match exec::spawn(&self.config, command, &cwd, env) {
+        let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
+        let group = match exec::spawn(&self.config, command, &cwd, env, confined) {
             Ok(group) => group,
             Err(err) => {
                 let message = format!("cannot start {}: {err}", self.config.shell);

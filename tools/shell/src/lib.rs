@@ -20,6 +20,7 @@ mod job_tools;
 mod jobs;
 mod live;
 mod render;
+pub mod sandbox;
 mod terminal;
 mod terminal_tools;
 

@@ -36,6 +36,9 @@ fn foreground(fg: &ForegroundOutput) -> String {
         body.push_str("(no output)");
     }
     let mut markers = Vec::new();
+    if let Some(sandbox) = fg.sandbox.as_ref().filter(|s| s.denied) {
+        markers.push(format!("[sandbox: file access denied under {} mode]", sandbox.mode));
+    }
     if fg.timed_out {
         markers.push(format!("[timed out after {}ms]", fg.timeout_ms));
     }
@@ -110,6 +113,7 @@ mod tests {
             timeout_ms: 120_000,
             stdout: stream(stdout),
             stderr: stream(stderr),
+            sandbox: None,
         }
     }
 
