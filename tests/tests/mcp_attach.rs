@@ -187,6 +187,40 @@ fn when_the_editor_goes_away_later_calls_run_standalone_with_a_note() {
 }
 
 #[test]
+fn an_attached_command_streams_to_the_editor_and_the_agent_s_progress() {
+    let env = Env::new();
+    let mut editor = env.start(json!({}));
+    let mut agent = Mcp::spawn(&env, &[]);
+    agent.initialize("some-agent");
+    let command = "for i in 1 2 3 4 5; do echo step $i; sleep 0.6; done";
+    let id = agent.send_request(
+        "tools/call",
+        json!({"name": "bash", "arguments": {"command": command, "description": "steps"}, "_meta": {"progressToken": "p-3"}}),
+    );
+    let done = agent.response(&id);
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert!(
+        agent
+            .wait_for(Duration::from_millis(100), |m| {
+                m["method"] == "notifications/progress"
+                    && m["params"]["message"].as_str().is_some_and(|t| t.contains("— step "))
+            })
+            .is_some(),
+        "no progress message quoted the output"
+    );
+    let finished = card(&mut editor, "bash", "completed");
+    assert_eq!(finished["caller"], "some-agent");
+    let call_id = finished["callId"].as_str().unwrap().to_owned();
+    let streamed: String = editor
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "toolhost/callOutput" && m["params"]["callId"] == call_id.as_str())
+        .map(|m| m["params"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(streamed, "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n");
+}
+
+#[test]
 fn cancellation_and_registry_changes_cross_the_socket() {
     let env = Env::new();
     let mut editor = env.start(json!({}));

@@ -338,3 +338,24 @@ fn mcp_sessions_are_listed_and_replayed_with_the_caller() {
             .starts_with("edit Edit a.txt · completed · codex-mcp-client")
     );
 }
+
+#[test]
+fn a_running_command_s_output_is_quoted_in_its_progress() {
+    let env = Env::new();
+    let mut mcp = Mcp::spawn(&env, &["--standalone"]);
+    mcp.initialize("some-agent");
+    let command = "for i in 1 2 3 4 5; do echo step $i; sleep 0.6; done";
+    let id = mcp.send_request(
+        "tools/call",
+        json!({"name": "bash", "arguments": {"command": command, "description": "steps"}, "_meta": {"progressToken": "p-2"}}),
+    );
+    let done = mcp.response(&id);
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    let progress = mcp
+        .wait_for(Duration::from_millis(100), |m| {
+            m["method"] == "notifications/progress"
+                && m["params"]["message"].as_str().is_some_and(|t| t.contains("— step "))
+        })
+        .expect("a progress message quoting the output");
+    assert!(progress["params"]["message"].as_str().unwrap().starts_with("bash: running for "));
+}

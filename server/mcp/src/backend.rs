@@ -20,6 +20,9 @@ pub struct ToolCall {
     pub name: String,
     pub arguments: Value,
     pub caller: Option<Caller>,
+    /// Where the call's live output goes while it runs (a `bash` command's stdout and stderr),
+    /// for the client's progress notifications.
+    pub output: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 /// Why a backend could not run or list.

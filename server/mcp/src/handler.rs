@@ -28,6 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_protocol::lsp_ext::ToolDescriptor;
 
+/// The longest output line a progress message quotes (characters).
+const MAX_PROGRESS_LINE: usize = 200;
+
 /// How often a running call reports progress to a client that asked for it.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
@@ -160,10 +163,21 @@ impl McpServer {
     }
 }
 
-/// Reports progress every [`PROGRESS_EVERY`] until dropped.
+/// The last non-empty line of a call's live output, bounded for a progress message.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    Some(match line.char_indices().nth(MAX_PROGRESS_LINE) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    })
+}
+
+/// Reports progress every [`PROGRESS_EVERY`] until dropped, with the last line the call printed
+/// (a `bash` command's output) when there is one.
 fn progress_ticker(
     context: &RequestContext<RoleServer>,
     tool: &str,
+    mut live: tokio::sync::mpsc::UnboundedReceiver<String>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let token = context.meta.get_progress_token()?;
     let peer = context.peer.clone();
@@ -171,12 +185,21 @@ fn progress_ticker(
     Some(tokio::spawn(async move {
         let started = Instant::now();
         let mut ticks = 0u32;
+        let mut latest: Option<String> = None;
         loop {
             tokio::time::sleep(PROGRESS_EVERY).await;
+            while let Ok(text) = live.try_recv() {
+                if let Some(line) = last_line(&text) {
+                    latest = Some(line);
+                }
+            }
             ticks += 1;
             let seconds = started.elapsed().as_secs();
             let mut param = ProgressNotificationParam::new(token.clone(), f64::from(ticks));
-            param.message = Some(format!("{tool}: running for {seconds} s"));
+            param.message = Some(match &latest {
+                Some(line) => format!("{tool}: running for {seconds} s — {line}"),
+                None => format!("{tool}: running for {seconds} s"),
+            });
             if peer.notify_progress(param).await.is_err() {
                 return;
             }
@@ -255,8 +278,10 @@ impl ServerHandler for McpServer {
         let wrapped = shape == Shape::Structured && published_output_schema(&tool.output_schema).1;
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
-        let ticker = progress_ticker(&context, &request.name);
-        let call = ToolCall { name: request.name.to_string(), arguments, caller };
+        let (output, live) = tokio::sync::mpsc::unbounded_channel();
+        let ticker = progress_ticker(&context, &request.name, live);
+        let call =
+            ToolCall { name: request.name.to_string(), arguments, caller, output: Some(output) };
         let outcome = self.backend.call(call, context.ct.clone()).await;
         if let Some(ticker) = ticker {
             ticker.abort();

@@ -22,7 +22,7 @@ use tokio::sync::{oneshot, watch};
 use toolhost_contract::CancellationToken;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
-use toolhost_protocol::lsp_ext::methods;
+use toolhost_protocol::lsp_ext::{CallOutputParams, methods};
 
 /// Longest line either side accepts on the socket.
 pub const MAX_LINE: usize = 128 * 1024 * 1024;
@@ -65,6 +65,8 @@ struct Shared {
     next_id: AtomicI64,
     closed: CancellationToken,
     tools: watch::Sender<u64>,
+    /// Live output of calls in flight, by call id.
+    outputs: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<String>>>,
 }
 
 /// A connection to the editor's toolhost.
@@ -88,6 +90,7 @@ impl AttachClient {
             next_id: AtomicI64::new(1),
             closed: CancellationToken::new(),
             tools: watch::Sender::new(0),
+            outputs: Mutex::new(HashMap::new()),
         });
         let reader = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -107,6 +110,21 @@ impl AttachClient {
                     Ok(Incoming::Notification(note)) if note.method == methods::TOOLS_CHANGED => {
                         reader.tools.send_modify(|g| *g += 1);
                     }
+                    Ok(Incoming::Notification(note)) if note.method == methods::CALL_OUTPUT => {
+                        let output = note
+                            .params
+                            .and_then(|p| serde_json::from_value::<CallOutputParams>(p).ok());
+                        if let Some(output) = output {
+                            let sender = reader
+                                .outputs
+                                .lock()
+                                .ok()
+                                .and_then(|o| o.get(&output.call_id).cloned());
+                            if let Some(sender) = sender {
+                                let _ = sender.send(output.text);
+                            }
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -121,6 +139,19 @@ impl AttachClient {
             }
         });
         Ok(AttachClient { shared })
+    }
+
+    /// Sends call `call_id`'s live output to `sender` (until [`AttachClient::unwatch`]).
+    pub fn watch(&self, call_id: &str, sender: tokio::sync::mpsc::UnboundedSender<String>) {
+        if let Ok(mut outputs) = self.shared.outputs.lock() {
+            outputs.insert(call_id.to_owned(), sender);
+        }
+    }
+
+    pub fn unwatch(&self, call_id: &str) {
+        if let Ok(mut outputs) = self.shared.outputs.lock() {
+            outputs.remove(call_id);
+        }
     }
 
     /// Whether the connection is gone.

@@ -4,7 +4,9 @@
 //! log says when a background job ended even though no call was running then.
 
 use crate::editor::EditorBridge;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
 use toolhost_contract::{HostEvents, Notice};
 use toolhost_protocol::lsp_ext::{CallOutputParams, NoticeParams, methods};
 use toolhost_session::SessionLog;
@@ -12,20 +14,64 @@ use toolhost_session::SessionLog;
 /// The log event a notice becomes.
 pub const NOTICE_EVENT: &str = "job/notice";
 
-/// Events of one host: the editor when there is one, the session log when there is one.
+/// Who else follows a call's live output, by call id: an MCP client waiting on the call (its
+/// progress messages quote the output), directly or across the attach socket.
+#[derive(Clone, Default)]
+pub struct CallWatchers {
+    watchers: Arc<Mutex<HashMap<String, UnboundedSender<String>>>>,
+}
+
+/// Stops the watch when dropped.
+pub struct WatchGuard {
+    watchers: CallWatchers,
+    call_id: String,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.watchers.watchers.lock() {
+            map.remove(&self.call_id);
+        }
+    }
+}
+
+impl CallWatchers {
+    /// Sends `call_id`'s live output to `sender` until the guard is dropped.
+    pub fn watch(&self, call_id: &str, sender: UnboundedSender<String>) -> WatchGuard {
+        if let Ok(mut map) = self.watchers.lock() {
+            map.insert(call_id.to_owned(), sender);
+        }
+        WatchGuard { watchers: self.clone(), call_id: call_id.to_owned() }
+    }
+
+    fn forward(&self, call_id: &str, text: &str) {
+        if let Some(sender) = self.watchers.lock().ok().and_then(|m| m.get(call_id).cloned()) {
+            let _ = sender.send(text.to_owned());
+        }
+    }
+}
+
+/// Events of one host: the editor when there is one, the session log when there is one, and the
+/// watchers of running calls.
 pub struct HostEventSink {
     editor: Option<EditorBridge>,
     log: Option<Arc<SessionLog>>,
+    watchers: CallWatchers,
 }
 
 impl HostEventSink {
-    pub fn new(editor: Option<EditorBridge>, log: Option<Arc<SessionLog>>) -> Self {
-        HostEventSink { editor, log }
+    pub fn new(
+        editor: Option<EditorBridge>,
+        log: Option<Arc<SessionLog>>,
+        watchers: CallWatchers,
+    ) -> Self {
+        HostEventSink { editor, log, watchers }
     }
 }
 
 impl HostEvents for HostEventSink {
     fn call_output(&self, call_id: &str, text: &str) {
+        self.watchers.forward(call_id, text);
         if let Some(editor) = &self.editor {
             let params = CallOutputParams { call_id: call_id.to_owned(), text: text.to_owned() };
             editor.notify(methods::CALL_OUTPUT, &params);

@@ -83,6 +83,7 @@ pub struct Host {
     session: Option<Arc<SessionLog>>,
     lsp: Arc<LspHost>,
     shell: Option<toolhost_tools_shell::ShellHandles>,
+    watchers: crate::events::CallWatchers,
 }
 
 /// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
@@ -164,8 +165,12 @@ impl Host {
         let lsp_handle: LspHandle = lsp.clone();
         // Live output has no client until the editor connects (`set_editor_events`); notices
         // still reach the session log.
-        let events: EventsHandle =
-            Arc::new(crate::events::HostEventSink::new(None, options.session.clone()));
+        let watchers = crate::events::CallWatchers::default();
+        let events: EventsHandle = Arc::new(crate::events::HostEventSink::new(
+            None,
+            options.session.clone(),
+            watchers.clone(),
+        ));
         let capabilities = Capabilities::new()
             .with::<Workspace>(workspace.clone())
             .with::<SpillHandle>(spill)
@@ -180,6 +185,7 @@ impl Host {
             session: options.session,
             lsp,
             shell,
+            watchers,
         })
     }
 
@@ -208,6 +214,11 @@ impl Host {
         if let Some(shell) = &self.shell {
             shell.stop_all();
         }
+    }
+
+    /// Who follows the live output of running calls (MCP clients, for their progress).
+    pub fn call_watchers(&self) -> &crate::events::CallWatchers {
+        &self.watchers
     }
 
     pub fn registry(&self) -> &Registry {

@@ -86,8 +86,11 @@ impl Backend for LocalBackend {
             let host = Arc::clone(&self.host);
             let barrier = Arc::clone(&self.barrier);
             let call_id = new_call_id();
+            let watch =
+                call.output.clone().map(|output| host.call_watchers().watch(&call_id, output));
             // Its own task: a cancelled MCP request drops this future, never the body.
             let task = tokio::spawn(async move {
+                let _watch = watch;
                 let prepared = host
                     .prepare(&call_id, &call.name, call.arguments)
                     .by(call.caller.map(|c| c.name));
@@ -370,15 +373,21 @@ impl Backend for McpBackend {
     ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
         Box::pin(async move {
             if let Some(attached) = self.editor().await? {
+                // Our own call id, so the editor's live output for it finds its way back here.
+                let call_id = new_call_id();
+                if let Some(output) = call.output.clone() {
+                    attached.client.watch(&call_id, output);
+                }
                 let params = CallToolParams {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
-                    call_id: None,
+                    call_id: Some(call_id.clone()),
                 };
                 let result = attached
                     .client
                     .request::<_, CallToolResult>(methods::CALL_TOOL, &params, &cancel)
                     .await;
+                attached.client.unwatch(&call_id);
                 return match result {
                     Ok(result) => Ok(result),
                     Err(_) if attached.client.is_closed() => {

@@ -21,7 +21,7 @@ use toolhost_contract::CancellationToken;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
-    AttachParams, AttachResult, CallToolParams, ListToolsResult, methods,
+    AttachParams, AttachResult, CallOutputParams, CallToolParams, ListToolsResult, methods,
 };
 
 /// Binds the attach socket at `path` and serves it until `state.stop`. Returns the path bound
@@ -180,7 +180,7 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
             (Arc::clone(&state), out.clone(), Arc::clone(&caller), Arc::clone(&requests));
         tokio::spawn(async move {
             let id = request.id.clone();
-            let work = answer(&state, request.method, request.params, &caller);
+            let work = answer(&state, request.method, request.params, &caller, &out);
             let body = tokio::select! {
                 answered = work => match answered {
                     Ok(value) => message::encode_result(&id, &value)
@@ -213,6 +213,7 @@ async fn answer(
     method: String,
     params: Option<Value>,
     caller: &Mutex<Option<String>>,
+    out: &mpsc::UnboundedSender<Vec<u8>>,
 ) -> Result<Value, ErrorObject> {
     let params = params.unwrap_or_else(|| json!({}));
     let invalid =
@@ -258,7 +259,24 @@ async fn answer(
         methods::CALL_TOOL => {
             let p: CallToolParams = serde_json::from_value(params).map_err(invalid)?;
             let who = caller.lock().ok().and_then(|c| c.clone());
-            let result = run_call(state, p.name, p.arguments, p.call_id, who).await?;
+            // The agent's progress messages quote the call's live output: it follows the call
+            // here and is forwarded as `toolhost/callOutput`, as to the editor.
+            let call_id = p.call_id.unwrap_or_else(crate::host::new_call_id);
+            let (live, mut lines) = mpsc::unbounded_channel::<String>();
+            let watch = host.call_watchers().watch(&call_id, live);
+            let forward = out.clone();
+            let id = call_id.clone();
+            tokio::spawn(async move {
+                while let Some(text) = lines.recv().await {
+                    let params = CallOutputParams { call_id: id.clone(), text };
+                    if let Ok(body) = message::encode_notification(methods::CALL_OUTPUT, &params) {
+                        let _ = forward.send(body);
+                    }
+                }
+            });
+            let result = run_call(state, p.name, p.arguments, Some(call_id), who).await;
+            drop(watch);
+            let result = result?;
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         other => {

@@ -276,6 +276,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     let events: toolhost_contract::EventsHandle = Arc::new(crate::events::HostEventSink::new(
         Some(state.editor.clone()),
         Some(Arc::clone(&opened.log)),
+        host.call_watchers().clone(),
     ));
     host.insert_capability(events);
     let provider = params
