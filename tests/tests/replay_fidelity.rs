@@ -1,5 +1,5 @@
-//! Live vs replay: a scripted session of more than 30 calls over the file tools (successes,
-//! failures, spills, post-execute replacements) is replayed from its log alone, and every card and
+//! Live vs replay: a scripted session of more than 30 calls over the file tools and `bash`
+//! (successes, failures, spills, post-execute replacements, terminal cards) is replayed from its log alone, and every card and
 //! Native text is byte-identical to what the live session produced.
 #![allow(clippy::unwrap_used)]
 
@@ -97,6 +97,12 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
         ("read", json!({"offset": "x"})),
         ("glob", json!({"pattern": "["})),
         ("edit", json!({"file_path": "new.txt", "old_string": "one", "new_string": "ONE"})),
+        // Terminal cards: exit pill, signal, timeout and spill link come back from the log.
+        ("bash", json!({"command": "echo out; echo err >&2; exit 3", "description": "exit"})),
+        ("bash", json!({"command": "sleep 5", "description": "slow", "timeoutMs": 200})),
+        ("bash", json!({"command": "head -c 100000 /dev/zero | tr '\\0' y", "description": "big"})),
+        ("bash", json!({"command": "true", "description": "bg", "run_in_background": true})),
+        ("bash", json!({"command": "", "description": "empty"})),
     ]);
     assert!(calls.len() >= 30);
     let mut live = Vec::new();
