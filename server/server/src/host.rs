@@ -348,9 +348,11 @@ impl Host {
         self.run(call, signal).await
     }
 
-    /// Stops every language server this host started (bounded by the pool's shutdown budget)
-    /// and waits for their processes to be reaped. Call it before the host goes away.
+    /// Stops the shell's jobs and terminals and every language server this host started (bounded
+    /// by the pool's shutdown budget) and waits for the servers to be reaped. Call it before the
+    /// host goes away.
     pub async fn shutdown(&self) {
+        self.stop_shell();
         self.lsp.shutdown_all().await;
     }
 }
