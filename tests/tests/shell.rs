@@ -601,10 +601,20 @@ fn a_pager_in_a_terminal_is_readable_and_the_session_dies_with_the_editor() {
 #[test]
 fn the_workspace_write_sandbox_confines_writes_and_says_what_it_enforced() {
     let env = Env::new();
-    // Outside the workspace and outside the temp folder (both are writable under the sandbox).
-    let outside = server::workspace_root()
-        .join("target")
-        .join(format!("sandbox-test-{}", std::process::id()));
+    // Outside the workspace and outside the temp folder (both are writable under the sandbox):
+    // a checkout may itself live in the temp folder, so take the first candidate that does not.
+    let temp = std::env::temp_dir().canonicalize().unwrap();
+    let base = [
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from("/var/tmp")),
+        Some(server::workspace_root().join("target")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|p| p.canonicalize().ok())
+    .find(|p| !p.starts_with(&temp) && !p.starts_with(&env.root))
+    .expect("a writable folder outside the temp folder");
+    let outside = base.join(format!(".toolhost-sandbox-test-{}", std::process::id()));
     std::fs::create_dir_all(&outside).unwrap();
     let probe = Command::new(server::binary()).args(["sandbox-exec", "--probe"]).output().unwrap();
     let enforced = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
