@@ -214,7 +214,9 @@ fn an_attached_command_streams_to_the_editor_and_the_agent_s_progress() {
     let streamed: String = editor
         .seen
         .iter()
-        .filter(|m| m["method"] == "toolhost/callOutput" && m["params"]["callId"] == call_id.as_str())
+        .filter(|m| {
+            m["method"] == "toolhost/callOutput" && m["params"]["callId"] == call_id.as_str()
+        })
         .map(|m| m["params"]["text"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(streamed, "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n");
