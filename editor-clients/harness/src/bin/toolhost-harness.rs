@@ -123,6 +123,11 @@ fn demo(bin: &Path) -> Result<u8, Box<dyn std::error::Error>> {
             "edit",
             json!({"file_path": "src/main.c", "old_string": "return 0;", "new_string": "return 1;"}),
         ),
+        // A shell command: a terminal card with its exit pill (grep finds one line, so 0).
+        (
+            "bash",
+            json!({"command": "grep -rn 'from toolhost' src", "description": "Find the new greeting"}),
+        ),
     ];
     for (tool, args) in steps {
         let response = client.call_tool(tool, args)?;
