@@ -9,7 +9,7 @@
 //! capability; output is captured with a bounded tail in memory and the whole stream spilled
 //! through the `SpillStore` capability; live output goes to the `HostEvents` capability. The
 //! shell process itself is, by design, not confined to the workspace: it runs with the user's
-//! rights (docs/design.md, Shell).
+//! rights (docs/design.md §7, Shell).
 
 mod bash;
 mod capture;
