@@ -621,7 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn exited_status_reads_like_the_reference() {
+    fn exited_status_names_a_missing_part_null() {
         let status = SessionStatus::Exited { exit_code: Some(0), signal: None };
         assert_eq!(status.describe(), "exited code=0 signal=null");
         assert_eq!(SessionStatus::Running.describe(), "running");
