@@ -418,7 +418,12 @@ impl TerminalRegistry {
         }
         let open = lock(&self.terms)
             .iter()
-            .filter(|t| t.owner == owner && !t.closing.load(Ordering::SeqCst))
+            // A shell that exited on its own no longer counts against the limit.
+            .filter(|t| {
+                t.owner == owner
+                    && !t.closing.load(Ordering::SeqCst)
+                    && matches!(*t.status.borrow(), SessionStatus::Running)
+            })
             .count();
         if open >= MAX_TERMINALS {
             return Err(TerminalError::TooMany(open));
