@@ -80,9 +80,14 @@ pub fn spawn(
     toolhost_process::spawn(cmd, SpawnOptions { kill_group_with_leader: true })
 }
 
-async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: &mut impl Sink) {
+/// The pipe capacity asked for: a command that writes fast wakes this reader a sixteenth as often
+/// as with the default 64 KiB (the kernel may grant less; then the default stays).
+const PIPE_CAPACITY: usize = 1024 * 1024;
+
+async fn pump<R: AsyncRead + Unpin + std::os::fd::AsFd>(reader: Option<R>, sink: &mut impl Sink) {
     let Some(mut reader) = reader else { return };
-    let mut buf = vec![0u8; 64 * 1024];
+    let _ = rustix::pipe::fcntl_setpipe_size(reader.as_fd(), PIPE_CAPACITY);
+    let mut buf = vec![0u8; 256 * 1024];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => return,
