@@ -3,8 +3,10 @@
 // (results JSON written by the test extension) and prints every check and `N passed, N failed`.
 // Then it plays an agent: `toolhost mcp` started here in the workspace attaches to the
 // extension's `toolhost serve`, and its calls must show up in the panel, labelled with the agent.
-// Last come terminal cards: `bash` from Call Tool…, its live output while it runs, the styled
+// Then come terminal cards: `bash` from Call Tool…, its live output while it runs, the styled
 // output and exit pill when it ends, Stop, a spilled output file, and a background job's notice.
+// Last, Revert on the agent's edit card: Revert since here asks first, Revert puts the file's
+// bytes back and adds its own card, Revert Call… from the palette, and a refused revert.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
@@ -307,12 +309,14 @@ function outputChannelLog() {
 }
 
 /** Plays an agent: `toolhost mcp` in the workspace, with the environment the extension's server
- * got, attaches to that server; its calls show up in the panel as cards labelled "claude-code". */
+ * got, attaches to that server; its calls show up in the panel as cards labelled "claude-code".
+ * Resolves the agent's edit (call id, file, the file's bytes before it) for the Revert checks. */
 async function agentThroughMcp(page, frame, data) {
   const bin = process.env.TOOLHOST_TEST_BIN;
   const ws = process.env.TOOLHOST_TEST_WS;
   const file = path.join(ws ?? '', 'mcp.txt');
   const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const beforeBytes = fs.existsSync(file) ? fs.readFileSync(file) : undefined;
   let server;
   await check("the extension's toolhost serve for the workspace listens on its attach socket", async () => {
     assert(bin && ws, 'TOOLHOST_TEST_BIN and TOOLHOST_TEST_WS are set');
@@ -407,7 +411,7 @@ async function agentThroughMcp(page, frame, data) {
       assert(await badge.isVisible(), 'the caller badge is visible');
       assertEqual(await card.getAttribute('data-caller'), 'claude-code');
       assertEqual((await card.locator('.stats').textContent()).trim(), '+1 −1');
-      assertEqual(await card.locator('button[data-action]').evaluateAll((els) => els.map((e) => e.dataset.action)), ['openDiff', 'goto', 'copy']);
+      assertEqual(await card.locator('button[data-action]').evaluateAll((els) => els.map((e) => e.dataset.action)), ['openDiff', 'goto', 'copy', 'revert', 'revertSince']);
       const read = frame.locator(`article[data-call-id="${calls.read}"][data-status="completed"][data-caller="claude-code"]`);
       await read.waitFor({ timeout: 5000 });
       assertEqual(await read.locator('.read-line .ln').allTextContents(), ['1', '2', '3']);
@@ -464,6 +468,7 @@ async function agentThroughMcp(page, frame, data) {
       assert(provider.registered ? / registered: /.test(lines[0]) : / not registered: /.test(lines[0]), lines[0]);
     },
   );
+  return { file, before: beforeBytes, edit: calls.edit };
 }
 
 /** Runs `bash` from the palette (Call Tool…), as a person would: the tool, then its arguments. */
@@ -614,6 +619,128 @@ async function terminalCards(page, frame) {
     }
     assert(lines.some((l) => l.includes('sleep 1; echo job done')), `output channel: ${JSON.stringify(lines)}`);
   });
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+}
+
+/** The toasts on show (to say what went wrong when a card does not come). */
+async function toastTexts(page) {
+  return page.locator('.notifications-toasts .notification-toast').allTextContents().catch(() => []);
+}
+
+/** Revert on the agent's edit card (an agent's change undone from the editor): Revert since here
+ * asks first (cancelled here), Revert puts back the file's bytes and adds the revert's own card,
+ * which can be reverted in turn; from the palette, Revert Call… lists the cards to pick from. */
+async function revertCards(page, frame, agentEdit) {
+  const id = agentEdit?.edit;
+  const card = () => frame.locator(`article[data-call-id="${id}"]`);
+  const cardIds = () => frame.locator('article[data-call-id]').evaluateAll((els) => els.map((e) => e.dataset.callId));
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+
+  await check('"Revert since here" on the agent\'s edit card asks first (a modal naming the call); Cancel changes nothing', async () => {
+    assert(id && agentEdit.before, "the agent's edit and mcp.txt before it");
+    const button = card().locator('button[data-action="revertSince"]');
+    assertEqual(await button.textContent(), 'Revert since here');
+    assert(((await button.getAttribute('title')) ?? '').includes(id), `title: ${await button.getAttribute('title')}`);
+    const idsBefore = await cardIds();
+    const onDisk = fs.readFileSync(agentEdit.file);
+    await button.scrollIntoViewIfNeeded();
+    await button.click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+    const text = (await dialog.textContent()) ?? '';
+    assert(text.includes(`Revert every file change since "Edit mcp.txt" (${id})?`) && /all of them or none/.test(text), `the dialog: ${text}`);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+    await page.waitForTimeout(500);
+    assertEqual(await cardIds(), idsBefore, 'no new card');
+    assert(fs.readFileSync(agentEdit.file).equals(onDisk), 'mcp.txt unchanged');
+  });
+
+  const revert = {};
+  await check('"Revert" (keyboard: focus + Enter) on the agent\'s edit card: mcp.txt holds exactly its bytes from before the edit, and a completed "Revert <callId>" card comes first', async () => {
+    assert(id && agentEdit.before, "the agent's edit and mcp.txt before it");
+    const button = card().locator('button[data-action="revert"]');
+    assertEqual(await button.textContent(), 'Revert');
+    assert(((await button.getAttribute('title')) ?? '').includes(id), `title: ${await button.getAttribute('title')}`);
+    const idsBefore = await cardIds();
+    await button.scrollIntoViewIfNeeded();
+    await button.focus();
+    await page.keyboard.press('Enter');
+    const done = frame.locator('article[data-kind="diff"][data-status="completed"]', { has: frame.locator('.card-title', { hasText: `Revert ${id}` }) });
+    try {
+      await done.waitFor({ timeout: 20_000 });
+    } catch (err) {
+      const failed = await frame.locator('article[data-status="failed"] .native-text').first().textContent().catch(() => null);
+      throw new Error(`no completed revert card (${err.message.split('\n')[0]}); toasts: ${JSON.stringify(await toastTexts(page))}; newest failed card: ${JSON.stringify(failed)}`);
+    }
+    revert.callId = await done.getAttribute('data-call-id');
+    assert(!idsBefore.includes(revert.callId), `a new card, not ${revert.callId} again`);
+    assertEqual(await done.locator('.card-title').textContent(), `Revert ${id}`, 'the title');
+    assertEqual((await cardIds())[0], revert.callId, 'the revert card comes first (newest)');
+    const lines = await cardLines(frame, revert.callId);
+    assertEqual(lines[0], `revert Revert ${id} · completed`, 'the title line');
+    assert(lines.includes('-second line, edited by claude-code') && lines.includes('+second line'), `the revert's hunks undo the edit: ${JSON.stringify(lines)}`);
+    const after = fs.readFileSync(agentEdit.file);
+    assert(after.equals(agentEdit.before), `mcp.txt on disk: ${JSON.stringify(after.toString('utf8'))}, before the edit: ${JSON.stringify(agentEdit.before.toString('utf8'))}`);
+    // a revert's card is a diff card like any: it can be reverted too
+    assertEqual(
+      (await done.locator('button[data-action]').evaluateAll((els) => els.map((e) => e.dataset.action))).slice(-2),
+      ['revert', 'revertSince'],
+    );
+    const native = (await done.locator('details.native pre').textContent()) ?? '';
+    assert(native.includes(`Reverted ${id}`) && native.includes('mcp.txt'), `the Native text: ${native}`);
+    assertEqual((await toastTexts(page)).filter((t) => /revert/i.test(t)), [], 'no error message');
+    log(`    (revert card ${revert.callId}: ${JSON.stringify(native)})`);
+  });
+  await frame.locator('article[data-call-id]').first().scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, '11-revert');
+
+  await check('"toolhost: Revert Call…" from the palette offers the completed diff cards, newest first: the revert\'s own card on top', async () => {
+    assert(revert.callId, 'the revert card');
+    await palette(page, 'toolhost: Revert Call…');
+    // the picker's rows, once they replaced the palette's
+    await page.waitForFunction(
+      (revertId) =>
+        document.querySelector('.quick-input-widget .quick-input-title')?.textContent?.includes('Revert Call') &&
+        document.querySelector('.quick-input-widget .monaco-list-row')?.textContent?.includes(revertId),
+      revert.callId,
+      { timeout: 10_000 },
+    ).catch(() => undefined);
+    const texts = await page.locator('.quick-input-widget .monaco-list-row').allTextContents();
+    assert(texts[0]?.includes(`Revert ${id}`) && texts[0]?.includes(revert.callId), `first row: ${texts[0]}`);
+    assert(texts.some((t) => t.includes('Edit mcp.txt') && t.includes(id) && t.includes('claude-code')), `rows: ${JSON.stringify(texts)}`);
+    assert(!texts.some((t) => /^Read |bash/.test(t)), `only diff cards: ${JSON.stringify(texts)}`);
+    await page.keyboard.press('Escape');
+  });
+
+  await check('a revert the server refuses (mcp.txt has unsaved changes): an error message with FS_DIRTY_BUFFER, a failed card, the file untouched', async () => {
+    assert(revert.callId, 'the revert card');
+    await palette(page, 'Go to File');
+    await pick(page, 'mcp.txt');
+    await page.locator('.tabs-container .tab.active', { hasText: 'mcp.txt' }).waitFor({ timeout: 10_000 });
+    await page.locator('.monaco-editor .view-lines').first().click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('unsaved');
+    await page.locator('.tabs-container .tab.active.dirty').waitFor({ timeout: 5000 });
+    // the change reaches the server as didChange before the revert is asked for
+    await page.waitForTimeout(500);
+    const onDisk = fs.readFileSync(agentEdit.file);
+    const idsBefore = await cardIds();
+    await frame.locator(`article[data-call-id="${revert.callId}"] button[data-action="revert"]`).click();
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `revert of ${revert.callId} failed` });
+    await toast.first().waitFor({ state: 'visible', timeout: 20_000 });
+    const text = (await toast.first().textContent()) ?? '';
+    assert(text.includes(`toolhost: revert of ${revert.callId} failed (FS_DIRTY_BUFFER): `) && text.includes('mcp.txt'), `the message: ${text}`);
+    const failed = frame.locator('article[data-status="failed"]', { has: frame.locator('.card-title', { hasText: `Revert ${revert.callId}` }) });
+    await failed.waitFor({ timeout: 5000 });
+    assertEqual((await cardIds()).length, idsBefore.length + 1, 'one new (failed) card');
+    assertEqual(await failed.locator('button[data-action^="revert"]').count(), 0, 'no Revert on a failed card');
+    assert(fs.readFileSync(agentEdit.file).equals(onDisk), 'mcp.txt unchanged on disk');
+  });
+  await shot(page, '12-revert-refused');
+  await palette(page, 'File: Revert File').catch(() => undefined);
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
   await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
 }
 
@@ -848,8 +975,9 @@ async function main() {
     });
     await shot(page, '07-final');
 
-    await agentThroughMcp(page, frame, data);
+    const agentEdit = await agentThroughMcp(page, frame, data);
     await terminalCards(page, frame);
+    await revertCards(page, frame, agentEdit);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

@@ -8,9 +8,11 @@
 #      inside the extension host (lsp provider, FS_DIRTY_BUFFER, conformance scenarios, the MCP
 #      server definition provider) and a Playwright driver clicking through the palette and the
 #      panel, then playing an agent: `toolhost mcp` in the workspace, attached to the extension's
-#      server, whose calls must show up as cards labelled "claude-code", and last running `bash`
+#      server, whose calls must show up as cards labelled "claude-code", then running `bash`
 #      (live output in the running terminal card, ANSI colours, the exit pill, Stop, spilled
-#      output, a background job's notice) (screenshots in test-output/vscode/screenshots).
+#      output, a background job's notice), and last reverting the agent's edit from its card
+#      (the file's bytes back, the revert's own card, a refused revert)
+#      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #
 # usage: vscode-extension/scripts/test.sh [path-to-toolhost-binary]   (default: target/debug/toolhost)

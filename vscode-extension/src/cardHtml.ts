@@ -5,13 +5,15 @@
 // lines). A call another agent made through `toolhost mcp` ends its title line with ` · <caller>`,
 // shown as a badge. A terminal card (`bash`) shows its command, its output with the ANSI styles
 // (collapsed to the last lines), the exit pill and links to spilled output; every pending card
-// offers Stop. A card kind without a view here (todo, …, or a tool's own kind) is drawn as
-// generic: its Native text. Pure: no `vscode` import.
+// offers Stop, every completed diff card Revert and Revert since here. A card kind without a view
+// here (todo, …, or a tool's own kind) is drawn as generic: its Native text. Pure: no `vscode`
+// import.
 
 import { lineHtml, parseAnsi } from './ansi';
 import { escapeHtml } from './html';
 import type { Card, Hunk, ReadView, SearchView, TerminalView } from './protocol';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
+import { isRevertible } from './revert';
 import { collapseLines, COLLAPSED_LINES, exitPills } from './terminal';
 
 export { escapeHtml };
@@ -264,13 +266,23 @@ function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: bool
   return { body: nativeHtml(card.text, false, card.status === 'failed'), nativeShown: true };
 }
 
+/** A button of a card's toolbar: `action` goes to the extension (`data-action`), `title` is the
+ * tooltip for the actions whose label alone does not say what they do. */
+export interface CardAction {
+  action: string;
+  label: string;
+  title?: string;
+}
+
 /** The actions a card offers. A pending card can be stopped (`toolhost/cancelCall`, whoever made
  * the call). A card whose hunks are all previews (their place in the file is not known) opens them
- * as a proposed change, not as a diff at made-up lines. */
-export function cardActions(card: Card): { action: string; label: string }[] {
-  const actions: { action: string; label: string }[] = [];
+ * as a proposed change, not as a diff at made-up lines. A completed diff card — an agent's change,
+ * the editor's own, or a revert — can be reverted, alone or with everything after it; they come
+ * last, after the actions that only look. */
+export function cardActions(card: Card): CardAction[] {
+  const actions: CardAction[] = [];
   if (card.status === 'pending') {
-    actions.push({ action: 'stop', label: 'Stop' });
+    actions.push({ action: 'stop', label: 'Stop', title: 'Stop this call (toolhost/cancelCall)' });
   }
   if (card.hunks && card.hunks.length > 0) {
     const label = card.hunks.every(isPreviewHunk) ? 'Open proposed change' : 'Open diff';
@@ -281,6 +293,16 @@ export function cardActions(card: Card): { action: string; label: string }[] {
   }
   if (card.text !== '') {
     actions.push({ action: 'copy', label: 'Copy Native text' });
+  }
+  if (isRevertible(card)) {
+    actions.push(
+      { action: 'revert', label: 'Revert', title: `Undo the file changes of this call (revert ${card.callId})` },
+      {
+        action: 'revertSince',
+        label: 'Revert since here',
+        title: `Undo every file change of the session from this call on, newest first (revert ${card.callId} with since; asks first)`,
+      },
+    );
   }
   return actions;
 }
@@ -293,7 +315,7 @@ export function renderCard(card: Card): string {
   const actions = cardActions(card)
     .map(
       (a) =>
-        `<button type="button" class="action${a.action === 'stop' ? ' stop' : ''}"${attr('data-action', a.action)}${a.action === 'goto' ? attr('data-loc', 0) : ''}${a.action === 'stop' ? attr('title', 'Stop this call (toolhost/cancelCall)') : ''}>${escapeHtml(a.label)}</button>`,
+        `<button type="button" class="action${a.action === 'stop' ? ' stop' : ''}"${attr('data-action', a.action)}${a.action === 'goto' ? attr('data-loc', 0) : ''}${a.title === undefined ? '' : attr('title', a.title)}>${escapeHtml(a.label)}</button>`,
     )
     .join('');
   const headerId = `h-${card.callId}`;

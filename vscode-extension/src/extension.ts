@@ -31,6 +31,8 @@ import {
   type SessionInfo,
   type ToolDescriptor,
 } from './protocol';
+import { REVERT_COMMANDS } from './revert';
+import { registerRevertCommands } from './revertCommands';
 import { argumentSkeleton, parseArguments } from './schema';
 
 export interface ToolhostApi {
@@ -107,6 +109,10 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       } catch (err) {
         void vscode.window.showErrorMessage(`toolhost: cannot open ${file}: ${err instanceof Error ? err.message : String(err)}`);
       }
+    },
+    // Through the commands, so the buttons and the palette share one path (and its confirmation).
+    revert: async (card, since) => {
+      await vscode.commands.executeCommand(since ? REVERT_COMMANDS.since : REVERT_COMMANDS.revert, card.callId);
     },
   });
 
@@ -235,6 +241,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     vscode.commands.registerCommand('toolhost.ui.showPanel', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     vscode.commands.registerCommand('toolhost.ui.showLog', () => output.show(true)),
     vscode.commands.registerCommand('toolhost.ui.clearCards', () => store.clear()),
+    ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
         store.setMaxCards(vscode.workspace.getConfiguration('toolhost').get<number>('maxCards', 500));

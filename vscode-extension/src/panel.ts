@@ -1,7 +1,7 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
 // first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
 // every piece of live output; media/panel.js places it and turns clicks and keys into action
-// messages (Stop, open a spilled output file, …).
+// messages (Stop, open a spilled output file, Revert, …).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -20,6 +20,8 @@ export interface PanelActions {
   stop(card: Card): Promise<boolean>;
   /** Opens the terminal card's spilled output file `index` (`terminal.spillPaths`) in an editor. */
   openSpill(card: Card, index: number): Promise<unknown>;
+  /** Revert (`since`: Revert since here) of the card's call: the `toolhost.ui.revert*` commands. */
+  revert(card: Card, since: boolean): Promise<unknown>;
 }
 
 export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -144,6 +146,10 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         break;
       case 'openSpill':
         await this.actions.openSpill(card, spill);
+        break;
+      case 'revert':
+      case 'revertSince':
+        await this.actions.revert(card, message.action === 'revertSince');
         break;
       default:
         break;

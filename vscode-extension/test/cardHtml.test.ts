@@ -100,7 +100,7 @@ describe('card HTML', () => {
   it('diff card: the Native text is collapsible and the actions are buttons', () => {
     const html = renderCard(editCard);
     assert.match(html, /<details class="native"><summary>Native text<\/summary><pre class="native-text">The file \/w\/a.txt has been updated successfully.<\/pre><\/details>/);
-    assert.deepEqual(attrValues(html, 'data-action'), ['openDiff', 'goto', 'copy']);
+    assert.deepEqual(attrValues(html, 'data-action'), ['openDiff', 'goto', 'copy', 'revert', 'revertSince']);
     assert.match(html, /<button type="button" class="action" data-action="openDiff">Open diff<\/button>/);
     assert.match(html, /<button type="button" class="action" data-action="copy">Copy Native text<\/button>/);
     assert.match(html, /tabindex="0"/);

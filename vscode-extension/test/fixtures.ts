@@ -410,3 +410,45 @@ export const bashAbortedCard: Card = {
   rendered: 'bash for i in 1 2 3; do echo "line $i"; done · failed\nthe call was cancelled',
   locations: [],
 };
+
+/** The card of a revert of {@link editCard} (the `revert` tool's spec): a diff card of what the
+ * revert wrote, titled `Revert <call_id>`, itself revertible. */
+export const revertCard: Card = {
+  callId: 'call_5e1f0c2a9d77',
+  tool: 'revert',
+  status: 'completed',
+  kind: 'diff',
+  title: 'Revert call_11d418f8bd96',
+  text: 'Reverted call_11d418f8bd96: restored a.txt',
+  rendered: 'revert Revert call_11d418f8bd96 · completed\n@@ -1,2 +1,2 @@\n hello\n-there\n+world',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+  hunks: [
+    {
+      path: 'a.txt',
+      oldStart: 1,
+      oldLines: 2,
+      newStart: 1,
+      newLines: 2,
+      lines: [
+        { op: ' ', text: 'hello' },
+        { op: '-', text: 'there' },
+        { op: '+', text: 'world' },
+      ],
+      header: '@@ -1,2 +1,2 @@',
+    },
+  ],
+  stats: { additions: 1, deletions: 1 },
+};
+
+/** A revert the server refused (`REVERT_CONFLICT`): a failed card, like every failed call. */
+export const failedRevertCard: Card = {
+  callId: 'call_0b7c1d2e3f40',
+  tool: 'revert',
+  status: 'failed',
+  kind: 'generic',
+  title: 'Revert call_11d418f8bd96',
+  text: 'a.txt changed since call_11d418f8bd96 and the reverse change conflicts at lines 2-2; nothing was written',
+  rendered:
+    'revert Revert call_11d418f8bd96 · failed\na.txt changed since call_11d418f8bd96 and the reverse change conflicts at lines 2-2; nothing was written',
+  locations: [{ path: '/w/a.txt', line: 1 }],
+};

@@ -1,6 +1,7 @@
 // Cards of the real server (TOOLHOST_BIN, via `toolhost call --json` and `toolhost replay
-// --json`): the panel's HTML carries the same lines as `card.rendered`, and the virtual diff
-// documents expand back into the real before/after files.
+// --json`): the panel's HTML carries the same lines as `card.rendered`, the virtual diff
+// documents expand back into the real before/after files, and (when the server has the tool) a
+// revert sent as the panel sends it puts a file's bytes back.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -8,10 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Ajv2020 from 'ajv/dist/2020';
-import { renderCard } from '../src/cardHtml';
+import { cardActions, renderCard } from '../src/cardHtml';
 import { reconstruct } from '../src/hunkDocs';
 import type { CallToolResult, Card } from '../src/protocol';
 import { asCard } from '../src/protocol';
+import { isRevertible, revertArguments } from '../src/revert';
 import { diffLinesOf, searchLinesOf } from './helpers';
 import { expandSide } from './sides';
 
@@ -40,6 +42,11 @@ describe('cards of the real server', { skip }, () => {
     return result;
   };
 
+  /** The `revert` tool's descriptor, when this server has it. */
+  let revertTool: { name: string; inputSchema: unknown } | undefined;
+  /** A file whose exact bytes a revert must put back: CRLF line ends, no final line end. */
+  const revBytes = 'alpha\r\nbeta\r\ngamma';
+
   const lines = Array.from({ length: 60 }, (_, i) => (i === 4 || i === 49 ? `value = OLD ${i + 1}` : `line ${i + 1}`));
 
   before(() => {
@@ -49,6 +56,11 @@ describe('cards of the real server', { skip }, () => {
     fs.mkdirSync(path.join(ws, 'src'), { recursive: true });
     fs.writeFileSync(path.join(ws, 'big.txt'), lines.join('\n') + '\n');
     fs.writeFileSync(path.join(ws, 'src', 'a.rs'), 'fn main() {\n    // TODO one\n}\n');
+    fs.writeFileSync(path.join(ws, 'rev.txt'), revBytes);
+    const tools = JSON.parse(execFileSync(bin ?? '', ['tools', '--json', '--workspace', ws], { encoding: 'utf8' })) as {
+      tools: { name: string; inputSchema: unknown }[];
+    };
+    revertTool = tools.tools.find((t) => t.name === 'revert');
   });
 
   after(() => {
@@ -110,6 +122,45 @@ describe('cards of the real server', { skip }, () => {
     assert.equal(r.result.isError, true);
     assert.equal(r.card.status, 'failed');
     assert.match(renderCard(r.card), /<pre class="native-text error">/);
+  });
+
+  it('revert: the edit card offers it, the arguments fit the tool, the bytes come back, its card is a revertible diff card', (t) => {
+    if (!revertTool) {
+      t.skip('this server has no revert tool');
+      return;
+    }
+    const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(revertTool.inputSchema as object);
+    for (const since of [false, true]) {
+      const args = revertArguments('call_x', since);
+      assert.ok(validate(args), `${JSON.stringify(args)}: ${JSON.stringify(validate.errors)}`);
+    }
+    const file = path.join(ws, 'rev.txt');
+    call('read', { file_path: 'rev.txt' });
+    const edit = call('edit', { file_path: 'rev.txt', old_string: 'beta', new_string: 'BETA' });
+    assert.equal(edit.result.isError, false, JSON.stringify(edit.result));
+    assert.equal(fs.readFileSync(file, 'utf8'), 'alpha\r\nBETA\r\ngamma');
+    assert.ok(isRevertible(edit.card));
+    assert.deepEqual(cardActions(edit.card).map((a) => a.action).slice(-2), ['revert', 'revertSince']);
+    const r = call('revert', revertArguments(edit.callId, false));
+    assert.equal(r.result.isError, false, JSON.stringify(r.result));
+    assert.deepEqual(fs.readFileSync(file), Buffer.from(revBytes), 'the bytes from before the edit');
+    assert.equal(r.card.status, 'completed');
+    assert.equal(r.card.kind, 'diff');
+    assert.equal(r.card.title, `Revert ${edit.callId}`);
+    assert.ok(isRevertible(r.card), 'a revert can be reverted');
+    // what the revert wrote: BETA back to beta (a line's text may keep its \r)
+    const changed = (r.card.hunks ?? []).flatMap((h) => h.lines).filter((l) => l.op !== ' ');
+    assert.deepEqual(
+      changed.map((l) => `${l.op}${l.text.replace(/\r$/, '')}`),
+      ['-BETA', '+beta'],
+    );
+    assert.ok(r.card.text.includes(`Reverted ${edit.callId}`) && r.card.text.includes('restored rev.txt'), r.card.text);
+    // unknown call: a failed card, no Revert on it
+    const unknown = call('revert', revertArguments('call_000000000000', false));
+    assert.equal(unknown.result.isError, true);
+    assert.equal(unknown.result.error?.info?.code, 'REVERT_UNKNOWN_CALL');
+    assert.equal(unknown.card.status, 'failed');
+    assert.equal(isRevertible(unknown.card), false);
   });
 
   it('every card is valid against docs/schemas/Card.json', () => {

@@ -89,8 +89,13 @@ describe('toolhost extension in VS Code', function () {
 
   it('registers the toolhost.ui.* commands; the language client registers the server command toolhost.callTool', async () => {
     const commands = await vscode.commands.getCommands(true);
-    for (const id of ['callTool', 'showSessions', 'replaySession', 'restartServer', 'showPanel']) {
+    for (const id of ['callTool', 'showSessions', 'replaySession', 'restartServer', 'showPanel', 'revertCall', 'revertSince']) {
       assert.ok(commands.includes(`toolhost.ui.${id}`), id);
+    }
+    // every command package.json contributes (the palette lists them) is registered
+    const contributed = (vscode.extensions.getExtension('toolhost.toolhost')?.packageJSON as { contributes: { commands: { command: string }[] } }).contributes.commands;
+    for (const { command } of contributed) {
+      assert.ok(commands.includes(command), command);
     }
     assert.ok(commands.includes('toolhost.callTool'));
     const viaCommand = await vscode.commands.executeCommand<{ card: Card }>('toolhost.callTool', 'glob', { pattern: '*.txt' });
