@@ -578,7 +578,14 @@ pub fn to_text(card: &Card) -> String {
     let mut body: Vec<String> = Vec::new();
     match (&card.kind, &card.hunks, &card.search) {
         (CardKind::Diff, Some(hunks), _) => {
+            // A change of several files names each before its hunks (one file: the title does).
+            let several = hunks.iter().any(|h| h.path != hunks[0].path);
+            let mut last_path: Option<&str> = None;
             for hunk in hunks {
+                if several && last_path != Some(hunk.path.as_str()) {
+                    body.push(hunk.path.clone());
+                    last_path = Some(&hunk.path);
+                }
                 body.push(hunk_header(hunk));
                 for line in &hunk.lines {
                     body.push(format!("{}{}", line.op, line.text));
@@ -740,6 +747,15 @@ fn fill_result_view(
                 if let (Some(first), Some(loc)) = (hunks.first(), card.locations.first_mut()) {
                     loc.line = first.new_start.max(1);
                 }
+                // A change whose files are known only from its result (a revert): point at each.
+                if card.locations.is_empty() {
+                    for hunk in &hunks {
+                        let path = absolute_path(root, &hunk.path);
+                        if !hunk.path.is_empty() && !card.locations.iter().any(|l| l.path == path) {
+                            card.locations.push(CardLocation { path, line: hunk.new_start.max(1) });
+                        }
+                    }
+                }
                 card.stats = Some(stats_of(&hunks));
                 card.hunks = Some(hunks);
             }
@@ -890,8 +906,19 @@ fn search_view(meta: &Value, root: &str) -> Option<(SearchView, Vec<CardLocation
 pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
     let mut hunks = Vec::new();
     let mut lines = patch.split('\n').peekable();
+    // A patch over several files (a revert's) names each one: its hunks carry that path.
+    let (mut minus, mut current): (Option<&str>, Option<String>) = (None, None);
     while let Some(line) = lines.next() {
-        if line.starts_with("--- ") || line.starts_with("+++ ") || line.is_empty() {
+        if let Some(old) = line.strip_prefix("--- ") {
+            minus = Some(old.strip_prefix("a/").unwrap_or(old));
+            continue;
+        }
+        if let Some(new) = line.strip_prefix("+++ ") {
+            let new = new.strip_prefix("b/").unwrap_or(new);
+            current = Some(if new == "/dev/null" { minus.unwrap_or(new) } else { new }.to_owned());
+            continue;
+        }
+        if line.is_empty() {
             continue;
         }
         let header = line.strip_prefix("@@ -")?;
@@ -923,7 +950,8 @@ pub fn parse_patch(path: &str, patch: &str) -> Option<Vec<Hunk>> {
         while lines.peek().is_some_and(|l| l.starts_with('\\')) {
             lines.next();
         }
-        hunks.push(Hunk::new(path, (old_start, old_lines), (new_start, new_lines), typed));
+        let file = current.as_deref().unwrap_or(path);
+        hunks.push(Hunk::new(file, (old_start, old_lines), (new_start, new_lines), typed));
     }
     Some(hunks)
 }

@@ -81,3 +81,45 @@ pub struct FsObservedEvent {
     pub path: String,
     pub version: Option<String>,
 }
+
+/// `fs/change` (ignorable): a call changed a file. Both sides are kept as blobs of the session's
+/// content-addressed store, so a revert can restore the exact bytes from the log alone (a unified
+/// patch of LF-normalized text could not: it drops CRLF endings, a BOM and whole-file context).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsChangeEvent {
+    pub call_id: String,
+    /// The file's real absolute path.
+    pub path: String,
+    /// The blob (sha256 hex) of the bytes the call found; `null` when the file did not exist.
+    pub before: Option<String>,
+    /// The blob of the bytes the call left; `null` when it removed the file.
+    pub after: Option<String>,
+    /// The bytes the call found were too large to keep (`before` is then their version only),
+    /// so this change cannot be reverted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub before_not_kept: bool,
+}
+
+/// The journal of a multi-file revert in progress (`revert-journal.json` in the session folder):
+/// written durably before the first file changes and removed after the last, so a crash in between
+/// is rolled back on the next open — every file gets its `original` bytes back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertJournal {
+    /// The revert call that wrote it.
+    pub call_id: String,
+    pub files: Vec<RevertJournalFile>,
+}
+
+/// One file of a [`RevertJournal`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertJournalFile {
+    /// The real absolute path.
+    pub path: String,
+    /// The blob of the bytes before the revert; `null` when the file did not exist.
+    pub original: Option<String>,
+    /// The blob of the bytes the revert writes; `null` when it removes the file.
+    pub target: Option<String>,
+}

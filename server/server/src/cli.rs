@@ -39,6 +39,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Undo the file changes of a call of a session (or, with --since, of every call from it on,
+    /// newest first, all or nothing). Runs in the editor's toolhost when it holds the session.
+    Revert {
+        /// The session id (see `toolhost sessions`), or `last`.
+        #[arg(value_name = "SESSION")]
+        which: String,
+        /// The call whose changes to undo (a card's call id).
+        #[arg(long = "call", value_name = "CALL_ID")]
+        call: String,
+        /// Undo every change of the session from that call on.
+        #[arg(long)]
+        since: bool,
+        #[command(flatten)]
+        common: Common,
+        /// Print `{sessionId, callId, result, card}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the tools with their schemas.
     Tools {
         #[command(flatten)]
@@ -257,6 +275,27 @@ pub fn parse_args_text(text: Option<&str>) -> Result<Value, Failure> {
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
+        Command::Revert { which, call, since, common, json } => {
+            let mut args = serde_json::json!({ "call_id": call });
+            if since {
+                args["since"] = Value::Bool(true);
+            }
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            match session::open_named(&sessions, &root, Some(&which)) {
+                Ok((id, opened)) => {
+                    let host = open_host(&config, &root, Some(&opened), Some(id))?;
+                    run_one_call(&host, &opened, "revert", args, json).await
+                }
+                // The editor's toolhost holds the session: ask it to revert there.
+                Err(toolhost_session::SessionError::Locked(_)) => {
+                    revert_in_editor(&root, &which, args, json).await
+                }
+                Err(e) => Err(Failure::env(e.to_string())),
+            }
+        }
         Command::Call { tool, args, common, json } => {
             let args = parse_args_text(args.as_deref())?;
             let root = workspace_root(&common)?;
@@ -275,32 +314,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 );
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
-            let call_id = new_call_id();
-            let outcome = host.call(&call_id, &tool, args, CancellationToken::new()).await;
-            // Language servers the call started stop (and are reaped) before the answer.
-            host.shutdown().await;
-            let outcome = outcome.map_err(|e| Failure::env(e.to_string()))?;
-            opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
-            let is_error = outcome.finalized.result.is_error();
-            let mut stdout = std::io::stdout().lock();
-            if json {
-                let body = CallToolResult {
-                    session_id: host.session_id().map(str::to_owned),
-                    call_id: outcome.call_id,
-                    result: outcome.finalized.result,
-                    card: outcome.card,
-                };
-                let text = serde_json::to_string(&body).map_err(|e| Failure::env(e.to_string()))?;
-                let _ = writeln!(stdout, "{text}");
-            } else {
-                let text =
-                    toolhost_protocol::content::joined_text(outcome.finalized.result.content());
-                let _ = writeln!(stdout, "{text}");
-                if stdout.is_terminal() && outcome.card.kind == CardKind::Diff {
-                    let _ = writeln!(stdout, "\n{}", colored_card(&outcome.card));
-                }
-            }
-            Ok(u8::from(is_error))
+            run_one_call(&host, &opened, &tool, args, json).await
         }
         Command::Tools { common, json } => {
             let root = workspace_root(&common)?;
@@ -447,6 +461,87 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         // Handled in `main` before any runtime starts.
         Command::SandboxExec { .. } => Ok(2),
     }
+}
+
+/// Runs one call in `host` (its session `opened`), prints it as `toolhost call` does and returns
+/// the exit code (1 when the tool failed).
+async fn run_one_call(
+    host: &Host,
+    opened: &session::OpenedSession,
+    tool: &str,
+    args: Value,
+    json: bool,
+) -> Result<u8, Failure> {
+    let call_id = new_call_id();
+    let outcome = host.call(&call_id, tool, args, CancellationToken::new()).await;
+    // Language servers the call started stop (and are reaped) before the answer.
+    host.shutdown().await;
+    let outcome = outcome.map_err(|e| Failure::env(e.to_string()))?;
+    opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
+    print_call(
+        CallToolResult {
+            session_id: host.session_id().map(str::to_owned),
+            call_id: outcome.call_id,
+            result: outcome.finalized.result,
+            card: outcome.card,
+        },
+        json,
+    )
+}
+
+/// Prints a call's Native text (and, on a terminal, a diff card in colour) or its JSON.
+fn print_call(body: CallToolResult, json: bool) -> Result<u8, Failure> {
+    let is_error = body.result.is_error();
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string(&body).map_err(|e| Failure::env(e.to_string()))?;
+        let _ = writeln!(stdout, "{text}");
+    } else {
+        let text = toolhost_protocol::content::joined_text(body.result.content());
+        let _ = writeln!(stdout, "{text}");
+        if stdout.is_terminal() && body.card.kind == CardKind::Diff && !is_error {
+            let _ = writeln!(stdout, "\n{}", colored_card(&body.card));
+        }
+    }
+    Ok(u8::from(is_error))
+}
+
+/// `toolhost revert` of a session the editor's `toolhost serve` holds: the revert runs there
+/// (over the attach socket), so the editor's unsaved buffers are respected and its card shows up
+/// in the editor.
+async fn revert_in_editor(
+    root: &Path,
+    which: &str,
+    args: Value,
+    json: bool,
+) -> Result<u8, Failure> {
+    use toolhost_protocol::lsp_ext::{AttachParams, AttachResult, CallToolParams, CallerInfo};
+    let locked = || {
+        Failure::env(format!(
+            "session {which} is in use by another toolhost that does not serve this workspace's editor"
+        ))
+    };
+    let socket = crate::attach::socket_path(root);
+    let client = crate::attach::AttachClient::connect(&socket).await.map_err(|_| locked())?;
+    let never = CancellationToken::new();
+    let params = AttachParams {
+        caller: CallerInfo { name: "toolhost revert".to_owned(), version: None },
+        protocol_version: None,
+        results: None,
+    };
+    let attached: AttachResult = client
+        .request(toolhost_protocol::lsp_ext::methods::ATTACH, &params, &never)
+        .await
+        .map_err(|e| Failure::env(e.message))?;
+    if attached.session_id.as_deref() != Some(which) {
+        return Err(locked());
+    }
+    let params = CallToolParams { name: "revert".to_owned(), arguments: args, call_id: None };
+    let body: CallToolResult = client
+        .request(toolhost_protocol::lsp_ext::methods::CALL_TOOL, &params, &never)
+        .await
+        .map_err(|e| Failure::env(e.message))?;
+    print_call(body, json)
 }
 
 fn open_host(

@@ -5,12 +5,12 @@ use crate::config::Config;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_contract::EventsHandle;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
 use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
+use toolhost_contract::{EventsHandle, HistoryHandle};
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
 use toolhost_protocol::card::{self, CallOrigin, CallPresentation, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
@@ -84,6 +84,8 @@ pub struct Host {
     lsp: Arc<LspHost>,
     shell: Option<toolhost_tools_shell::ShellHandles>,
     watchers: crate::events::CallWatchers,
+    /// Set once an interrupted revert of the session was rolled back (or there was none).
+    recovered: tokio::sync::OnceCell<()>,
 }
 
 /// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
@@ -146,13 +148,14 @@ impl Host {
         // Pooled language servers hear about every write, so the next `lsp` query never answers
         // from text read before it (external changes come from the watcher).
         let pool = Arc::downgrade(&lsp);
-        workspace.on_write(Arc::new(move |path, operation| {
+        workspace.on_write(Arc::new(move |event| {
             let Some(pool) = pool.upgrade() else { return };
-            let kind = match operation {
+            let kind = match event.operation {
                 WriteOperation::Create => FileChangeKind::Created,
                 WriteOperation::Update => FileChangeKind::Changed,
+                WriteOperation::Remove => FileChangeKind::Deleted,
             };
-            pool.files_changed(&[FileChange { path: path.to_path_buf(), kind }]);
+            pool.files_changed(&[FileChange { path: event.real_path.to_path_buf(), kind }]);
         }));
         // Test-only tools: compiled in with the `test-tools` feature, registered only when the
         // process also runs with TOOLHOST_TEST_TOOLS=1.
@@ -171,11 +174,18 @@ impl Host {
             options.session.clone(),
             watchers.clone(),
         ));
-        let capabilities = Capabilities::new()
+        let mut capabilities = Capabilities::new()
             .with::<Workspace>(workspace.clone())
             .with::<SpillHandle>(spill)
             .with::<LspHandle>(lsp_handle)
             .with::<EventsHandle>(events);
+        // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
+        if let Some(log) = &options.session {
+            crate::history::record_changes(&workspace, log);
+            let history: HistoryHandle =
+                Arc::new(crate::history::SessionHistory::new(Arc::clone(log)));
+            capabilities.insert(history);
+        }
         Ok(Host {
             registry,
             capabilities: Arc::new(capabilities),
@@ -186,7 +196,36 @@ impl Host {
             lsp,
             shell,
             watchers,
+            recovered: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Rolls back a multi-file revert that a crash interrupted in this session (its journal),
+    /// once per host; every call waits for it, so nothing runs on a half-reverted workspace.
+    /// Returns what this invocation did (`None` when an earlier one already ran).
+    pub async fn recover(&self) -> Option<Result<crate::history::Recovery, String>> {
+        let mut outcome = None;
+        self.recovered
+            .get_or_init(|| async {
+                let result = match &self.session {
+                    Some(log) => crate::history::recover_journal(&self.workspace, log)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    None => Ok(crate::history::Recovery::Nothing),
+                };
+                match &result {
+                    Ok(crate::history::Recovery::RolledBack { call_id, files }) => tracing::warn!(
+                        call_id,
+                        files,
+                        "rolled back a revert that was interrupted before it finished"
+                    ),
+                    Ok(crate::history::Recovery::Nothing) => {}
+                    Err(err) => tracing::error!("{err}"),
+                }
+                outcome = Some(result);
+            })
+            .await;
+        outcome
     }
 
     /// The language-server pool behind the `lsp` tool: `set_editor` installs the editor-backed
@@ -274,6 +313,7 @@ impl Host {
         signal: CancellationToken,
     ) -> Result<CallOutcome, HostError> {
         let PreparedCall { call_id, name, args, presentation, caller } = call;
+        self.recover().await;
         if let Some(log) = &self.session {
             let event = ToolCallEvent {
                 call_id: call_id.clone(),

@@ -7,6 +7,7 @@ pub mod config;
 pub mod editor;
 pub mod editor_lsp;
 pub mod events;
+pub mod history;
 pub mod host;
 pub mod mcp;
 pub mod serve;

@@ -36,7 +36,7 @@ pub use replay::{ReplayedCall, replay_cards};
 pub use retention::{
     SessionSummary, delete_session, list_sessions, parse_duration, prune_sessions,
 };
-pub use scan::{FS_OBSERVED, TOOL_CALL, TOOL_RESULT};
+pub use scan::{FS_CHANGE, FS_OBSERVED, TOOL_CALL, TOOL_RESULT};
 pub use view::{CallRecord, SessionView, read_session};
 pub use writer::{
     OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_NAME, ObserveFn, OpenReport, SessionLog, TornTail,

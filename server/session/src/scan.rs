@@ -17,13 +17,14 @@ use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::error::Category;
 use toolhost_protocol::session_log::{
-    FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
+    FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
 };
 
 /// Event type names.
 pub const TOOL_CALL: &str = "tool/call";
 pub const TOOL_RESULT: &str = "tool/result";
 pub const FS_OBSERVED: &str = "fs/observed";
+pub const FS_CHANGE: &str = "fs/change";
 
 /// One accepted envelope.
 #[derive(Debug)]
@@ -39,6 +40,7 @@ pub(crate) enum Event {
     Call(ToolCallEvent),
     Result(ToolResultEvent),
     Observed(FsObservedEvent),
+    Change(FsChangeEvent),
     /// An unknown type marked `ignorable` (it still consumed its seq).
     Ignored,
 }
@@ -109,6 +111,7 @@ enum Data {
     Call(ToolCallEvent),
     Result(ToolResultEvent),
     Observed(FsObservedEvent),
+    Change(FsChangeEvent),
     /// Unknown type, or `data` came before `type` (hand-edited): converted after the fact.
     Raw(Value),
 }
@@ -158,6 +161,7 @@ impl<'de> Deserialize<'de> for TypedEnvelope {
                                 Some(TOOL_CALL) => Data::Call(map.next_value()?),
                                 Some(TOOL_RESULT) => Data::Result(map.next_value()?),
                                 Some(FS_OBSERVED) => Data::Observed(map.next_value()?),
+                                Some(FS_CHANGE) => Data::Change(map.next_value()?),
                                 _ => Data::Raw(map.next_value()?),
                             })
                         }
@@ -193,6 +197,7 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
         (Data::Call(call), _) => Event::Call(call),
         (Data::Result(result), _) => Event::Result(result),
         (Data::Observed(observed), _) => Event::Observed(observed),
+        (Data::Change(change), _) => Event::Change(change),
         (Data::Raw(data), TOOL_CALL) => Event::Call(serde_json::from_value(data).map_err(typed)?),
         (Data::Raw(data), TOOL_RESULT) => {
             Event::Result(serde_json::from_value(data).map_err(typed)?)
@@ -200,6 +205,7 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
         (Data::Raw(data), FS_OBSERVED) => {
             Event::Observed(serde_json::from_value(data).map_err(typed)?)
         }
+        (Data::Raw(data), FS_CHANGE) => Event::Change(serde_json::from_value(data).map_err(typed)?),
         (Data::Raw(_), _) if env.ignorable => Event::Ignored,
         (Data::Raw(_), _) => return Err(LineError::Unknown(env.kind)),
     };

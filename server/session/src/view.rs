@@ -9,7 +9,7 @@ use crate::scan::{Event, Scan, scan};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use toolhost_protocol::session_log::{SessionHeader, ToolResultEvent};
+use toolhost_protocol::session_log::{FsChangeEvent, SessionHeader, ToolResultEvent};
 use toolhost_protocol::{CallPresentation, ContentBlock};
 
 /// One tool call of a session, in log order.
@@ -37,6 +37,8 @@ pub struct SessionView {
     /// The ledger's last recorded version per path (`fs/observed`, last wins), in order of first
     /// appearance.
     pub observed: Vec<(String, Option<String>)>,
+    /// Every `fs/change`, in log order: the files calls changed, with blobs of both sides.
+    pub changes: Vec<FsChangeEvent>,
     /// Number of envelopes read, i.e. the seq the next append would get.
     pub next_seq: u64,
     /// Bytes of a torn tail that were ignored (a live writer mid-append, or a crash not yet
@@ -81,6 +83,7 @@ pub(crate) fn build_view(
     let mut open: HashMap<String, usize> = HashMap::new();
     let mut observed: Vec<(String, Option<String>)> = Vec::new();
     let mut observed_at: HashMap<String, usize> = HashMap::new();
+    let mut changes = Vec::new();
     for record in scan.records {
         match record.event {
             Event::Call(call) => {
@@ -122,6 +125,7 @@ pub(crate) fn build_view(
                     observed.push((obs.path, obs.version));
                 }
             },
+            Event::Change(change) => changes.push(change),
             Event::Ignored => {}
         }
     }
@@ -129,6 +133,7 @@ pub(crate) fn build_view(
         header,
         calls,
         observed,
+        changes,
         next_seq: scan.next_seq,
         torn_tail_bytes: scan.torn_len as u64,
     })

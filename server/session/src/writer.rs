@@ -21,7 +21,7 @@ use crate::paths::{
     BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, create_private_dir_all, now_ms,
     open_private_append, sync_dir, validate_session_id, workspace_key,
 };
-use crate::scan::{FS_OBSERVED, TOOL_CALL, TOOL_RESULT, scan};
+use crate::scan::{FS_CHANGE, FS_OBSERVED, TOOL_CALL, TOOL_RESULT, scan};
 use crate::view::{SessionView, build_view};
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,7 +32,8 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 use toolhost_protocol::session_log::{
-    Envelope, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
+    Envelope, FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent,
+    ToolResultEvent,
 };
 use toolhost_protocol::{ContentBlock, ErrorInfo};
 
@@ -266,6 +267,7 @@ fn validate_event(kind: &str, data: &Value, ignorable: bool) -> Result<(), Sessi
         TOOL_CALL => ToolCallEvent::deserialize(data).map(drop).map_err(invalid),
         TOOL_RESULT => ToolResultEvent::deserialize(data).map(drop).map_err(invalid),
         FS_OBSERVED => FsObservedEvent::deserialize(data).map(drop).map_err(invalid),
+        FS_CHANGE => FsChangeEvent::deserialize(data).map(drop).map_err(invalid),
         _ if ignorable => Ok(()),
         _ => Err(SessionError::InvalidEvent {
             kind: kind.to_owned(),
@@ -544,6 +546,16 @@ impl SessionLog {
     /// next awaited append or [`flush`](Self::flush); after close it is dropped.
     pub fn observe(&self, path: &str, version: Option<&str>) {
         let _ = self.queue.hold(observed_item(path, version));
+    }
+
+    /// Enqueues an ignorable `fs/change` without waiting: it is committed with the next batch
+    /// (normally the changing call's own `tool/result`), before anything enqueued after it.
+    pub fn enqueue_fs_change(&self, event: &FsChangeEvent) -> Result<(), SessionError> {
+        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
+            kind: FS_CHANGE.to_owned(),
+            detail: e.to_string(),
+        })?;
+        self.queue.hold(Item { kind: FS_CHANGE.to_owned(), data, ignorable: true, time: None })
     }
 
     /// A `'static` observer closure for `Ledger::with_observer` (same semantics as

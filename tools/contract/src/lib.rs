@@ -11,6 +11,7 @@ mod capabilities;
 mod context;
 mod error;
 pub mod events;
+pub mod history;
 pub mod lsp;
 mod pipeline;
 mod policy;
@@ -24,6 +25,7 @@ pub use capabilities::Capabilities;
 pub use context::{AdditionalContext, ToolContext};
 pub use error::{RegistrationError, ToolError};
 pub use events::{EventsHandle, HostEvents, Notice};
+pub use history::{ChangeHistory, History, HistoryCall, HistoryError, HistoryHandle};
 pub use pipeline::{CallInput, CanonicalResult, ExecNext, ExecToken, Execution, Finalized};
 pub use policy::{
     ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecuteWrapper, Guard, PostDecision,

@@ -1,4 +1,5 @@
-//! File tools: `read`, `write`, `edit`, `glob` and `grep`, with replayable diff metadata.
+//! File tools: `read`, `write`, `edit`, `glob`, `grep` and `revert`, with replayable diff
+//! metadata.
 //!
 //! Every tool reaches the filesystem only through the `Workspace` capability of its context
 //! (confinement, atomic writes, the observation ledger). Native text is byte for byte what
@@ -12,6 +13,7 @@ mod grep;
 mod limits;
 mod present;
 mod read;
+mod revert;
 mod search_spill;
 mod write;
 
@@ -20,6 +22,7 @@ pub use glob::{GlobArgs, GlobOutput, GlobTool};
 pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};
 pub use limits::FsLimits;
 pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
+pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFile};
 pub use search_spill::SearchSpill;
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 
@@ -27,7 +30,8 @@ use std::sync::Arc;
 use toolhost_contract::{Disposer, RegistrationError, Registry, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
-/// Registers the five file tools and their tool-owned spill listener.
+/// Registers the file tools (read, write, edit, glob, grep, revert) and the tool-owned spill
+/// listener.
 pub fn register(registry: &Registry, limits: FsLimits) -> Result<Vec<Disposer>, RegistrationError> {
     let disposers = vec![
         registry.register(ReadTool::new(limits.clone()))?,
@@ -35,14 +39,17 @@ pub fn register(registry: &Registry, limits: FsLimits) -> Result<Vec<Disposer>, 
         registry.register(EditTool)?,
         registry.register(GlobTool::new(limits.clone()))?,
         registry.register(GrepTool::new(limits.clone()))?,
+        registry.register(RevertTool)?,
     ];
     registry.add_post_execute(Arc::new(SearchSpill::new(limits)), false);
     Ok(disposers)
 }
 
-/// The workspace capability, or a clear failure when the host provided none.
+/// The workspace capability (writing on behalf of this call, so the host can tie every change
+/// to it), or a clear failure when the host provided none.
 pub(crate) fn workspace(cx: &ToolContext) -> Result<Workspace, ToolError> {
     cx.capability::<Workspace>()
+        .map(|ws| ws.for_call(cx.call_id()))
         .ok_or_else(|| ToolError::plain("the file tools require a workspace (none is configured)"))
 }
 

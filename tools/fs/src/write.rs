@@ -68,7 +68,7 @@ impl Tool for WriteTool {
             path: outcome.display,
             operation: match outcome.operation {
                 WriteOperation::Create => Operation::Create,
-                WriteOperation::Update => Operation::Update,
+                WriteOperation::Update | WriteOperation::Remove => Operation::Update,
             },
             before: outcome.before.map(|b| crate::strip_bom(&b).1.to_owned()),
             after: crlf_to_lf(&args.content),

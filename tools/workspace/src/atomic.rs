@@ -140,7 +140,7 @@ fn fill(mut file: File, content: &[u8], prior: Option<&Metadata>) -> io::Result<
 
 /// fsyncs a directory so a rename in it survives power loss. Filesystems that cannot sync
 /// directories say EINVAL/ENOTSUP; that is tolerated. Anything else (EIO) is a failure.
-fn sync_dir(dir: &Dir) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     // cap-std holds directories as O_PATH descriptors, which fsync rejects (EBADF); reopen "."
     // for reading, which names the same directory and cannot leave it.
     use rustix::fs::{Mode, OFlags};

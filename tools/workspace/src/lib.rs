@@ -28,6 +28,7 @@ pub use ledger::{Ledger, Observation, ObserveHook, content_version};
 pub use locks::PathLock;
 pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
-    BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, ReadFile, ResolvedPath,
-    Workspace, WorkspaceConfig, WriteListener, WriteOperation, WriteOutcome,
+    BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, INVALIDATED_PREFIX,
+    ReadFile, ResolvedPath, Workspace, WorkspaceConfig, WriteEvent, WriteListener, WriteOperation,
+    WriteOutcome,
 };

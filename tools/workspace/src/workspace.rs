@@ -34,6 +34,10 @@ pub const DIFF_BASIS_MAX_BYTES: usize = 10 * 1024 * 1024;
 /// Read looks for NUL bytes in this many leading bytes to call a file binary.
 pub const BINARY_SNIFF_BYTES: usize = 8192;
 
+/// Prefix of the observation a restore leaves: never equal to a content version, so the next
+/// write or edit of the file asks for a fresh read ("file changed since it was read").
+pub const INVALIDATED_PREFIX: &str = "restored:";
+
 /// How the workspace is confined.
 #[derive(Debug, Clone)]
 pub struct WorkspaceConfig {
@@ -99,6 +103,8 @@ pub struct ReadFile {
 pub enum WriteOperation {
     Create,
     Update,
+    /// The file was removed ([`Workspace::restore`] undoing a create).
+    Remove,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,9 +117,27 @@ pub struct WriteOutcome {
     pub version: String,
 }
 
-/// Told after every successful write or edit: the file's real path and what the write did.
-/// Runs on the writing thread under the path lock, so it must be quick (e.g. queue a message).
-pub type WriteListener = Arc<dyn Fn(&Path, WriteOperation) + Send + Sync>;
+/// What a listener hears about one successful change.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteEvent<'a> {
+    pub real_path: &'a Path,
+    pub operation: WriteOperation,
+    /// The call the change belongs to, when the writer's view was made with
+    /// [`Workspace::for_call`].
+    pub call_id: Option<&'a str>,
+    /// The exact bytes the change replaced: `None` when there was no file, or when it was too
+    /// large to keep in memory (over [`DIFF_BASIS_MAX_BYTES`]; then `before_version` still says
+    /// what it was).
+    pub before: Option<&'a [u8]>,
+    /// The version (sha256 hex) of the replaced bytes; `None` when there was no file.
+    pub before_version: Option<&'a str>,
+    /// The exact bytes written; `None` when the file was removed.
+    pub after: Option<&'a [u8]>,
+}
+
+/// Told after every successful write, edit or restore. Runs on the writing thread under the path
+/// lock, so it must be quick (e.g. queue a message, store a blob).
+pub type WriteListener = Arc<dyn Fn(&WriteEvent<'_>) + Send + Sync>;
 
 #[derive(Default)]
 struct WriteListeners(std::sync::RwLock<Vec<WriteListener>>);
@@ -140,6 +164,8 @@ struct Shared {
 pub struct Workspace {
     shared: Arc<Shared>,
     ledger: Arc<Ledger>,
+    /// The call this view writes for (told to write listeners).
+    call_id: Option<Arc<str>>,
 }
 
 impl Workspace {
@@ -164,12 +190,22 @@ impl Workspace {
             dirty: Arc::default(),
             listeners: WriteListeners::default(),
         };
-        Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()) })
+        Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()), call_id: None })
     }
 
     /// The same workspace (roots, locks, dirty buffers) seen by the session owning `ledger`.
     pub fn with_ledger(&self, ledger: Arc<Ledger>) -> Self {
-        Workspace { shared: self.shared.clone(), ledger }
+        Workspace { shared: self.shared.clone(), ledger, call_id: self.call_id.clone() }
+    }
+
+    /// The same view, writing on behalf of `call_id`: write listeners hear the id with every
+    /// change, so a host can tie the change to the call in its log.
+    pub fn for_call(&self, call_id: &str) -> Self {
+        Workspace {
+            shared: self.shared.clone(),
+            ledger: self.ledger.clone(),
+            call_id: Some(Arc::from(call_id)),
+        }
     }
 
     pub fn ledger(&self) -> &Arc<Ledger> {
@@ -299,6 +335,151 @@ impl Workspace {
             .await?;
         let version = content_version(text.as_bytes());
         Ok(EditTxn { workspace: self.clone(), target, text, version, _lock: lock })
+    }
+
+    /// Puts a file back to earlier bytes (a revert): `content` is written atomically, or the file
+    /// is removed when it is `None`. `expected` is the version the file must have now (`None`:
+    /// it must not exist), checked under the path lock, so a change made since the caller looked
+    /// is never overwritten (`FS_STALE_VERSION`). The editor's unsaved changes are never
+    /// overwritten either (`FS_DIRTY_BUFFER`).
+    ///
+    /// The session's observation of the file is invalidated rather than updated: whoever edits it
+    /// next must read it first, since the restored bytes are not what the model last saw.
+    pub async fn restore(
+        &self,
+        input: &str,
+        expected: Option<&str>,
+        content: Option<&[u8]>,
+    ) -> Result<WriteOutcome, FsError> {
+        let target = self.resolve_for(input, Op::Write).await?;
+        self.check_writable(&target)?;
+        self.check_dirty(&target)?;
+        let _lock = self.shared.locks.lock(&target.key()).await;
+        let expected = expected.map(str::to_owned);
+        let content = content.map(<[u8]>::to_vec);
+        self.blocking(Op::Write, input, move |ws| {
+            ws.restore_blocking(&target, expected.as_deref(), content.as_deref())
+        })
+        .await
+    }
+
+    /// The bytes of a file as they are now (`None` when it does not exist), without recording an
+    /// observation: for comparing against recorded versions, never for authorizing a write.
+    pub async fn peek(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
+        let owned = input.to_owned();
+        self.blocking(Op::Read, input, move |ws| {
+            let target = ws.resolve_blocking(&owned, Op::Read)?;
+            match target.state {
+                EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
+                EntryState::Present(EntryKind::File) => {}
+                EntryState::Present(_) => {
+                    return Err(FsError::NotRegularFile { op: Op::Read, path: target.display });
+                }
+            }
+            let root = &ws.shared.roots[target.root];
+            let io_err = |err: io::Error| FsError::from_io(Op::Read, &target.display, &err);
+            match open_regular(root.dir(), &target.real_rel) {
+                Ok(Some(mut file)) => {
+                    let mut bytes = Vec::new();
+                    file.read_to_end(&mut bytes).map_err(io_err)?;
+                    Ok(Some(bytes))
+                }
+                Ok(None) => Err(FsError::NotRegularFile { op: Op::Read, path: target.display }),
+                Err(err) if matches!(classify(&err), IoClass::NotFound) => Ok(None),
+                Err(err) => Err(io_err(err)),
+            }
+        })
+        .await
+    }
+
+    fn notify(&self, event: &WriteEvent<'_>) {
+        if let Ok(listeners) = self.shared.listeners.0.read() {
+            for listener in listeners.iter() {
+                // The file is written: a failing listener must not turn that into a failure.
+                let notify = || listener(event);
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(notify));
+            }
+        }
+    }
+
+    fn restore_blocking(
+        &self,
+        target: &ResolvedPath,
+        expected: Option<&str>,
+        content: Option<&[u8]>,
+    ) -> Result<WriteOutcome, FsError> {
+        let op = Op::Write;
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let (Some(name), parent_rel) = (target.real_rel.file_name(), target.real_rel.parent())
+        else {
+            return Err(FsError::NotRegularFile { op, path: path.clone() });
+        };
+        let parent_rel = parent_rel.unwrap_or(Path::new(""));
+        if target.state == EntryState::ParentNotDir {
+            return Err(FsError::NotDirectory { op, path: path.clone() });
+        }
+        let root = &self.shared.roots[target.root];
+        let parent = match open_dir(root.dir(), parent_rel) {
+            Ok(dir) => Some(dir),
+            Err(err) if classify(&err) == IoClass::NotFound => None,
+            Err(err) => return Err(io_err(err)),
+        };
+        let prior = match &parent {
+            Some(parent) => load_prior(parent, name).map_err(|e| match e {
+                PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
+                PriorError::Io(err) => io_err(err),
+            })?,
+            None => None,
+        };
+        match (expected, &prior) {
+            (None, None) => {}
+            (Some(version), Some(prior)) if prior.version == version => {}
+            (Some(_), None) => return Err(FsError::FileGone { path: path.clone() }),
+            _ => return Err(FsError::Changed { op, path: path.clone() }),
+        }
+        let operation = match (content, &parent) {
+            (Some(content), _) => {
+                let parent = match parent {
+                    Some(parent) => parent,
+                    None => {
+                        root.dir().create_dir_all(parent_rel).map_err(io_err)?;
+                        open_dir(root.dir(), parent_rel).map_err(io_err)?
+                    }
+                };
+                atomic::replace(&parent, name, content, prior.as_ref().map(|p| &p.metadata))
+                    .map_err(io_err)?;
+                if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
+            }
+            (None, Some(parent)) if prior.is_some() => {
+                parent.remove_file(name).map_err(io_err)?;
+                atomic::sync_dir(parent).map_err(io_err)?;
+                WriteOperation::Remove
+            }
+            // Asked to remove a file that is not there: nothing to do.
+            (None, _) => WriteOperation::Remove,
+        };
+        let version = content.map(content_version).unwrap_or_default();
+        self.ledger
+            .record(&target.key(), Observation::Present(format!("{INVALIDATED_PREFIX}{version}")));
+        if prior.is_some() || content.is_some() {
+            self.notify(&WriteEvent {
+                real_path: &target.real_path,
+                operation,
+                call_id: self.call_id.as_deref(),
+                before: prior.as_ref().and_then(|p| p.basis.as_deref()),
+                before_version: prior.as_ref().map(|p| p.version.as_str()),
+                after: content,
+            });
+        }
+        let before = prior.and_then(Prior::diff_basis);
+        Ok(WriteOutcome {
+            display: path.clone(),
+            real_path: target.real_path.clone(),
+            operation,
+            before,
+            version,
+        })
     }
 
     async fn resolve_for(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
@@ -565,13 +746,14 @@ impl Workspace {
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         let operation =
             if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
-        if let Ok(listeners) = self.shared.listeners.0.read() {
-            for listener in listeners.iter() {
-                // The file is written: a failing listener must not turn that into a failure.
-                let notify = || listener(&target.real_path, operation);
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(notify));
-            }
-        }
+        self.notify(&WriteEvent {
+            real_path: &target.real_path,
+            operation,
+            call_id: self.call_id.as_deref(),
+            before: prior.as_ref().and_then(|p| p.basis.as_deref()),
+            before_version: prior.as_ref().map(|p| p.version.as_str()),
+            after: Some(content),
+        });
         let before = match prior {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,

@@ -493,10 +493,12 @@ async fn write_listeners_hear_every_successful_write_and_edit_only() {
     let f = fixture();
     let heard: Arc<Mutex<Vec<(PathBuf, WriteOperation)>>> = Arc::default();
     let sink = Arc::clone(&heard);
-    f.ws.on_write(Arc::new(move |path, op| sink.lock().unwrap().push((path.to_path_buf(), op))));
+    f.ws.on_write(Arc::new(move |event| {
+        sink.lock().unwrap().push((event.real_path.to_path_buf(), event.operation))
+    }));
     // Another session's view shares the listeners.
     let other = f.ws.with_ledger(Arc::new(Ledger::new()));
-    other.on_write(Arc::new(|_, _| panic!("a panicking listener must not fail the write")));
+    other.on_write(Arc::new(|_| panic!("a panicking listener must not fail the write")));
 
     f.ws.write_file("new.txt", b"one\n").await.unwrap();
     f.ws.write_file("new.txt", b"two\n").await.unwrap();

@@ -289,6 +289,9 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         host.lsp().set_editor(Some(EditorLspProvider::handle(state.editor.clone())));
     }
     let host = Arc::new(host);
+    // A revert a crash interrupted is rolled back now, not at the first call.
+    let recovering = Arc::clone(&host);
+    tokio::spawn(async move { recovering.recover().await });
     let _ = state.watch_events.set(crate::watcher::spawn(Arc::clone(&host), state.stop.clone()));
     let socket = crate::attach::socket_path(host.root());
     let _ = state.host.set(host);

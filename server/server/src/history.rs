@@ -1,0 +1,221 @@
+//! Undo support over the session log: every change a call makes through the workspace is
+//! recorded as an `fs/change` event with blobs of the exact bytes before and after
+//! ([`record_changes`]); the `ChangeHistory` capability the `revert` tool uses reads them back
+//! ([`SessionHistory`]); and a multi-file revert that a crash interrupted is rolled back from its
+//! journal before the session runs anything else ([`recover_journal`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use toolhost_contract::{BoxFuture, ChangeHistory, History, HistoryCall, HistoryError};
+use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal};
+use toolhost_session::SessionLog;
+use toolhost_workspace::{Workspace, content_version};
+
+/// The journal's name in the session folder.
+pub const JOURNAL_FILE: &str = "revert-journal.json";
+
+/// Records every change made on behalf of a call as `fs/change` in `log`: the bytes before and
+/// after go to the blob store (content-addressed, so an unchanged file costs nothing twice), the
+/// event rides with the call's `tool/result`. A blob that cannot be stored marks the change as
+/// not revertible rather than pretending the file was new.
+pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
+    let log: Weak<SessionLog> = Arc::downgrade(log);
+    workspace.on_write(Arc::new(move |event| {
+        let (Some(call_id), Some(log)) = (event.call_id, log.upgrade()) else { return };
+        let blobs = log.blobs();
+        let mut before_not_kept = false;
+        let before = match (event.before, event.before_version) {
+            (Some(bytes), _) => match blobs.put_bytes(bytes) {
+                Ok(hash) => Some(hash),
+                Err(err) => {
+                    tracing::warn!("cannot keep the earlier content of a change: {err}");
+                    before_not_kept = true;
+                    event.before_version.map(str::to_owned)
+                }
+            },
+            (None, Some(version)) => {
+                before_not_kept = true;
+                Some(version.to_owned())
+            }
+            (None, None) => None,
+        };
+        let after = event.after.map(|bytes| match blobs.put_bytes(bytes) {
+            Ok(hash) => hash,
+            Err(err) => {
+                // The hash still says what the file holds; a merge needing these bytes fails
+                // with a missing-content error.
+                tracing::warn!("cannot keep the new content of a change: {err}");
+                content_version(bytes)
+            }
+        });
+        let change = FsChangeEvent {
+            call_id: call_id.to_owned(),
+            path: event.real_path.to_string_lossy().into_owned(),
+            before,
+            after,
+            before_not_kept,
+        };
+        if let Err(err) = log.enqueue_fs_change(&change) {
+            tracing::warn!("cannot record a file change: {err}");
+        }
+    }));
+}
+
+/// The `ChangeHistory` of one open session.
+pub struct SessionHistory {
+    log: Arc<SessionLog>,
+}
+
+impl SessionHistory {
+    pub fn new(log: Arc<SessionLog>) -> Self {
+        SessionHistory { log }
+    }
+}
+
+fn io(err: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Io(err.to_string())
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, HistoryError> + Send + 'static,
+) -> Result<T, HistoryError> {
+    tokio::task::spawn_blocking(work).await.map_err(io)?
+}
+
+impl ChangeHistory for SessionHistory {
+    fn history(&self) -> BoxFuture<'_, Result<History, HistoryError>> {
+        Box::pin(async move {
+            // Changes ride unsynced until the next awaited append: make them readable first.
+            self.log.flush().await.map_err(io)?;
+            let path = self.log.log_path().to_path_buf();
+            blocking(move || {
+                let view = toolhost_session::read_session(&path).map_err(io)?;
+                let calls = view
+                    .calls
+                    .iter()
+                    .map(|call| HistoryCall {
+                        call_id: call.call_id.clone(),
+                        name: call.name.clone(),
+                        completed: call.result.as_ref().is_some_and(|r| !r.is_error),
+                    })
+                    .collect();
+                Ok(History { calls, changes: view.changes })
+            })
+            .await
+        })
+    }
+
+    fn load(&self, hash: String) -> BoxFuture<'_, Result<Vec<u8>, HistoryError>> {
+        let blobs = self.log.blobs().clone();
+        Box::pin(blocking(move || {
+            blobs.get_bytes(&hash).map_err(|e| HistoryError::MissingBlob {
+                hash: hash.clone(),
+                detail: e.to_string(),
+            })
+        }))
+    }
+
+    fn keep(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<String, HistoryError>> {
+        let blobs = self.log.blobs().clone();
+        Box::pin(blocking(move || blobs.put_bytes(&bytes).map_err(io)))
+    }
+
+    fn begin_journal(&self, journal: RevertJournal) -> BoxFuture<'_, Result<(), HistoryError>> {
+        let path = self.log.dir().join(JOURNAL_FILE);
+        Box::pin(blocking(move || write_journal(&path, &journal).map_err(io)))
+    }
+
+    fn end_journal(&self) -> BoxFuture<'_, Result<(), HistoryError>> {
+        let path = self.log.dir().join(JOURNAL_FILE);
+        Box::pin(blocking(move || remove_durably(&path).map_err(io)))
+    }
+}
+
+/// Temp file, fsync, rename, fsync of the folder: the journal is whole or absent.
+fn write_journal(path: &Path, journal: &RevertJournal) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let bytes = serde_json::to_vec(journal).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(&bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    sync_parent(path)
+}
+
+fn remove_durably(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => sync_parent(path),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
+}
+
+/// What [`recover_journal`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// No revert was interrupted.
+    Nothing,
+    /// The interrupted revert `call_id` was rolled back: `files` were put back.
+    RolledBack { call_id: String, files: usize },
+}
+
+/// Rolls back a multi-file revert a crash interrupted: every file of the journal gets its original
+/// bytes back (through the workspace on behalf of the interrupted call, so the log records the
+/// roll-back as that call's changes), then the journal goes. A file that was never touched is
+/// left alone. Fails — keeping the journal for the next try — when a file cannot be put back,
+/// e.g. because someone changed it since to something that is neither side.
+pub async fn recover_journal(
+    workspace: &Workspace,
+    log: &Arc<SessionLog>,
+) -> Result<Recovery, HistoryError> {
+    let path: PathBuf = log.dir().join(JOURNAL_FILE);
+    let journal = {
+        let path = path.clone();
+        blocking(move || match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<RevertJournal>(&bytes).map(Some).map_err(io),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(io(err)),
+        })
+        .await?
+    };
+    let Some(journal) = journal else { return Ok(Recovery::Nothing) };
+    let history = SessionHistory::new(Arc::clone(log));
+    let workspace = workspace.for_call(&journal.call_id);
+    let mut files = 0;
+    for file in &journal.files {
+        let current = workspace.peek(&file.path).await.map_err(io)?;
+        let current = current.as_deref().map(content_version);
+        if current == file.original {
+            continue;
+        }
+        if current != file.target {
+            return Err(HistoryError::Io(format!(
+                "cannot roll back the interrupted revert {}: {} holds neither its earlier nor its reverted content",
+                journal.call_id, file.path
+            )));
+        }
+        let original = match &file.original {
+            Some(hash) => Some(history.load(hash.clone()).await?),
+            None => None,
+        };
+        workspace.restore(&file.path, current.as_deref(), original.as_deref()).await.map_err(io)?;
+        files += 1;
+    }
+    log.flush().await.map_err(io)?;
+    blocking(move || remove_durably(&path).map_err(io)).await?;
+    Ok(Recovery::RolledBack { call_id: journal.call_id, files })
+}
