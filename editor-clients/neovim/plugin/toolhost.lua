@@ -8,7 +8,8 @@ vim.api.nvim_create_user_command('Toolhost', function(opts)
   require('toolhost').command(opts)
 end, {
   nargs = '*',
-  desc = 'toolhost: call|tools|cards|replay|sessions|clear|start|stop',
+  bang = true, -- `:Toolhost! revert-since`: no confirmation
+  desc = 'toolhost: call|tools|cards|replay|revert|revert-since|sessions|clear|start|stop',
   complete = function(arg_lead, line)
     return require('toolhost').complete(arg_lead, line)
   end,
@@ -23,6 +24,8 @@ local plugs = {
   clear = 'clear',
   tools = 'tools',
   sessions = 'sessions',
+  revert = 'revert',
+  ['revert-since'] = 'revert_since',
 }
 for name, fn in pairs(plugs) do
   vim.keymap.set('n', ('<Plug>(toolhost-%s)'):format(name), function()

@@ -49,7 +49,7 @@ end
 test('plugin loads lazily and works without setup()', function()
   H.eq(preload_modules, {}, 'modules required by plugin/toolhost.lua at startup')
   H.eq(vim.fn.exists(':Toolhost'), 2, ':Toolhost exists')
-  for _, name in ipairs({ 'cards', 'clear', 'tools', 'sessions' }) do
+  for _, name in ipairs({ 'cards', 'clear', 'tools', 'sessions', 'revert', 'revert-since' }) do
     H.check(vim.fn.maparg(('<Plug>(toolhost-%s)'):format(name), 'n') ~= '', '<Plug>(toolhost-' .. name .. ') exists')
   end
   H.eq(vim.fn.maparg('<leader>tc', 'n'), '', 'no key mapped by default')
@@ -88,7 +88,11 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-mcp-editor',
     'toolhost-mcp-prefer',
     'hl-ToolhostCaller',
+    'hl-ToolhostCardFile',
     ':ToolhostStop',
+    ':Toolhost-revert',
+    ':Toolhost-revert-since',
+    'toolhost-revert',
     'toolhost-terminal',
     'toolhost-output',
     'toolhost-notice',
@@ -1356,13 +1360,14 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   local th = require('toolhost')
   H.eq(
     th.complete('', 'Toolhost '),
-    { 'call', 'cards', 'clear', 'replay', 'sessions', 'start', 'stop', 'tools' },
+    { 'call', 'cards', 'clear', 'replay', 'revert', 'revert-since', 'sessions', 'start', 'stop', 'tools' },
     'subcommands'
   )
   H.eq(th.complete('c', 'Toolhost c'), { 'call', 'cards', 'clear' }, 'prefix')
   H.eq(th.complete('ed', 'Toolhost call ed'), { 'edit' }, 'tool names')
   H.eq(th.complete('', 'Toolhost call read '), {}, 'no completion for the JSON')
-  H.eq(vim.fn.getcompletion('Toolhost re', 'cmdline'), { 'replay' }, 'command-line completion is wired')
+  H.eq(vim.fn.getcompletion('Toolhost rep', 'cmdline'), { 'replay' }, 'command-line completion is wired')
+  H.eq(th.complete('re', 'Toolhost re'), { 'replay', 'revert', 'revert-since' }, 'revert subcommands')
   local tools
   th.tools(function(err, t)
     tools = err or t
@@ -2028,6 +2033,559 @@ test('toolhost/notice: a background job’s end reaches vim.notify', function()
   io.stdout:write('     vim.notify: ' .. msgs[1][1] .. '\n')
   H.check(msgs[1][1]:match('^background job %S+ %(bash: echo done%) finished') ~= nil, 'notice text: ' .. msgs[1][1])
   H.eq(msgs[1][2], vim.log.levels.INFO, 'INFO level')
+end)
+
+-- Revert (the server's `revert` tool): `:Toolhost revert`, `:Toolhost revert-since`, `u`/`U` in a
+-- cards buffer and the <Plug> maps. Only completed cards of kind `diff` can be reverted.
+
+--- Runs `fn(msgs)` with vim.notify captured into `msgs` ({text, level} each) and vim.fn.confirm
+--- answered by `answer` (its questions go to `msgs.asked`; nil: fail the test if asked).
+---@param fn fun(msgs: table)
+---@param answer? integer
+local function with_messages(fn, answer)
+  local msgs = { asked = {} }
+  local orig = vim.notify
+  vim.notify = function(m, level)
+    table.insert(msgs, { m, level })
+  end
+  vim.fn.confirm = function(question)
+    table.insert(msgs.asked, question)
+    return answer or error('vim.fn.confirm was called: ' .. question)
+  end
+  local ok, err = pcall(fn, msgs)
+  vim.notify = orig
+  vim.fn.confirm = nil -- vim.fn makes the real one again on the next use
+  assert(ok, err)
+end
+
+--- Waits for the message number `n` and returns it.
+---@param msgs table
+---@param n integer
+---@param what string
+---@return {[1]: string, [2]: integer}
+local function message(msgs, n, what)
+  H.wait(function()
+    return msgs[n]
+  end, what, 30000)
+  return msgs[n]
+end
+
+--- The file a buffer holds, as bytes: its lines with the BOM, line ends and final newline it
+--- was read with ('bomb', 'fileformat', 'eol'; not 'fixeol', which only acts on :write).
+---@param buf integer
+---@return string
+local function buffer_bytes(buf)
+  local nl = ({ unix = '\n', dos = '\r\n', mac = '\r' })[vim.bo[buf].fileformat]
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), nl)
+  return (vim.bo[buf].bomb and '\239\187\191' or '') .. text .. (vim.bo[buf].eol and nl or '')
+end
+
+--- The first row of a call's card in a cards buffer (by call id: two cards may share a title).
+---@param buf integer
+---@param call_id string
+---@return integer
+local function card_row(buf, call_id)
+  for row = 1, vim.api.nvim_buf_line_count(buf) do
+    local card = require('toolhost.cards').card_at(buf, row)
+    if card and card.callId == call_id then
+      return row
+    end
+  end
+  error('no card ' .. call_id .. ' in the buffer:\n' .. H.buf_text(buf))
+end
+
+--- The newest card of a `revert` call started after `before` cards, once completed or failed.
+---@param client vim.lsp.Client
+---@param before integer
+---@return toolhost.Card
+local function revert_card(client, before)
+  local card
+  H.wait(function()
+    card = newest_card(client, 'revert', before)
+    return card and card.status ~= 'pending'
+  end, 'the revert card', 30000)
+  return card
+end
+
+test('revert: :Toolhost revert of the card under the cursor restores the exact bytes (disk, buffer)', function()
+  -- A UTF-8 BOM, CRLF line ends, non-ASCII text, a tab and no final newline.
+  local original = '\239\187\191alpha\r\nbeta \195\188\r\n\tgamma'
+  local ws, sessions = H.workspace({ ['a.txt'] = original })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local buf = vim.api.nvim_get_current_buf()
+  H.eq(buffer_bytes(buf), original, 'the buffer holds the file')
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  H.call('read', { file_path = 'a.txt' }, c)
+  local edit = H.call('edit', { file_path = 'a.txt', old_string = 'beta', new_string = 'BETA\r\nmore' }, c).card
+  H.eq(edit.status, 'completed', 'edit: ' .. edit.rendered)
+  local edited = H.read(ws .. '/a.txt')
+  H.check(edited ~= original, 'the edit changed the file')
+  H.eq(buffer_bytes(buf), edited, 'buffer reloaded after the edit')
+
+  local cbuf = assert(require('toolhost').cards())
+  local row = card_row(cbuf, edit.callId)
+  local hunk_row = row + 2 -- a line inside the edit card's hunk
+  local lines = vim.api.nvim_buf_get_lines(cbuf, row - 1, row + 2, false)
+  H.check(
+    lines[2]:sub(1, 3) == '@@ ' and cards.card_at(cbuf, hunk_row) == edit,
+    'a line of the edit card’s hunk: ' .. vim.inspect(lines)
+  )
+  vim.api.nvim_win_set_cursor(0, { hunk_row, 0 })
+  local before = #cards.store(c.id).order
+  with_messages(function(msgs)
+    vim.cmd('Toolhost revert')
+    local msg = message(msgs, 1, 'the revert message')
+    local card = revert_card(c, before)
+    H.eq({ card.status, card.kind, card.title }, { 'completed', 'diff', 'Revert ' .. edit.callId }, 'revert card')
+    H.eq(msg[2], vim.log.levels.INFO, 'success at INFO: ' .. msg[1])
+    H.check(msg[1]:find('Reverted ' .. edit.callId, 1, true) ~= nil, 'the server text: ' .. msg[1])
+    io.stdout:write('     vim.notify: ' .. msg[1] .. '\n')
+    H.eq(H.read(ws .. '/a.txt'), original, 'the original bytes on disk')
+    H.wait(function()
+      return buffer_bytes(buf) == original
+    end, 'the buffer reloaded to the original text')
+    H.eq(vim.bo[buf].modified, false, 'buffer unmodified')
+    H.eq(#msgs, 1, 'one message: ' .. vim.inspect(msgs))
+    -- The revert's card came in above; the cursor stayed on the edit card's line.
+    H.eq(vim.api.nvim_get_current_buf(), cbuf, 'still in the cards buffer')
+    local cur = vim.api.nvim_win_get_cursor(0)[1]
+    H.eq(cards.card_at(cbuf, cur).callId, edit.callId, 'the cursor is still on the reverted card')
+    H.eq(vim.api.nvim_buf_get_lines(cbuf, cur - 1, cur, false)[1], lines[3], 'on the same line of it')
+
+    -- `u` on the revert's own card reverts the revert (a redo).
+    vim.api.nvim_win_set_cursor(0, { card_row(cbuf, card.callId), 0 })
+    before = #cards.store(c.id).order
+    vim.api.nvim_feedkeys('u', 'x', false)
+    local redo = revert_card(c, before)
+    H.eq({ redo.status, redo.title }, { 'completed', 'Revert ' .. card.callId }, 'u reverts the revert')
+    H.eq(H.read(ws .. '/a.txt'), edited, 'the edit is back on disk')
+    H.wait(function()
+      return buffer_bytes(buf) == edited
+    end, 'the buffer reloaded to the edited text')
+    H.eq(message(msgs, 2, 'the second message')[2], vim.log.levels.INFO, 'INFO')
+  end)
+end)
+
+test('revert: revert-since over two files restores both (asks first; :Toolhost! does not)', function()
+  local a0, b0 = 'one\ntwo\nthree\n', 'uno\ndos\ntres\n'
+  local ws, sessions = H.workspace({ ['a.txt'] = a0, ['b.txt'] = b0 })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/b.txt')
+  local bbuf = vim.api.nvim_get_current_buf()
+  vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/a.txt'))
+  local abuf = vim.api.nvim_get_current_buf()
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  H.call('read', { file_path = 'a.txt' }, c)
+  H.call('read', { file_path = 'b.txt' }, c)
+  local first = H.call('edit', { file_path = 'a.txt', old_string = 'two', new_string = 'TWO' }, c).card
+  H.call('edit', { file_path = 'b.txt', old_string = 'tres', new_string = 'TRES' }, c)
+  H.call('read', { file_path = 'a.txt' }, c)
+  H.call('edit', { file_path = 'a.txt', old_string = 'one', new_string = 'ONE' }, c)
+  local a1, b1 = H.read(ws .. '/a.txt'), H.read(ws .. '/b.txt')
+  H.eq({ a1, b1 }, { 'ONE\nTWO\nthree\n', 'uno\ndos\nTRES\n' }, 'both files edited')
+  with_messages(function(msgs)
+    -- Cancel: nothing is sent.
+    local before = #cards.store(c.id).order
+    vim.cmd('Toolhost revert-since ' .. first.callId)
+    H.eq(#msgs.asked, 1, 'asked once')
+    H.check(msgs.asked[1]:find(first.callId, 1, true) ~= nil, 'the question names the call: ' .. msgs.asked[1])
+    H.check(msgs.asked[1]:find('3 calls', 1, true) ~= nil, 'and counts the changes: ' .. msgs.asked[1])
+    H.eq(msgs[1], { 'toolhost: revert cancelled', vim.log.levels.INFO }, 'cancelled')
+    vim.wait(200)
+    H.eq(#cards.store(c.id).order, before, 'no call made')
+    H.eq({ H.read(ws .. '/a.txt'), H.read(ws .. '/b.txt') }, { a1, b1 }, 'files untouched')
+  end, 2)
+  with_messages(function(msgs)
+    local before = #cards.store(c.id).order
+    vim.cmd('Toolhost revert-since ' .. first.callId)
+    H.eq(#msgs.asked, 1, 'asked')
+    local card = revert_card(c, before)
+    H.eq({ card.status, card.kind, card.title }, { 'completed', 'diff', 'Revert since ' .. first.callId }, 'card')
+    local msg = message(msgs, 1, 'the revert message')
+    H.eq(msg[2], vim.log.levels.INFO, 'INFO: ' .. msg[1])
+    io.stdout:write('     vim.notify: ' .. msg[1]:gsub('\n', '\n                 ') .. '\n')
+    H.eq({ H.read(ws .. '/a.txt'), H.read(ws .. '/b.txt') }, { a0, b0 }, 'both files restored on disk')
+    H.wait(function()
+      return buffer_bytes(abuf) == a0 and buffer_bytes(bbuf) == b0
+    end, 'both buffers reloaded')
+    H.eq({ vim.bo[abuf].modified, vim.bo[bbuf].modified }, { false, false }, 'unmodified')
+    -- Each buffer shows its own file's hunks inline (both are in windows).
+    local function hunk_headers(buf)
+      local out = {}
+      for _, m in ipairs(require('toolhost.inline').marks(buf)) do
+        local vl = m[4].virt_lines
+        if vl and vl[1][1][2] == 'ToolhostInlineHeader' then
+          table.insert(out, vl[1][1][1])
+        end
+      end
+      return out
+    end
+    H.eq(#hunk_headers(abuf) > 0 and #hunk_headers(bbuf) > 0, true, 'inline hunks in both buffers')
+    for _, h in ipairs(card.hunks) do
+      local file = vim.fs.basename(h.path)
+      local hbuf = file == 'a.txt' and abuf or bbuf
+      H.check(vim.tbl_contains(hunk_headers(hbuf), require('toolhost.inline').header(card, h)), 'hunk of ' .. file)
+    end
+    -- In the cards buffer the card names each file before its hunks (the server's `rendered`);
+    -- <CR> on a line of b.txt's hunk opens b.txt at that line, not the card's first file.
+    local cbuf = assert(require('toolhost').cards())
+    local row = card_row(cbuf, card.callId)
+    local layout, file_lines, b_row, b_line = cards.layout(card), {}, nil, nil
+    local hl = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(cbuf, cards.namespace, 0, -1, { details = true })) do
+      hl[m[2] + 1] = m[4].line_hl_group
+    end
+    for i, l in ipairs(cards.split(card.rendered)) do
+      if layout[i].role == 'file' then
+        table.insert(file_lines, l)
+        H.eq(hl[row + i - 1], 'ToolhostCardFile', 'file line highlighted: ' .. l)
+      elseif layout[i].role == '+' and layout[i].hunk.path == 'b.txt' then
+        b_row, b_line = row + i - 1, layout[i].line
+      end
+    end
+    table.sort(file_lines)
+    H.eq(file_lines, { 'a.txt', 'b.txt' }, 'a file line per file: ' .. card.rendered)
+    H.eq(vim.api.nvim_buf_get_lines(cbuf, assert(b_row, 'a + line of b.txt') - 1, b_row, false)[1], '+tres', 'row')
+    vim.api.nvim_win_set_cursor(0, { b_row, 0 })
+    cards.jump(cbuf)
+    H.eq(
+      { vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1] },
+      { ws .. '/b.txt', b_line },
+      '<CR> on b.txt’s hunk: b.txt at that line'
+    )
+  end, 1)
+  -- With the bang there is no question.
+  H.call('read', { file_path = 'b.txt' }, c)
+  local again = H.call('edit', { file_path = 'b.txt', old_string = 'dos', new_string = 'DOS' }, c).card
+  H.eq(again.status, 'completed', 'another edit')
+  with_messages(function(msgs)
+    local before = #cards.store(c.id).order
+    vim.cmd('Toolhost! revert-since ' .. again.callId)
+    H.eq(revert_card(c, before).status, 'completed', 'reverted without a question')
+    H.eq(msgs.asked, {}, 'not asked')
+    H.eq(H.read(ws .. '/b.txt'), b0, 'restored')
+  end)
+end)
+
+test('revert: pending, failed and read cards are refused with a message; server failures reach vim.notify', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'one\ntwo\nthree\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local buf = vim.api.nvim_get_current_buf()
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  local th = require('toolhost')
+  local read = H.call('read', { file_path = 'a.txt' }, c).card
+  local failed = H.call('edit', { file_path = 'a.txt', old_string = 'not there', new_string = 'x' }, c).card
+  H.eq({ read.kind, failed.status }, { 'read', 'failed' }, 'a read card and a failed card')
+  local pending = {
+    callId = 'call_pending_edit',
+    tool = 'edit',
+    status = 'pending',
+    kind = 'diff',
+    title = 'Edit a.txt',
+    text = '',
+    rendered = 'edit Edit a.txt · pending\n@@ preview -1 +1 @@\n-two\n+2',
+    locations = { { path = ws .. '/a.txt', line = 1 } },
+    hunks = {
+      {
+        path = 'a.txt',
+        oldStart = 0,
+        oldLines = 1,
+        newStart = 0,
+        newLines = 1,
+        preview = true,
+        header = '@@ preview -1 +1 @@',
+        lines = { { op = '-', text = 'two' }, { op = '+', text = '2' } },
+      },
+    },
+  }
+  cards.on_card(c.id, pending)
+  H.eq(th.complete('', 'Toolhost revert '), {}, 'nothing to complete')
+  with_messages(function(msgs)
+    local before = #cards.store(c.id).order
+    for _, want in ipairs({
+      { read, 'it is a read card, not a file change' },
+      { failed, 'it failed' },
+      { pending, 'it is still running' },
+    }) do
+      local n = #msgs + 1
+      vim.cmd('Toolhost revert ' .. want[1].callId)
+      H.eq(msgs[n], {
+        ('toolhost: %s (%s %s) cannot be reverted: %s (only completed file changes, diff cards, can be)'):format(
+          want[1].callId,
+          want[1].tool,
+          want[1].title,
+          want[2]
+        ),
+        vim.log.levels.WARN,
+      }, 'refused: ' .. want[1].callId)
+    end
+    vim.cmd('Toolhost revert-since! ' .. read.callId) -- not a subcommand: the bang goes on :Toolhost
+    H.check(msgs[#msgs][1]:find('unknown subcommand', 1, true) ~= nil, 'revert-since! is not a subcommand')
+    vim.cmd('Toolhost! revert-since ' .. read.callId)
+    H.check(msgs[#msgs][1]:find('it is a read card', 1, true) ~= nil, 'revert-since refuses it too')
+    vim.cmd('Toolhost revert')
+    H.eq(
+      msgs[#msgs],
+      { 'toolhost: no file change to revert (only completed diff cards can be reverted)', vim.log.levels.WARN },
+      'nothing revertible'
+    )
+    vim.cmd('Toolhost revert a b')
+    H.eq(msgs[#msgs], { 'toolhost: usage: :Toolhost revert [call_id]', vim.log.levels.ERROR }, 'usage')
+    -- In the cards buffer: `u` on the read card, on the blank line between cards.
+    local cbuf = assert(th.cards())
+    local row = card_row(cbuf, read.callId)
+    H.check(row > 1, 'the read card is not the newest')
+    vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
+    vim.api.nvim_feedkeys('u', 'x', false)
+    H.check(msgs[#msgs][1]:find(read.callId .. ' (read ', 1, true) ~= nil, 'u refuses the read card')
+    vim.api.nvim_win_set_cursor(0, { row - 1, 0 })
+    H.eq(vim.api.nvim_get_current_line(), '', 'a blank line')
+    vim.api.nvim_feedkeys('U', 'x', false)
+    H.eq(msgs[#msgs], { 'toolhost: no card under the cursor', vim.log.levels.WARN }, 'U on a blank line')
+    H.eq(msgs.asked, {}, 'never asked')
+    vim.wait(200)
+    H.eq(#cards.store(c.id).order, before, 'no revert call was made')
+    vim.cmd('wincmd p')
+
+    -- A call id the server does not know: its error, at ERROR level.
+    local n = #msgs + 1
+    vim.cmd('Toolhost revert call_unknown')
+    local msg = message(msgs, n, 'the unknown-call error')
+    H.eq(msg[2], vim.log.levels.ERROR, 'ERROR: ' .. msg[1])
+    H.check(vim.startswith(msg[1], 'toolhost: revert call_unknown failed: '), msg[1])
+    io.stdout:write('     vim.notify: ' .. msg[1] .. '\n')
+  end)
+
+  -- A revertible edit; the user then changes the file's buffer without saving.
+  H.call('read', { file_path = 'a.txt' }, c)
+  local edit = H.call('edit', { file_path = 'a.txt', old_string = 'two', new_string = 'TWO' }, c).card
+  H.eq(th.complete('', 'Toolhost revert '), { edit.callId }, 'completion: the completed diff card')
+  H.eq(th.complete('x', 'Toolhost revert-since x'), {}, 'completion filters by prefix')
+  vim.api.nvim_buf_set_lines(buf, 0, 1, false, { 'one (unsaved)' })
+  with_messages(function(msgs)
+    vim.cmd('Toolhost revert ' .. edit.callId)
+    local msg = message(msgs, 1, 'the dirty-buffer error')
+    H.eq(msg[2], vim.log.levels.ERROR, 'ERROR: ' .. msg[1])
+    io.stdout:write('     vim.notify: ' .. msg[1] .. '\n')
+    H.eq(H.read(ws .. '/a.txt'), 'one\nTWO\nthree\n', 'disk untouched')
+    H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), { 'one (unsaved)', 'TWO', 'three' }, 'unsaved text kept')
+    -- Saved, with the edited line changed again: the reverse change conflicts.
+    vim.api.nvim_buf_set_lines(buf, 1, 2, false, { 'TWO and more' })
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent write')
+    end)
+    vim.cmd('Toolhost revert ' .. edit.callId)
+    msg = message(msgs, 2, 'the conflict error')
+    H.eq(msg[2], vim.log.levels.ERROR, 'ERROR: ' .. msg[1])
+    io.stdout:write('     vim.notify: ' .. msg[1] .. '\n')
+    H.eq(H.read(ws .. '/a.txt'), 'one (unsaved)\nTWO and more\nthree\n', 'nothing written on a conflict')
+  end)
+
+  -- The replay of another session: its calls are not this session's.
+  local other = vim.tbl_extend('force', edit, { callId = 'call_elsewhere' })
+  cards.open_replay('20000101-000000-000000', { other }, c.id)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  with_messages(function(msgs)
+    vim.api.nvim_feedkeys('u', 'x', false)
+    H.check(
+      msgs[1] and msgs[1][1]:find('call_elsewhere is a call of session 20000101-000000-000000', 1, true) ~= nil,
+      'refused in the replay of another session: ' .. vim.inspect(msgs)
+    )
+  end)
+end)
+
+test('revert: a diff card of several files reloads each buffer with its own hunks; a removed file empties', function()
+  -- What a revert since a call sends: one card, hunks of several files (paths relative to the
+  -- root), one location per file. Client side only: the card is made here.
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a1\na2\n', ['sub/b.txt'] = 'b1\nb2\n', ['c.txt'] = 'c1\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local abuf = vim.api.nvim_get_current_buf()
+  vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/sub/b.txt'))
+  local bbuf = vim.api.nvim_get_current_buf()
+  vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/c.txt'))
+  local cbuf = vim.api.nvim_get_current_buf()
+  local c = H.client()
+  H.wait(function()
+    return c.attached_buffers[abuf] and c.attached_buffers[bbuf] and c.attached_buffers[cbuf]
+  end, 'the three buffers attached')
+  H.write(ws .. '/a.txt', 'a1\nA2\n')
+  H.write(ws .. '/sub/b.txt', 'b1\nb2\nb3 added\n')
+  vim.uv.fs_unlink(ws .. '/c.txt')
+  local function hunk(path, old_start, new_start, lines)
+    local old_n, new_n = 0, 0
+    for _, l in ipairs(lines) do
+      old_n = old_n + (l.op ~= '+' and 1 or 0)
+      new_n = new_n + (l.op ~= '-' and 1 or 0)
+    end
+    return {
+      path = path,
+      oldStart = old_start,
+      oldLines = old_n,
+      newStart = new_start,
+      newLines = new_n,
+      header = ('@@ -%d,%d +%d,%d @@'):format(old_start, old_n, new_start, new_n),
+      lines = lines,
+    }
+  end
+  local card = {
+    callId = 'call_multi',
+    tool = 'revert',
+    status = 'completed',
+    kind = 'diff',
+    title = 'Revert since call_x',
+    text = 'Reverted 2 calls since call_x',
+    rendered = 'revert Revert since call_x · completed',
+    locations = {
+      { path = ws .. '/a.txt', line = 2 },
+      { path = ws .. '/sub/b.txt', line = 3 },
+      { path = ws .. '/c.txt', line = 1 },
+    },
+    hunks = {
+      hunk('a.txt', 1, 1, { { op = ' ', text = 'a1' }, { op = '-', text = 'a2' }, { op = '+', text = 'A2' } }),
+      hunk('sub/b.txt', 2, 2, { { op = ' ', text = 'b2' }, { op = '+', text = 'b3 added' } }),
+      hunk('c.txt', 1, 0, { { op = '-', text = 'c1' } }),
+    },
+  }
+  local inline = require('toolhost.inline')
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m)
+    table.insert(msgs, m)
+  end
+  local ok, err = pcall(inline.on_file_card, card, ws)
+  vim.notify = orig
+  assert(ok, err)
+  H.eq(msgs, {}, 'reloaded without a message')
+  H.eq(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), { 'a1', 'A2' }, 'a.txt reloaded')
+  H.eq(vim.api.nvim_buf_get_lines(bbuf, 0, -1, false), { 'b1', 'b2', 'b3 added' }, 'sub/b.txt reloaded')
+  H.eq(vim.api.nvim_buf_get_lines(cbuf, 0, -1, false), { '' }, 'the buffer of the removed c.txt is empty')
+  H.eq(
+    { vim.bo[abuf].modified, vim.bo[bbuf].modified, vim.bo[cbuf].modified },
+    { false, false, false },
+    'none modified'
+  )
+  local function headers(buf)
+    local out = {}
+    for _, m in ipairs(inline.marks(buf)) do
+      local vl = m[4].virt_lines
+      if vl and vl[1][1][2] == 'ToolhostInlineHeader' then
+        table.insert(out, vl[1][1][1])
+      end
+    end
+    return out
+  end
+  H.eq(headers(abuf), { inline.header(card, card.hunks[1]) }, 'a.txt shows its own hunk only')
+  H.eq(headers(bbuf), { inline.header(card, card.hunks[2]) }, 'sub/b.txt shows its own hunk only')
+  H.eq(headers(cbuf), { inline.header(card, card.hunks[3]) }, 'c.txt shows its removed line')
+  -- The cards buffer's view of such a card: a file line before each file's hunks, and <CR>
+  -- targets in each hunk's own file, even when one path ends with another (`b.txt` and
+  -- `sub/b.txt`: the shortest location that ends with the hunk's path is its file).
+  local cards = require('toolhost.cards')
+  local two = {
+    callId = 'call_two',
+    tool = 'revert',
+    status = 'completed',
+    kind = 'diff',
+    title = 'Revert since call_y',
+    locations = { { path = ws .. '/sub/b.txt', line = 2 }, { path = ws .. '/b.txt', line = 1 } },
+    hunks = {
+      hunk('sub/b.txt', 2, 2, { { op = ' ', text = 'b2' }, { op = '+', text = 'b3 added' } }),
+      hunk('b.txt', 1, 1, { { op = '-', text = 'x' }, { op = '+', text = 'y' } }),
+    },
+  }
+  two.rendered = table.concat({
+    'revert Revert since call_y · completed',
+    'sub/b.txt',
+    two.hunks[1].header,
+    ' b2',
+    '+b3 added',
+    'b.txt',
+    two.hunks[2].header,
+    '-x',
+    '+y',
+  }, '\n')
+  H.eq(
+    vim.tbl_map(function(r)
+      return r.role
+    end, cards.layout(two)),
+    { 'title', 'file', 'header', ' ', '+', 'file', 'header', '-', '+' },
+    'layout of a card of two files'
+  )
+  local function target(index)
+    return { cards.target({ card = two, index = index }) }
+  end
+  H.eq(target(2), { ws .. '/sub/b.txt', 2 }, 'the file line: that file at its first hunk')
+  H.eq(target(5), { ws .. '/sub/b.txt', 3 }, 'a line of sub/b.txt’s hunk')
+  H.eq(target(9), { ws .. '/b.txt', 1 }, 'a line of b.txt’s hunk')
+  -- A card of one file names no file: its hunks follow the title.
+  two.hunks[2].path = 'sub/b.txt'
+  two.rendered = two.rendered:gsub('\nsub/b%.txt\n', '\n'):gsub('\nb%.txt\n', '\n')
+  local one = cards.layout(two)
+  H.eq({ one[2].role, one[5].role, one[5].line }, { 'header', 'header', 1 }, 'one file: no file lines')
+  -- A card of one file whose hunks name no path (older logs): its hunks go to its location.
+  H.write(ws .. '/a.txt', 'a1\na2\n')
+  inline.on_file_card({
+    callId = 'call_one',
+    tool = 'edit',
+    status = 'completed',
+    kind = 'diff',
+    title = 'Edit a.txt',
+    locations = { { path = ws .. '/a.txt', line = 2 } },
+    hunks = { hunk('', 1, 1, { { op = ' ', text = 'a1' }, { op = '-', text = 'A2' }, { op = '+', text = 'a2' } }) },
+  }, nil)
+  H.eq(vim.api.nvim_buf_get_lines(abuf, 0, -1, false), { 'a1', 'a2' }, 'reloaded')
+  H.eq(#headers(abuf), 1, 'the pathless hunk is shown in the location’s buffer')
+end)
+
+test('revert: <Plug>(toolhost-revert) and <Plug>(toolhost-revert-since), keys from the keymaps table', function()
+  local a0 = 'alpha\nbeta\n'
+  local ws, sessions = H.workspace({ ['a.txt'] = a0 })
+  H.setup(sessions, { keymaps = { revert = '<F5>', ['revert-since'] = '<F6>' } })
+  H.eq(vim.fn.maparg('<F5>', 'n'), '<Plug>(toolhost-revert)', 'keymaps table: revert')
+  H.eq(vim.fn.maparg('<F6>', 'n'), '<Plug>(toolhost-revert-since)', 'keymaps table: revert-since')
+  vim.cmd.edit(ws .. '/a.txt')
+  local buf = vim.api.nvim_get_current_buf()
+  local c = H.client()
+  local cards = require('toolhost.cards')
+  H.call('read', { file_path = 'a.txt' }, c)
+  local first = H.call('edit', { file_path = 'a.txt', old_string = 'alpha', new_string = 'ALPHA' }, c).card
+  local second = H.call('edit', { file_path = 'a.txt', old_string = 'beta', new_string = 'BETA' }, c).card
+  H.eq({ first.status, second.status }, { 'completed', 'completed' }, 'two edits')
+  local keys = function(k)
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), 'x', false)
+  end
+  with_messages(function(msgs)
+    -- In a file buffer: the newest completed diff card (the second edit).
+    local before = #cards.store(c.id).order
+    keys('<F5>')
+    H.eq(revert_card(c, before).title, 'Revert ' .. second.callId, '<Plug>(toolhost-revert): the newest change')
+    H.wait(function()
+      return H.read(ws .. '/a.txt') == 'ALPHA\nbeta\n' and buffer_bytes(buf) == 'ALPHA\nbeta\n'
+    end, 'the second edit reverted')
+    H.eq(message(msgs, 1, 'message')[2], vim.log.levels.INFO, 'INFO')
+    -- Revert since: the newest change is now the revert itself; since the first edit, from the
+    -- cards buffer with the cursor on it (the question names it).
+    local cbuf = assert(require('toolhost').cards())
+    vim.api.nvim_win_set_cursor(0, { card_row(cbuf, first.callId), 0 })
+    before = #cards.store(c.id).order
+    keys('<F6>')
+    H.eq(#msgs.asked, 1, 'asked')
+    H.check(msgs.asked[1]:find(first.callId, 1, true) ~= nil, 'about the card under the cursor')
+    H.eq(revert_card(c, before).title, 'Revert since ' .. first.callId, '<Plug>(toolhost-revert-since)')
+    H.wait(function()
+      return H.read(ws .. '/a.txt') == a0 and buffer_bytes(buf) == a0
+    end, 'everything since the first edit reverted')
+  end, 1)
+  -- A keymaps table maps the default keys too: leave no global map to later tests.
+  for _, k in ipairs({ '<F5>', '<F6>', '<leader>tc', '<leader>tx', '<leader>tt', '<leader>ts' }) do
+    pcall(vim.keymap.del, 'n', k)
+  end
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

@@ -49,9 +49,9 @@
 ---@field data? any presentation meta of kinds without a view of their own here
 
 ---@class toolhost.LineRole
----@field role string lines of `rendered`: 'title', 'header', '+', '-', ' ', 'text'; of a terminal view
+---@field role string lines of `rendered`: 'title', 'file', 'header', '+', '-', ' ', 'text'; of a terminal view
 ---  (|M.terminal_view|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn'
----@field hunk? toolhost.Hunk the hunk of a diff line
+---@field hunk? toolhost.Hunk the hunk of a diff line (of a `file` line: that file's first hunk)
 ---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
 ---@class toolhost.Store
@@ -110,6 +110,7 @@ function M.define_highlights()
     ToolhostCardTitle = 'Title',
     ToolhostCaller = 'Identifier',
     ToolhostHunkHeader = 'Special',
+    ToolhostCardFile = 'Directory',
     ToolhostInlineHeader = 'DiagnosticVirtualTextInfo',
     ToolhostInlineDelete = 'DiffDelete',
     ToolhostInlineAdd = 'DiffAdd',
@@ -188,7 +189,10 @@ function M.on_card(client_id, card)
   end
   local first_time_done = changes_files(card) and not (old and old.status == 'completed')
   if first_time_done then
-    require('toolhost.inline').on_file_card(card)
+    -- The root resolves the hunks' relative paths: a card may change several files (a revert
+    -- since a call), each of which reloads.
+    local client = vim.lsp.get_client_by_id(client_id)
+    require('toolhost.inline').on_file_card(card, client and client.root_dir or nil)
   end
   local buf = live_bufs[client_id]
   if buf and vim.api.nvim_buf_is_valid(buf) then
@@ -443,7 +447,9 @@ end
 
 --- The role of each line of a card's `rendered` (index 1 is the title). A diff card's lines are
 --- read off its hunks — each hunk's `header` as the server wrote it, then its lines — so a
---- hunk header is never formatted or guessed here. When `rendered` does not have that shape the
+--- hunk header is never formatted or guessed here. A card whose hunks are of several files (a
+--- revert since a call) names the file, its hunks' `path`, on a line of its own before them,
+--- as the server's `card::to_text` does: role `file`. When `rendered` does not have that shape the
 --- lines starting with `@@ `, `+` and `-` are taken for diff lines. Every other kind (including
 --- kinds this plugin does not know) is the generic view: a title and text.
 ---@param card toolhost.Card
@@ -458,7 +464,26 @@ function M.layout(card)
     return out
   end
   local planned, idx, fits = {}, 1, type(card.hunks) == 'table'
+  local several, last_path, first_path = false, nil, nil
+  for i, hunk in ipairs(fits and card.hunks or {}) do
+    local path = type(hunk) == 'table' and hunk.path or nil
+    first_path = i == 1 and path or first_path
+    several = several or path ~= first_path
+  end
   for _, hunk in ipairs(fits and card.hunks or {}) do
+    if type(hunk) ~= 'table' then
+      fits = false
+      break
+    end
+    if several and hunk.path ~= last_path then
+      idx = idx + 1
+      if lines[idx] ~= tostring(hunk.path) then
+        fits = false
+        break
+      end
+      last_path = hunk.path
+      planned[idx] = { role = 'file', hunk = hunk, line = (not hunk.preview) and tonumber(hunk.newStart) or nil }
+    end
     idx = idx + 1
     local header = type(hunk.header) == 'string' and hunk.header ~= '' and hunk.header or nil
     if type(hunk.lines) ~= 'table' or lines[idx] == nil or (header and lines[idx] ~= header) then
@@ -500,6 +525,7 @@ end
 ---@type table<string, string>
 local role_groups = {
   title = 'ToolhostCardTitle',
+  file = 'ToolhostCardFile',
   header = 'ToolhostHunkHeader',
   ['+'] = 'ToolhostDiffAdd',
   ['-'] = 'ToolhostDiffDelete',
@@ -518,18 +544,37 @@ local role_groups = {
 ---@param client_id? integer the client whose live output running terminal cards show
 function M.render(buf, cards, client_id)
   local lines, info = M.lines(cards, client_id)
-  -- Live output redraws the buffer several times a second: keep every window's cursor where it
-  -- was (a full replacement would move it).
+  -- Live output redraws the buffer several times a second and new cards arrive at the top: keep
+  -- every window's cursor on the card line it was on (a full replacement would move it, and the
+  -- same row would then show another card, which <C-c> would stop or `u` revert).
+  local old_info = line_info[buf] or {}
   local cursors = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    cursors[win] = vim.api.nvim_win_get_cursor(win)
+    local pos = vim.api.nvim_win_get_cursor(win)
+    local li = old_info[pos[1]]
+    cursors[win] = { pos = pos, call_id = li and li.card.callId or nil, index = li and li.index or nil }
   end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
-  for win, pos in pairs(cursors) do
-    pcall(vim.api.nvim_win_set_cursor, win, { math.min(pos[1], #lines), pos[2] })
+  local first_rows = {}
+  for row, li in ipairs(info) do
+    if li and not first_rows[li.card.callId] then
+      first_rows[li.card.callId] = row
+    end
+  end
+  for win, cur in pairs(cursors) do
+    local row = cur.pos[1]
+    local first = cur.call_id and first_rows[cur.call_id]
+    if first then
+      -- The same line of that card, or its last line when the card got shorter.
+      row = first + cur.index - 1
+      while row > first and not (info[row] and info[row].card.callId == cur.call_id) do
+        row = row - 1
+      end
+    end
+    pcall(vim.api.nvim_win_set_cursor, win, { math.max(math.min(row, #lines), 1), cur.pos[2] })
   end
   line_info[buf] = info
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -560,6 +605,28 @@ function M.render(buf, cards, client_id)
   end
 end
 
+--- The file of a diff card's hunk: its `path` when absolute, else the card's location that
+--- ends with it. The server makes each location `<root>/<path>`, so of several matches the
+--- shortest is that one (a longer one is a file of the same name deeper down: `sub/b.txt` when
+--- the hunk is of `b.txt`). Nil when no location matches.
+---@param card toolhost.Card
+---@param hunk toolhost.Hunk
+---@return string? path absolute
+local function hunk_file(card, hunk)
+  local p = type(hunk.path) == 'string' and hunk.path:gsub('^%./', '') or ''
+  if p == '' then
+    return nil
+  end
+  local best
+  for _, loc in ipairs(card.locations or {}) do
+    local lp = type(loc) == 'table' and loc.path or nil
+    if type(lp) == 'string' and (lp == p or vim.endswith(lp, '/' .. p)) and (not best or #lp < #best) then
+      best = lp
+    end
+  end
+  return best
+end
+
 --- The file and line a cards-buffer line points at.
 ---@param li toolhost.LineInfo
 ---@return string? path
@@ -569,10 +636,11 @@ function M.target(li)
   local locs = card.locations or {}
   local first = locs[1]
   if li.index > 1 and card.kind == 'diff' and first then
-    -- A diff line: its line in the new file (a preview hunk has none: the card's location).
+    -- A diff line: its line in its hunk's file (a card may change several files); a preview
+    -- hunk has no line: the card's location.
     local role = M.layout(card)[li.index]
     if role and role.line then
-      return first.path, math.max(role.line, 1)
+      return role.hunk and hunk_file(card, role.hunk) or first.path, math.max(role.line, 1)
     end
   elseif li.index > 1 and card.kind == 'search' and locs[li.index - 1] then
     local loc = locs[li.index - 1]
@@ -739,6 +807,58 @@ function M.call_to_stop(buf, row, client_id)
   return nil
 end
 
+--- Why a card cannot be reverted, or nil when it can. Only a completed card of kind `diff` can
+--- (the cards the server offers Revert on): decided by the kind, never by the tool's name, so a
+--- tool registered at run time and a revert's own card count too.
+---@param card toolhost.Card
+---@return string? reason
+function M.revert_refusal(card)
+  if card.status == 'pending' then
+    return 'it is still running'
+  elseif card.status == 'failed' then
+    return 'it failed'
+  elseif card.kind ~= 'diff' then
+    return ('it is a %s card, not a file change'):format(tostring(card.kind))
+  elseif card.status ~= 'completed' then
+    return ('its status is %s'):format(tostring(card.status))
+  end
+  return nil
+end
+
+--- The card of a call in a client's session, or nil.
+---@param client_id integer
+---@param call_id string
+---@return toolhost.Card?
+function M.get(client_id, call_id)
+  local s = stores[client_id]
+  return s and s.by_id[call_id] or nil
+end
+
+--- The cards of a client that can be reverted (|M.revert_refusal|), newest first.
+---@param client_id integer
+---@return toolhost.Card[]
+function M.revertible(client_id)
+  return vim.tbl_filter(function(card)
+    return M.revert_refusal(card) == nil
+  end, M.list(client_id))
+end
+
+--- Whether `buf` is a cards buffer (live or replay).
+---@param buf integer
+---@return boolean
+function M.is_cards_buffer(buf)
+  return line_info[buf] ~= nil and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype == 'toolhost-cards'
+end
+
+--- The card shown on a line of a cards buffer, or nil (the blank line between cards).
+---@param buf integer
+---@param row integer 1-based
+---@return toolhost.Card?
+function M.card_at(buf, row)
+  local li = (line_info[buf] or {})[row]
+  return li and li.card or nil
+end
+
 --- Creates (or finds) a scratch cards buffer named `name`.
 ---@param name string
 ---@return integer buf
@@ -750,6 +870,13 @@ local function scratch(name)
   vim.keymap.set('n', '<C-c>', function()
     require('toolhost').stop_call()
   end, { buffer = buf, desc = 'toolhost: stop the running call under the cursor (or the newest one)' })
+  -- Buffer-local like <CR> and <C-c>: the plugin maps no global key unless asked (`keymaps`).
+  vim.keymap.set('n', 'u', function()
+    require('toolhost').revert()
+  end, { buffer = buf, desc = 'toolhost: revert the file changes of the card under the cursor' })
+  vim.keymap.set('n', 'U', function()
+    require('toolhost').revert_since()
+  end, { buffer = buf, desc = 'toolhost: revert every file change since the card under the cursor (asks first)' })
   vim.keymap.set('n', 'q', '<cmd>close<cr>', { buffer = buf, desc = 'toolhost: close the cards window' })
   return buf
 end
@@ -791,6 +918,9 @@ end
 function M.open_replay(session_id, cards, client_id)
   local buf = scratch('toolhost://replay/' .. session_id)
   vim.b[buf].toolhost_client = client_id
+  -- Only calls of the session the server is running can be reverted: `u` in the replay of
+  -- another session is refused by name (|toolhost-revert|).
+  vim.b[buf].toolhost_session = session_id
   local newest_first = {}
   for i = #cards, 1, -1 do
     table.insert(newest_first, cards[i])

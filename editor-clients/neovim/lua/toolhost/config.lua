@@ -5,6 +5,8 @@
 ---@field clear? string  lhs for |<Plug>(toolhost-clear)|
 ---@field tools? string  lhs for |<Plug>(toolhost-tools)|
 ---@field sessions? string lhs for |<Plug>(toolhost-sessions)|
+---@field revert? string lhs for |<Plug>(toolhost-revert)| (no default key)
+---@field ["revert-since"] string? lhs for |<Plug>(toolhost-revert-since)| (no default key)
 
 ---@class toolhost.Config
 ---@field cmd string[] Command that starts the server (`toolhost serve`).

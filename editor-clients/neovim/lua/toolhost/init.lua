@@ -156,6 +156,214 @@ function M.stop_call(cb)
   end)
 end
 
+---@class toolhost.RevertOpts
+---@field since? boolean undo every file change of the session from that call on, newest first
+---@field confirm? boolean ask before a `since` revert (default true; `:Toolhost!` skips it)
+---@field client? vim.lsp.Client the server to ask (default: as |:Toolhost-revert| picks it)
+
+---@param card toolhost.Card
+---@return string `call_abc (edit Edit a.txt)`
+local function describe(card)
+  return ('%s (%s %s)'):format(card.callId, tostring(card.tool), tostring(card.title))
+end
+
+--- The call a revert undoes and the server to ask. With `call_id`: that call's card in the
+--- server's session (looked up in every server's cards when none is given). Without: in a cards
+--- buffer the card under the cursor; elsewhere the newest card that can be reverted.
+---@param call_id? string
+---@param client? vim.lsp.Client
+---@return vim.lsp.Client? client
+---@return toolhost.Card? card nil with a client: a call id this editor has no card of (the
+---  server answers `REVERT_UNKNOWN_CALL` if its session has no such call either)
+---@return string? problem why there is nothing to revert
+local function revert_target(call_id, client)
+  local cl = require('toolhost.client')
+  local cards = require('toolhost.cards')
+  local buf = vim.api.nvim_get_current_buf()
+  local cur = client or cl.current(buf, false)
+  local ids = cur and { cur.id } or {}
+  if not client then
+    -- Like :ToolhostStop: the current server first, then any other running one.
+    for _, c in ipairs(cl.clients()) do
+      if not cur or c.id ~= cur.id then
+        table.insert(ids, c.id)
+      end
+    end
+  end
+  if call_id then
+    for _, id in ipairs(ids) do
+      local card = cards.get(id, call_id)
+      if card then
+        return vim.lsp.get_client_by_id(id), card
+      end
+    end
+    if not cur then
+      return nil, nil, 'no toolhost server for this buffer or directory'
+    end
+    return cur, nil
+  end
+  if not client and cards.is_cards_buffer(buf) then
+    local card = cards.card_at(buf, vim.api.nvim_win_get_cursor(0)[1])
+    if not card then
+      return nil, nil, 'no card under the cursor'
+    end
+    local owner = vim.b[buf].toolhost_client
+    local c = owner and vim.lsp.get_client_by_id(owner)
+    if not c or c:is_stopped() then
+      return nil, nil, 'the server of this cards buffer is not running'
+    end
+    local shown, running = vim.b[buf].toolhost_session, cl.state(c.id).session_id
+    if shown and running and shown ~= running then
+      local why = '%s is a call of session %s; only calls of the running session %s can be reverted'
+      return nil, nil, why:format(card.callId, shown, running)
+    end
+    return c, card
+  end
+  for _, id in ipairs(ids) do
+    local card = cards.revertible(id)[1]
+    if card then
+      return vim.lsp.get_client_by_id(id), card
+    end
+  end
+  return nil, nil, 'no file change to revert (only completed diff cards can be reverted)'
+end
+
+--- The question a revert since `card` asks: what it will undo, as far as this editor's cards
+--- tell (the server decides; it reverts all or nothing).
+---@param client_id integer
+---@param card? toolhost.Card
+---@param call_id string
+---@return string
+local function since_question(client_id, card, call_id)
+  if not card then
+    return ('Revert every file change of this session since %s, newest first?'):format(call_id)
+  end
+  local s = require('toolhost.cards').store(client_id)
+  local count, from = 0, nil
+  for i, id in ipairs(s.order) do
+    if id == call_id then
+      from = i
+    end
+    if from and require('toolhost.cards').revert_refusal(s.by_id[id]) == nil then
+      count = count + 1
+    end
+  end
+  return ('Revert every file change since %s: %d call%s, newest first?'):format(
+    describe(card),
+    count,
+    count == 1 and '' or 's'
+  )
+end
+
+--- Reverts the file changes of a call with the `revert` tool (`toolhost/callTool`): with
+--- `opts.since`, every file change of the session from that call on (after a confirmation
+--- unless `opts.confirm == false`). Without `call_id`: the card under the cursor in a cards
+--- buffer, else the newest completed diff card. Only completed cards of kind `diff` can be
+--- reverted; another card is refused here with a message. A failed revert (a conflict, unsaved
+--- changes in a buffer, …) is reported with |vim.notify()| at ERROR level. `cb(err, response)`.
+---@param call_id? string
+---@param opts? toolhost.RevertOpts
+---@param cb? fun(err: string?, response: table?)
+function M.revert(call_id, opts, cb)
+  opts = opts or {}
+  cb = cb or function() end
+  if call_id == '' then
+    call_id = nil
+  end
+  local c, card, problem = revert_target(call_id, opts.client)
+  if not c then
+    notify(problem or 'nothing to revert', vim.log.levels.WARN)
+    return cb(problem or 'nothing to revert')
+  end
+  if card then
+    local refusal = require('toolhost.cards').revert_refusal(card)
+    if refusal then
+      local msg = ('%s cannot be reverted: %s (only completed file changes, diff cards, can be)'):format(
+        describe(card),
+        refusal
+      )
+      notify(msg, vim.log.levels.WARN)
+      return cb(msg)
+    end
+    call_id = card.callId
+  end
+  ---@cast call_id string
+  if opts.since and opts.confirm ~= false then
+    local choice = vim.fn.confirm(since_question(c.id, card, call_id), '&Revert\n&Cancel', 2, 'Question')
+    if choice ~= 1 then
+      notify('revert cancelled')
+      return cb('cancelled')
+    end
+  end
+  local arguments = { call_id = call_id, since = opts.since and true or nil }
+  -- The revert's card arrives like any card: a completed diff card reloads the reverted files.
+  M.call('revert', arguments, { client = c, echo = false }, function(err, res)
+    if err then
+      return cb(err, res) -- reported by M.call
+    end
+    local result = type(res) == 'table' and res.result or nil
+    if type(result) ~= 'table' then
+      notify('revert: the server sent no result', vim.log.levels.ERROR)
+      return cb('no result', res)
+    end
+    if result.isError then
+      local e = type(result.error) == 'table' and result.error or {}
+      local msg = type(e.message) == 'string' and e.message or vim.inspect(result.error)
+      notify(('revert %s failed: %s'):format(call_id, msg), vim.log.levels.ERROR)
+      return cb(msg, res)
+    end
+    local texts = {}
+    for _, block in ipairs(type(result.content) == 'table' and result.content or {}) do
+      if type(block) == 'table' and block.type == 'text' and type(block.text) == 'string' then
+        table.insert(texts, block.text)
+      end
+    end
+    local text = vim.trim(table.concat(texts, '\n'))
+    notify(text ~= '' and text or ('reverted ' .. call_id))
+    cb(nil, res)
+  end)
+end
+
+--- |M.revert| with `since`: every file change of the session from that call on, newest first,
+--- all or nothing (asks first unless `opts.confirm == false`).
+---@param call_id? string
+---@param opts? toolhost.RevertOpts
+---@param cb? fun(err: string?, response: table?)
+function M.revert_since(call_id, opts, cb)
+  M.revert(call_id, vim.tbl_extend('force', opts or {}, { since = true }), cb)
+end
+
+--- Completion of a call id to revert: the completed diff cards of the current server, newest
+--- first.
+---@param arg_lead string
+---@param line string
+---@return string[]
+local function complete_revertible(arg_lead, line)
+  if line:match('^%s*%S+%s+%S+%s+%S+%s') then
+    return {}
+  end
+  local c = require('toolhost.client').current(0, false)
+  local out = {}
+  for _, card in ipairs(c and require('toolhost.cards').revertible(c.id) or {}) do
+    if vim.startswith(card.callId, arg_lead) then
+      table.insert(out, card.callId)
+    end
+  end
+  return out
+end
+
+---@param sub string
+---@param args string
+---@return string? call_id nil when `args` has more than one word (reported)
+local function one_call_id(sub, args)
+  local id, extra = args:match('^(%S*)%s*(.-)$')
+  if extra ~= '' then
+    notify(('usage: :Toolhost%s %s [call_id]'):format(sub == 'revert-since' and '[!]' or '', sub), vim.log.levels.ERROR)
+    return nil
+  end
+  return id
+end
+
 --- Lists the tools of the current server.
 ---@param cb? fun(err: string?, tools: table[]?)
 function M.tools(cb)
@@ -251,7 +459,12 @@ function M.clear()
   require('toolhost.inline').clear()
 end
 
----@type table<string, {run: fun(args: string), complete?: fun(arg_lead: string, line: string): string[], desc: string}>
+---@class toolhost.Subcommand
+---@field desc string
+---@field run fun(args: string, opts: {bang: boolean}) `bang`: the command was `:Toolhost!`
+---@field complete? fun(arg_lead: string, line: string): string[]
+
+---@type table<string, toolhost.Subcommand>
 M.subcommands = {
   call = {
     desc = 'call {tool} {json}: run a tool and show its card',
@@ -322,6 +535,26 @@ M.subcommands = {
       return out
     end,
   },
+  revert = {
+    desc = 'revert [call]: undo the file changes of a call (card under the cursor, else the newest)',
+    run = function(args)
+      local id = one_call_id('revert', args)
+      if id then
+        M.revert(id)
+      end
+    end,
+    complete = complete_revertible,
+  },
+  ['revert-since'] = {
+    desc = 'revert-since [call]: undo every file change since a call (asks first; :Toolhost! does not)',
+    run = function(args, opts)
+      local id = one_call_id('revert-since', args)
+      if id then
+        M.revert_since(id, { confirm = not opts.bang })
+      end
+    end,
+    complete = complete_revertible,
+  },
   sessions = {
     desc = 'list the sessions of this workspace',
     run = function()
@@ -355,7 +588,7 @@ function M.status()
   table.sort(names)
   local chunks = { { 'Toolhost subcommands:\n', 'Title' } }
   for _, n in ipairs(names) do
-    table.insert(chunks, { ('  %-9s %s\n'):format(n, M.subcommands[n].desc) })
+    table.insert(chunks, { ('  %-12s %s\n'):format(n, M.subcommands[n].desc) })
   end
   local clients = cl.clients()
   if #clients == 0 then
@@ -374,8 +607,9 @@ function M.status()
   vim.api.nvim_echo(chunks, false, {})
 end
 
---- `:Toolhost {subcommand} [args]`.
----@param opts {args: string, fargs: string[]}
+--- `:Toolhost[!] {subcommand} [args]`. The bang reaches the subcommand (`revert-since` skips
+--- its confirmation); the others ignore it.
+---@param opts {args: string, fargs: string[], bang?: boolean}
 function M.command(opts)
   local sub, rest = opts.args:match('^%s*(%S+)%s*(.-)%s*$')
   if not sub then
@@ -390,7 +624,7 @@ function M.command(opts)
       vim.log.levels.ERROR
     )
   end
-  entry.run(rest or '')
+  entry.run(rest or '', { bang = opts.bang == true })
 end
 
 --- Completion of `:Toolhost`.

@@ -167,13 +167,14 @@ function M.plan(card, hunk, line_count)
   return blocks, added, top, math.max(top, bottom)
 end
 
---- Shows a card's hunks in `buf` as virtual lines.
+--- Shows a card's hunks (or `hunks`, those of this buffer's file) in `buf` as virtual lines.
 ---@param buf integer
 ---@param card toolhost.Card
-function M.show(buf, card)
+---@param hunks? toolhost.Hunk[] default: every hunk of the card
+function M.show(buf, card, hunks)
   local count = vim.api.nvim_buf_line_count(buf)
   groups[buf] = groups[buf] or {}
-  for _, hunk in ipairs(card.hunks or {}) do
+  for _, hunk in ipairs(hunks or card.hunks or {}) do
     local blocks, added, top, bottom = M.plan(card, hunk, count)
     if blocks and added and top and bottom then
       M.place(buf, card, blocks, added, top, bottom)
@@ -238,6 +239,13 @@ function M.reload(buf)
     ok, err = pcall(vim.api.nvim_buf_call, buf, function()
       vim.cmd('silent edit')
     end)
+  elseif not vim.uv.fs_stat(vim.api.nvim_buf_get_name(buf)) then
+    -- The tool removed the file (a revert of the call that created it): checktime would only
+    -- warn. Empty the buffer as for a file that does not exist; the server counts an empty
+    -- buffer of a missing file as clean, so a later write can create the file again.
+    ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+      vim.cmd('silent edit!')
+    end)
   else
     local tick = vim.api.nvim_buf_get_changedtick(buf)
     ok, err = pcall(vim.cmd.checktime, buf)
@@ -258,29 +266,84 @@ function M.reload(buf)
   end
 end
 
---- Handles a completed write/edit card: reload the file's buffer, then show the hunks inline if
---- the buffer is in a window. Earlier inline cards of that buffer are replaced (their line
---- numbers refer to the text before this change).
+---@class toolhost.CardFile
+---@field path string absolute
+---@field hunks toolhost.Hunk[] the card's hunks of this file
+
+--- The files a diff card changed, each with its hunks, in the card's order: its locations
+--- (absolute paths) and its hunks' paths (a relative one resolved against `root`, the
+--- workspace root). A hunk whose path cannot be resolved belongs to the first file, as in a
+--- card of one file.
 ---@param card toolhost.Card
-function M.on_file_card(card)
-  local loc = card.locations and card.locations[1]
-  if not loc or not loc.path then
-    return
+---@param root? string
+---@return toolhost.CardFile[]
+function M.files(card, root)
+  local files, by_path = {}, {}
+  ---@param path string
+  ---@return toolhost.CardFile
+  local function file(path)
+    local key = vim.uv.fs_realpath(path) or vim.fs.normalize(path)
+    if not by_path[key] then
+      by_path[key] = { path = path, hunks = {} }
+      table.insert(files, by_path[key])
+    end
+    return by_path[key]
   end
+  for _, loc in ipairs(type(card.locations) == 'table' and card.locations or {}) do
+    if type(loc) == 'table' and type(loc.path) == 'string' and loc.path ~= '' then
+      file(loc.path)
+    end
+  end
+  for _, hunk in ipairs(type(card.hunks) == 'table' and card.hunks or {}) do
+    local p = type(hunk) == 'table' and hunk.path or nil
+    local abs
+    if type(p) == 'string' and p ~= '' then
+      if p:sub(1, 1) == '/' then
+        abs = p
+      elseif root then
+        abs = root .. '/' .. (p:gsub('^%./', ''))
+      end
+    end
+    local target = abs and file(abs) or files[1]
+    if target then
+      table.insert(target.hunks, hunk)
+    end
+  end
+  return files
+end
+
+--- Handles a completed card of kind `diff` (a write, an edit, a revert — whatever the tool):
+--- reload the buffer of each file it changed, then show that file's hunks inline if the buffer
+--- is in a window. Earlier inline cards of those buffers are replaced (their line numbers
+--- refer to the text before this change).
+---@param card toolhost.Card
+---@param root? string the workspace root, for hunks with relative paths
+function M.on_file_card(card, root)
   local cfg = require('toolhost.config').get()
-  local buf = require('toolhost.client').find_buf(loc.path)
-  if not buf or not vim.api.nvim_buf_is_loaded(buf) then
-    return
+  local cl = require('toolhost.client')
+  -- Two paths may name one buffer (a symlink, the root spelled two ways): group by buffer, so
+  -- one buffer is reloaded once and its inline hunks are not cleared by its second path.
+  local bufs, hunks_of = {}, {}
+  for _, f in ipairs(M.files(card, root)) do
+    local buf = cl.find_buf(f.path)
+    if buf and vim.api.nvim_buf_is_loaded(buf) then
+      if not hunks_of[buf] then
+        hunks_of[buf] = {}
+        table.insert(bufs, buf)
+      end
+      vim.list_extend(hunks_of[buf], f.hunks)
+    end
   end
-  if vim.bo[buf].modified then
-    return -- never touch unsaved work
-  end
-  if cfg.reload then
-    M.reload(buf)
-  end
-  M.clear(buf)
-  if cfg.inline and vim.fn.bufwinid(buf) ~= -1 then
-    M.show(buf, card)
+  for _, buf in ipairs(bufs) do
+    if not vim.bo[buf].modified then -- never touch unsaved work
+      if cfg.reload then
+        M.reload(buf)
+      end
+      M.clear(buf)
+      if cfg.inline and vim.fn.bufwinid(buf) ~= -1 then
+        M.show(buf, card, hunks_of[buf])
+      end
+    end
   end
 end
 
