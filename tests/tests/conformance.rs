@@ -5,14 +5,18 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use toolhost_contract::CancellationToken;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use toolhost_contract::{BoxFuture, CancellationToken};
 use toolhost_harness::runner::{SESSION_ID, program_exists};
 use toolhost_harness::scenario::{
-    Scenario, Step, apply_external, bless_requested, bless_step, check_step, substitute,
+    ReviewScript, Scenario, Step, apply_external, bless_requested, bless_step, check_step,
+    substitute,
 };
+use toolhost_protocol::lsp_ext::{ReviewParams, ReviewResult};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
+use toolhost_server::review::Reviewer;
 use toolhost_server::session::open_session;
 
 fn conformance_dir() -> PathBuf {
@@ -44,13 +48,26 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     )
     .unwrap();
     let workspace = host.root_display().to_owned();
+    // The scripted person: answers each step's review question as its script says.
+    let reviewer = Arc::new(Scripted {
+        root: root.clone(),
+        script: Mutex::default(),
+        asked: AtomicBool::new(false),
+    });
+    host.review().set_reviewer(Some(reviewer.clone()));
     // Bless mode (UPDATE_EXPECT=1): expectations are rewritten, not checked.
     let mut raw = bless_requested().then(|| scenario.raw_steps().unwrap());
     let mut problems = Vec::new();
     for (idx, step) in scenario.steps.iter().enumerate() {
         match step {
             Step::External { external } => apply_external(&root, external).unwrap(),
-            Step::Tool { tool, args, expect } => {
+            Step::SetReview { set_review } => {
+                let params = serde_json::from_value(set_review.clone()).unwrap();
+                host.review().update(&params);
+            }
+            Step::Tool { tool, args, expect, review } => {
+                reviewer.script.lock().unwrap().clone_from(review);
+                reviewer.asked.store(false, Ordering::SeqCst);
                 let outcome = host
                     .call(
                         &format!("call_{idx}"),
@@ -62,6 +79,12 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                     .unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
                 let card = serde_json::to_value(&outcome.card).unwrap();
+                if review.as_ref().is_some_and(|r| !r.ignore)
+                    && !reviewer.asked.load(Ordering::SeqCst)
+                {
+                    problems
+                        .push(format!("step {idx} ({tool}): the scripted review was never asked"));
+                }
                 if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {
                     bless_step(step, &result, &card, &workspace);
                     continue;
@@ -83,6 +106,35 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     }
     problems.extend(scenario.check_after(&root).unwrap());
     problems
+}
+
+/// A person who answers review questions from the scenario's script.
+struct Scripted {
+    root: PathBuf,
+    script: Mutex<Option<ReviewScript>>,
+    asked: AtomicBool,
+}
+
+impl Reviewer for Scripted {
+    fn review(
+        &self,
+        _params: ReviewParams,
+        stop: CancellationToken,
+    ) -> BoxFuture<'_, Result<ReviewResult, String>> {
+        Box::pin(async move {
+            self.asked.store(true, Ordering::SeqCst);
+            let script = self.script.lock().unwrap().clone();
+            let Some(script) = script else { return Err("no review was scripted".to_owned()) };
+            if script.ignore {
+                stop.cancelled().await;
+                return Err("withdrawn".to_owned());
+            }
+            if let Some(external) = &script.external {
+                apply_external(&self.root, external).unwrap();
+            }
+            Ok(serde_json::from_value(script.answer()).unwrap())
+        })
+    }
 }
 
 /// For write/edit successes with a diff basis: applying `meta.patch` to `value.before` with diffy

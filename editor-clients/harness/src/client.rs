@@ -16,6 +16,9 @@ use toolhost_jsonrpc::{BlockingFrames, Frame, LimitPolicy};
 /// Answers a server→client request: `(method, params) -> result`.
 pub type RequestHandler = Arc<dyn Fn(&str, &Value) -> Result<Value, (i64, String)> + Send + Sync>;
 
+/// A handler's error code meaning "do not answer this request" (a person who never decides).
+pub const NO_REPLY: i64 = i64::MIN;
+
 /// Errors of the client.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -104,6 +107,7 @@ impl Client {
                         (Some(method), Some(id)) => {
                             let params = message.get("params").cloned().unwrap_or(Value::Null);
                             let reply = match handler(&method, &params) {
+                                Err((NO_REPLY, _)) => continue,
                                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                                 Err((code, msg)) => {
                                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": msg}})

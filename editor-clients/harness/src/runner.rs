@@ -1,12 +1,15 @@
 //! Runs conformance scenarios over the wire: one `toolhost serve` per scenario (one session),
 //! each tool step a `toolhost/callTool`, comparing value, content, meta, card and workspace-after.
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, NO_REPLY, RequestHandler};
 use crate::scenario::{
-    Scenario, Step, apply_external, bless_requested, bless_step, check_step, substitute,
+    ReviewScript, Scenario, Step, apply_external, bless_requested, bless_step, check_step,
+    substitute,
 };
 use serde_json::json;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The session id every runner gives a scenario's session.
 pub const SESSION_ID: &str = "conformance";
@@ -62,9 +65,30 @@ pub fn run_scenario(
         map.insert("session_id".to_owned(), json!(SESSION_ID));
     }
     let sessions_arg = sessions.display().to_string();
-    let mut client =
-        Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], Client::no_handler())?;
-    client.initialize(&root, init, json!({}))?;
+    // The current step's review script, and whether its question came.
+    let script: Arc<Mutex<Option<ReviewScript>>> = Arc::default();
+    let asked = Arc::new(AtomicBool::new(false));
+    let handler: RequestHandler = {
+        let (script, asked, root) = (Arc::clone(&script), Arc::clone(&asked), root.clone());
+        Arc::new(move |method, _params| {
+            if method != "toolhost/review" {
+                return Err((-32601, format!("unhandled method {method}")));
+            }
+            asked.store(true, Ordering::SeqCst);
+            let Some(script) = script.lock().ok().and_then(|s| s.clone()) else {
+                return Err((-32603, "no review was scripted for this step".to_owned()));
+            };
+            if script.ignore {
+                return Err((NO_REPLY, String::new()));
+            }
+            if let Some(external) = &script.external {
+                apply_external(&root, external).map_err(|e| (-32603, e.to_string()))?;
+            }
+            Ok(script.answer())
+        })
+    };
+    let mut client = Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], handler)?;
+    client.initialize(&root, init, json!({"experimental": {"toolhost": {"review": true}}}))?;
     let workspace = root.display().to_string();
     let io =
         |e: crate::scenario::ScenarioError| ClientError::Io(std::io::Error::other(e.to_string()));
@@ -74,8 +98,19 @@ pub fn run_scenario(
     for (idx, step) in scenario.steps.iter().enumerate() {
         match step {
             Step::External { external } => apply_external(&root, external).map_err(io)?,
-            Step::Tool { tool, args, expect } => {
+            Step::SetReview { set_review } => {
+                client.request("toolhost/setReview", set_review.clone())?;
+            }
+            Step::Tool { tool, args, expect, review } => {
+                if let Ok(mut slot) = script.lock() {
+                    slot.clone_from(review);
+                }
+                asked.store(false, Ordering::SeqCst);
                 let response = client.call_tool(tool, substitute(args, &workspace, None))?;
+                if review.as_ref().is_some_and(|r| !r.ignore) && !asked.load(Ordering::SeqCst) {
+                    problems
+                        .push(format!("step {idx} ({tool}): the scripted review was never asked"));
+                }
                 let (result, card) = (&response["result"], &response["card"]);
                 if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {
                     bless_step(step, result, card, &workspace);

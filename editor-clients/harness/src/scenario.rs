@@ -2,8 +2,12 @@
 //! `steps.json`, `before/` (the workspace), `after/` (the workspace afterwards; absent =
 //! unchanged), optional `mtimes.json` (`{path: seconds}`) and `requires.json` (`["clangd"]`).
 //!
-//! A step is `{tool, args, expect: {isError?, value?, content?, meta?, card?}}` or an external
-//! change `{"external": {"write": path, "content": text}}` / `{"external": {"touch": path}}`.
+//! A step is `{tool, args, expect: {isError?, value?, content?, meta?, card?}, review?}` or an
+//! external change `{"external": {"write": path, "content": text}}` / `{"external": {"touch": path}}`
+//! or `{"setReview": {mode, timeoutMs?, fallback?}}` (review mode, docs/protocol.md). A tool step's
+//! `review` scripts the answer to its `toolhost/review` question: `{accepted, comment?}`,
+//! `{ignore: true}` (never answer), optionally with an `external` change made before answering;
+//! runners advertise that they review and fail a step whose scripted question never came.
 //! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of that
 //! step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the failure's
 //! `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares
@@ -48,12 +52,51 @@ pub struct External {
     pub touch: Option<String>,
 }
 
+/// The scripted answer to the `toolhost/review` question a tool step's call asks (review mode).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewScript {
+    /// Indexes of the hunks to accept (the rest are rejected).
+    #[serde(default)]
+    pub accepted: Vec<usize>,
+    pub comment: Option<String>,
+    /// Never answer (the server's timeout and fallback apply).
+    #[serde(default)]
+    pub ignore: bool,
+    /// A change the person makes while the question is open, before answering.
+    pub external: Option<External>,
+}
+
+impl ReviewScript {
+    /// The `toolhost/review` result this script answers with.
+    pub fn answer(&self) -> Value {
+        let mut answer = serde_json::json!({"accepted": self.accepted});
+        if let Some(comment) = &self.comment {
+            answer["comment"] = Value::String(comment.clone());
+        }
+        answer
+    }
+}
+
 /// One step of a scenario.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Step {
-    External { external: External },
-    Tool { tool: String, args: Value, expect: Box<Expect> },
+    External {
+        external: External,
+    },
+    /// Sends `toolhost/setReview` with these params (`{mode, timeoutMs?, fallback?}`).
+    SetReview {
+        #[serde(rename = "setReview")]
+        set_review: Value,
+    },
+    Tool {
+        tool: String,
+        args: Value,
+        expect: Box<Expect>,
+        #[serde(default)]
+        review: Option<ReviewScript>,
+    },
 }
 
 /// One scenario folder.

@@ -193,6 +193,85 @@ pub mod methods {
     pub const CALL_OUTPUT: &str = "toolhost/callOutput";
     /// Server→client notification: a notice for the session (a background job finished).
     pub const NOTICE: &str = "toolhost/notice";
+    /// Server→client request: review a write/edit hunk by hunk before it is written.
+    pub const REVIEW: &str = "toolhost/review";
+    /// Client→server request (also on the attach socket): read or change the session's review
+    /// settings.
+    pub const SET_REVIEW: &str = "toolhost/setReview";
+}
+
+/// Params of the server→client `toolhost/review` (on the wire also `requestId`): a change about to
+/// be written, for the person to accept or reject hunk by hunk.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewParams {
+    pub call_id: String,
+    pub tool: String,
+    /// The call's card title (`Edit src/a.ts`).
+    pub title: String,
+    /// The agent that made the call, when it came through `toolhost mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// The file's absolute path.
+    pub path: String,
+    /// The whole text before, LF-normalized (`""` for a new file).
+    pub before: String,
+    /// The whole text if every hunk is accepted, LF-normalized.
+    pub after: String,
+    /// The change in file order; decisions refer to these indexes.
+    pub hunks: Vec<crate::card::Hunk>,
+}
+
+/// Result of `toolhost/review`: which hunks to write.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewResult {
+    /// Indexes into the request's `hunks` to write; every other hunk is rejected.
+    pub accepted: Vec<usize>,
+    /// Free text for the model (why a hunk was rejected, what to do instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// Whether a session's writes and edits wait for the person's review.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewMode {
+    #[default]
+    Off,
+    Ask,
+}
+
+/// What happens when nobody can answer a review, or nobody does in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewFallback {
+    /// The call fails and nothing is written.
+    #[default]
+    Deny,
+    /// The whole change is written, and the Native text says it was not reviewed.
+    Accept,
+}
+
+/// Params of `toolhost/setReview`: the settings to change (none: just read them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetReviewParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ReviewMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<ReviewFallback>,
+}
+
+/// Result of `toolhost/setReview`: the session's review settings now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewSettings {
+    pub mode: ReviewMode,
+    pub timeout_ms: u64,
+    pub fallback: ReviewFallback,
 }
 
 /// `toolhost/cancelCall` params: the call to cancel (a card's `callId`).

@@ -8,10 +8,12 @@ use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
     CancelCallResult, ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams,
-    NoticeParams, ReplaySessionParams, ReplaySessionResult, ToolhostServerCapability, methods,
+    NoticeParams, ReplaySessionParams, ReplaySessionResult, ReviewParams, ReviewResult,
+    ReviewSettings, SetReviewParams, ToolhostServerCapability, methods,
 };
 use toolhost_protocol::session_log::{
-    Envelope, FsObservedEvent, SessionHeader, ToolCallEvent, ToolResultEvent,
+    Envelope, FsChangeEvent, FsObservedEvent, RevertJournal, SessionHeader, ToolCallEvent,
+    ToolResultEvent,
 };
 use toolhost_protocol::{DiffMeta, ToolExecutionResult};
 
@@ -46,12 +48,18 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("CancelCallParams", schema_of::<CancelCallParams>()),
         ("CancelCallResult", schema_of::<CancelCallResult>()),
         ("NoticeParams", schema_of::<NoticeParams>()),
+        ("ReviewParams", schema_of::<ReviewParams>()),
+        ("ReviewResult", schema_of::<ReviewResult>()),
+        ("SetReviewParams", schema_of::<SetReviewParams>()),
+        ("ReviewSettings", schema_of::<ReviewSettings>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),
         ("ToolCallEvent", schema_of::<ToolCallEvent>()),
         ("ToolResultEvent", schema_of::<ToolResultEvent>()),
         ("FsObservedEvent", schema_of::<FsObservedEvent>()),
+        ("FsChangeEvent", schema_of::<FsChangeEvent>()),
+        ("RevertJournal", schema_of::<RevertJournal>()),
     ]
 }
 
@@ -94,6 +102,8 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::CALL_OUTPUT,
         methods::CANCEL_CALL,
         methods::NOTICE,
+        methods::REVIEW,
+        methods::SET_REVIEW,
     ] {
         assert!(
             doc.contains(&format!("`{method}`")),

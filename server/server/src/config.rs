@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use toolhost_protocol::lsp_ext::{ReviewFallback, ReviewMode, ReviewSettings};
 use toolhost_tools_fs::FsLimits;
 
 /// One configured language server.
@@ -45,6 +46,9 @@ pub struct Config {
     pub shell_enabled: bool,
     /// `[shell]`: their limits and environment.
     pub shell: toolhost_tools_shell::ShellConfig,
+    /// `[review]`: whether writes and edits wait for the person's review, how long, and what
+    /// happens when nobody answers (a session may change them with `toolhost/setReview`).
+    pub review: ReviewSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -63,6 +67,11 @@ impl Default for Config {
             mcp: toolhost_mcp::McpConfig::default(),
             shell_enabled: true,
             shell: toolhost_tools_shell::ShellConfig::default(),
+            review: ReviewSettings {
+                mode: ReviewMode::Off,
+                timeout_ms: crate::review::DEFAULT_TIMEOUT_MS,
+                fallback: ReviewFallback::Deny,
+            },
             warnings: Vec::new(),
         }
     }
@@ -140,6 +149,15 @@ struct PartialShell {
     env: BTreeMap<String, String>,
 }
 
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialReview {
+    mode: Option<ReviewMode>,
+    timeout_ms: Option<u64>,
+    /// Writing unreviewed changes weakens review: user config or a trusted workspace only.
+    fallback: Option<ReviewFallback>,
+}
+
 /// One source's settings, every key optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -151,6 +169,7 @@ pub struct PartialConfig {
     lsp: PartialLsp,
     mcp: PartialMcp,
     shell: PartialShell,
+    review: PartialReview,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -206,6 +225,11 @@ impl PartialConfig {
         }
         if !std::mem::take(&mut self.shell.env).is_empty() {
             ignored.push("shell.env");
+        }
+        // A workspace may ask for review, never let unreviewed changes through.
+        if self.review.fallback == Some(ReviewFallback::Accept) {
+            self.review.fallback = None;
+            ignored.push("review.fallback");
         }
         if !ignored.is_empty() {
             warnings.push(format!(
@@ -347,6 +371,15 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
     }
     if let Some(results) = layer.mcp.results {
         config.mcp.results = results;
+    }
+    if let Some(mode) = layer.review.mode {
+        config.review.mode = mode;
+    }
+    if let Some(timeout) = layer.review.timeout_ms {
+        config.review.timeout_ms = timeout.max(1);
+    }
+    if let Some(fallback) = layer.review.fallback {
+        config.review.fallback = fallback;
     }
     if let Some(max) = layer.mcp.max_line_bytes {
         config.mcp.max_line_bytes = max;
@@ -490,6 +523,26 @@ mod tests {
         let err = PartialConfig::from_toml("/w/toolhost.toml", "[limits]\nread_max_bytez = 1\n")
             .unwrap_err();
         assert!(err.to_string().contains("read_max_bytez"), "{err}");
+    }
+
+    #[test]
+    fn an_untrusted_workspace_may_ask_for_review_but_never_let_changes_through_unreviewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[review]\nmode = \"ask\"\ntimeout_ms = 5000\nfallback = \"accept\"\n",
+        )
+        .unwrap();
+        let config =
+            Sources { workspace: Some(ws.clone()), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.review.mode, ReviewMode::Ask);
+        assert_eq!(config.review.timeout_ms, 5000);
+        assert_eq!(config.review.fallback, ReviewFallback::Deny);
+        assert!(config.warnings[0].contains("review.fallback"), "{:?}", config.warnings);
+        let user = PartialConfig::from_toml("user", "[review]\nfallback = \"accept\"\n").unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
+        assert_eq!(config.review.fallback, ReviewFallback::Accept, "the user's choice stands");
     }
 
     #[test]

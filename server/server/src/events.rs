@@ -44,7 +44,8 @@ impl CallWatchers {
         WatchGuard { watchers: self.clone(), call_id: call_id.to_owned() }
     }
 
-    fn forward(&self, call_id: &str, text: &str) {
+    /// Sends text to whoever follows `call_id` (not to the editor).
+    pub fn forward(&self, call_id: &str, text: &str) {
         if let Some(sender) = self.watchers.lock().ok().and_then(|m| m.get(call_id).cloned()) {
             let _ = sender.send(text.to_owned());
         }

@@ -10,7 +10,7 @@ use toolhost_contract::spill::{GenericSpill, SpillHandle, TempDirSpillStore};
 use toolhost_contract::{
     CallInput, CancellationToken, Capabilities, Finalized, Registry, RegistryConfig,
 };
-use toolhost_contract::{EventsHandle, HistoryHandle};
+use toolhost_contract::{EventsHandle, HistoryHandle, ReviewHandle};
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
 use toolhost_protocol::card::{self, CallOrigin, CallPresentation, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
@@ -84,6 +84,8 @@ pub struct Host {
     lsp: Arc<LspHost>,
     shell: Option<toolhost_tools_shell::ShellHandles>,
     watchers: crate::events::CallWatchers,
+    /// Review mode of the session (`[review]`, `toolhost/setReview`).
+    review: crate::review::SessionReviewHandle,
     /// Set once an interrupted revert of the session was rolled back (or there was none).
     recovered: tokio::sync::OnceCell<()>,
 }
@@ -179,6 +181,9 @@ impl Host {
             .with::<SpillHandle>(spill)
             .with::<LspHandle>(lsp_handle)
             .with::<EventsHandle>(events);
+        let review = Arc::new(crate::review::SessionReview::new(config.review, watchers.clone()));
+        let review_handle: ReviewHandle = review.clone();
+        capabilities.insert(review_handle);
         // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
         if let Some(log) = &options.session {
             crate::history::record_changes(&workspace, log);
@@ -197,6 +202,7 @@ impl Host {
             shell,
             watchers,
             recovered: tokio::sync::OnceCell::new(),
+            review,
         })
     }
 
@@ -253,6 +259,11 @@ impl Host {
         if let Some(shell) = &self.shell {
             shell.stop_all();
         }
+    }
+
+    /// The session's review mode: its settings, and the editor that answers reviews.
+    pub fn review(&self) -> &crate::review::SessionReviewHandle {
+        &self.review
     }
 
     /// Who follows the live output of running calls (MCP clients, for their progress).
@@ -338,7 +349,9 @@ impl Host {
             capabilities: Arc::clone(&self.capabilities),
         };
         let started = std::time::Instant::now();
+        self.review.begin_call(&call_id, &presentation.title, caller.as_deref());
         let finalized = self.registry.dispatch(input).await;
+        self.review.end_call(&call_id);
         tracing::info!(
             tool = name,
             call_id,

@@ -10,6 +10,7 @@ pub mod events;
 pub mod history;
 pub mod host;
 pub mod mcp;
+pub mod review;
 pub mod serve;
 pub mod session;
 #[cfg(feature = "test-tools")]

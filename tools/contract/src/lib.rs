@@ -16,6 +16,7 @@ pub mod lsp;
 mod pipeline;
 mod policy;
 mod registry;
+pub mod review;
 mod schema;
 mod snapshot;
 pub mod spill;
@@ -32,6 +33,7 @@ pub use policy::{
     PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, WrapperOutcome,
 };
 pub use registry::{Disposer, Registry, RegistryConfig};
+pub use review::{ReviewGate, ReviewHandle, ReviewRequest, ReviewVerdict};
 pub use schema::{CompiledSchema, argument_violations};
 pub use snapshot::{SnapshotError, lossless_value, to_lossless_value};
 pub use tool::{BoxFuture, RawTool, Tool};

@@ -28,25 +28,93 @@ const NO_NEWLINE_MARKER: &str = "\\ No newline at end of file\n";
 /// Identical texts give `diffs: []` and no patch. `path` is copied verbatim into every `FileDiff`
 /// and into the `--- a/<path>` / `+++ b/<path>` headers.
 pub fn diff_meta(path: &str, before: &str, after: &str) -> DiffMeta {
-    if before == after {
-        return DiffMeta { diffs: Vec::new(), patch: None };
-    }
-    // `split_inclusive` keeps each line's `\n`, which is what makes "x" and "x\n" distinct lines
-    // and lets the patch restore the exact bytes (similar's own line tokenizer would also split
-    // on a lone `\r`, which would not match the `\n`-only line model of the diffs).
-    let old: Vec<&str> = before.split_inclusive('\n').collect();
-    let new: Vec<&str> = after.split_inclusive('\n').collect();
-    let deadline = Instant::now().checked_add(DIFF_BUDGET);
-    let ops = capture_diff_slices_deadline(Algorithm::Myers, &old, &new, deadline);
+    Change::new(before, after).meta(path)
+}
 
-    let mut patch = format!("--- a/{path}\n+++ b/{path}\n");
-    let diffs: Vec<FileDiff> = group_diff_ops(ops, CONTEXT)
-        .iter()
-        .filter_map(|group| hunk(path, &old, &new, group, &mut patch))
-        .collect();
-    // Unequal texts always differ in at least one line token, so this only guards the invariant.
-    let patch = if diffs.is_empty() { None } else { Some(patch) };
-    DiffMeta { diffs, patch }
+/// A change between two texts as hunks, computed once, so the hunks a reviewer decides on are
+/// exactly the ones applied afterwards (the diff has a time budget, so a second run on a huge
+/// input could group differently).
+pub struct Change<'a> {
+    old: Vec<&'a str>,
+    new: Vec<&'a str>,
+    groups: Vec<Vec<DiffOp>>,
+}
+
+impl<'a> Change<'a> {
+    pub fn new(before: &'a str, after: &'a str) -> Self {
+        if before == after {
+            return Change { old: Vec::new(), new: Vec::new(), groups: Vec::new() };
+        }
+        // `split_inclusive` keeps each line's `\n`, which is what makes "x" and "x\n" distinct
+        // lines and lets the patch restore the exact bytes (similar's own line tokenizer would also
+        // split on a lone `\r`, which would not match the `\n`-only line model of the diffs).
+        let old: Vec<&str> = before.split_inclusive('\n').collect();
+        let new: Vec<&str> = after.split_inclusive('\n').collect();
+        let deadline = Instant::now().checked_add(DIFF_BUDGET);
+        let ops = capture_diff_slices_deadline(Algorithm::Myers, &old, &new, deadline);
+        let groups = group_diff_ops(ops, CONTEXT).into_iter().filter(|g| !g.is_empty()).collect();
+        Change { old, new, groups }
+    }
+
+    /// Number of hunks.
+    pub fn hunk_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Identical texts give `diffs: []` and no patch.
+    pub fn meta(&self, path: &str) -> DiffMeta {
+        if self.groups.is_empty() {
+            return DiffMeta { diffs: Vec::new(), patch: None };
+        }
+        let mut patch = format!("--- a/{path}\n+++ b/{path}\n");
+        let diffs: Vec<FileDiff> = self
+            .groups
+            .iter()
+            .filter_map(|group| hunk(path, &self.old, &self.new, group, &mut patch))
+            .collect();
+        // Unequal texts always differ in at least one line token, so this only guards the invariant.
+        let patch = if diffs.is_empty() { None } else { Some(patch) };
+        DiffMeta { diffs, patch }
+    }
+
+    /// The lines hunk `index` changes in the text before, context excluded: the 1-based first
+    /// line and the count (0 for a pure insertion, which then comes after that line).
+    pub fn old_lines_of(&self, index: usize) -> Option<(usize, usize)> {
+        let changed = self.groups.get(index)?.iter().filter(|op| op.tag() != DiffTag::Equal);
+        let (mut begin, mut end) = (usize::MAX, 0);
+        for op in changed {
+            begin = begin.min(op.old_range().start);
+            end = end.max(op.old_range().end);
+        }
+        (begin != usize::MAX).then(|| (unified_start(begin, end - begin), end - begin))
+    }
+
+    /// The text with only the `accepted` hunks applied. `old_raw` and `new_raw` are the two texts
+    /// as they are written (e.g. with CRLF endings): line for line the texts this change was
+    /// computed on, which only differ from them in line endings.
+    pub fn apply(&self, accepted: &[usize], old_raw: &str, new_raw: &str) -> String {
+        let old: Vec<&str> = old_raw.split_inclusive('\n').collect();
+        let new: Vec<&str> = new_raw.split_inclusive('\n').collect();
+        let mut out = String::with_capacity(old_raw.len().max(new_raw.len()));
+        let mut at = 0;
+        for (index, group) in self.groups.iter().enumerate() {
+            let take_new = accepted.contains(&index);
+            for op in group {
+                let (tag, old_range, new_range) = op.as_tag_tuple();
+                if old_range.start > at {
+                    old[at..old_range.start].iter().for_each(|l| out.push_str(l));
+                }
+                match tag {
+                    DiffTag::Equal => old[old_range.clone()].iter().for_each(|l| out.push_str(l)),
+                    _ if take_new => new[new_range].iter().for_each(|l| out.push_str(l)),
+                    _ => old[old_range.clone()].iter().for_each(|l| out.push_str(l)),
+                }
+                at = old_range.end;
+            }
+        }
+        old[at.min(old.len())..].iter().for_each(|l| out.push_str(l));
+        out
+    }
 }
 
 /// Builds the `FileDiff` of one group of ops and appends the same hunk to `patch`.

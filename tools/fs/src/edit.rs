@@ -4,7 +4,8 @@
 //! UTF-8 BOM is kept on write-back (a deliberate departure, docs/design.md §10); it is
 //! not part of `before`/`after`.
 
-use crate::diff::diff_meta;
+use crate::diff::{Change, diff_meta};
+use crate::review::{self, ReviewRecord};
 use crate::{crlf_to_lf, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use serde_json::Value;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
+use toolhost_workspace::{FsError, Op};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct EditArgs {
@@ -32,6 +34,9 @@ pub struct EditOutput {
     pub before: String,
     /// The file's text after the edit, LF-normalized.
     pub after: String,
+    /// How the person decided, when the session reviews changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRecord>,
 }
 
 pub struct EditTool;
@@ -107,9 +112,33 @@ impl Tool for EditTool {
         }
         let after = before.replace(old.as_str(), &new);
         let body = if crlf { after.replace('\n', "\r\n") } else { after.clone() };
-        let bytes = format!("{bom}{body}");
+        if review::gate(&cx).is_none() {
+            let bytes = format!("{bom}{body}");
+            txn.commit(bytes.into_bytes()).await.map_err(fs_failure)?;
+            return Ok(EditOutput { path: display, before, after, review: None });
+        }
+        // Under review: the file's lock is not held while the person decides (a read of the file
+        // must not wait for them); the edit starts over afterwards and requires the same version.
+        let (bom, raw, version) = (bom.to_owned(), text.to_owned(), txn.version().to_owned());
+        drop(txn);
+        let change = Change::new(&before, &after);
+        let reviewed =
+            review::ask(&cx, "edit", &display, &args.file_path, &change, &before, &after).await?;
+        let txn = ws.begin_edit(&args.file_path).await.map_err(fs_failure)?;
+        if txn.version() != version {
+            return Err(fs_failure(FsError::Changed { op: Op::Edit, path: display }));
+        }
+        let (written, bytes) = if reviewed.is_whole(&change) {
+            (after, format!("{bom}{body}"))
+        } else {
+            let accepted = reviewed.accepted();
+            (
+                change.apply(accepted, &before, &after),
+                format!("{bom}{}", change.apply(accepted, &raw, &body)),
+            )
+        };
         txn.commit(bytes.into_bytes()).await.map_err(fs_failure)?;
-        Ok(EditOutput { path: display, before, after })
+        Ok(EditOutput { path: display, before, after: written, review: reviewed.record() })
     }
 
     fn render(&self, args: &EditArgs, out: &EditOutput) -> Vec<ContentBlock> {
@@ -121,7 +150,7 @@ impl Tool for EditTool {
         } else {
             format!("The file {} has been updated successfully.", out.path)
         };
-        vec![ContentBlock::text(text)]
+        vec![ContentBlock::text(text + &review::render_record(out.review.as_ref()))]
     }
 
     fn presentation_meta(&self, args: &EditArgs, out: &EditOutput) -> Option<Value> {

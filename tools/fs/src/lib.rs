@@ -14,6 +14,7 @@ mod limits;
 mod present;
 mod read;
 mod revert;
+mod review;
 mod search_spill;
 mod write;
 
@@ -23,6 +24,7 @@ pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};
 pub use limits::FsLimits;
 pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
 pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFile};
+pub use review::{RejectedHunk, ReviewRecord};
 pub use search_spill::SearchSpill;
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 

@@ -1,6 +1,7 @@
 //! `write`: create or overwrite a file, verbatim and atomically (docs/tools.md, write).
 
-use crate::diff::diff_meta;
+use crate::diff::{Change, diff_meta};
+use crate::review::{self, ReviewRecord};
 use crate::{crlf_to_lf, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,9 @@ pub struct WriteOutput {
     pub before: Option<String>,
     /// The written text, LF-normalized.
     pub after: String,
+    /// How the person decided, when the session reviews changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRecord>,
 }
 
 pub struct WriteTool;
@@ -62,8 +66,31 @@ impl Tool for WriteTool {
     async fn call(&self, args: WriteArgs, cx: ToolContext) -> Result<WriteOutput, ToolError> {
         require_non_empty(&args.file_path, "file_path")?;
         let ws = workspace(&cx)?;
+        let mut content = args.content.clone();
+        let mut after = crlf_to_lf(&args.content);
+        let mut reviewed = None;
+        if review::gate(&cx).is_some() {
+            // Checked before asking, so the person never reviews a write that cannot happen; the
+            // write re-checks under the file's lock (the file may change while they decide).
+            let current = ws.check_write(&args.file_path).await.map_err(fs_failure)?;
+            let display = ws.resolve_display(&args.file_path).await.map_err(fs_failure)?;
+            // A file that is not text is shown as replaced whole.
+            let raw = current.and_then(|b| String::from_utf8(b).ok()).unwrap_or_default();
+            let raw = crate::strip_bom(&raw).1.to_owned();
+            let before = crlf_to_lf(&raw);
+            let change = Change::new(&before, &after);
+            let decision =
+                review::ask(&cx, "write", &display, &args.file_path, &change, &before, &after)
+                    .await?;
+            if !decision.is_whole(&change) {
+                let accepted = decision.accepted();
+                content = change.apply(accepted, &raw, &args.content);
+                after = change.apply(accepted, &before, &after);
+            }
+            reviewed = decision.record();
+        }
         let outcome =
-            ws.write_file(&args.file_path, args.content.as_bytes()).await.map_err(fs_failure)?;
+            ws.write_file(&args.file_path, content.as_bytes()).await.map_err(fs_failure)?;
         Ok(WriteOutput {
             path: outcome.display,
             operation: match outcome.operation {
@@ -71,7 +98,8 @@ impl Tool for WriteTool {
                 WriteOperation::Update | WriteOperation::Remove => Operation::Update,
             },
             before: outcome.before.map(|b| crate::strip_bom(&b).1.to_owned()),
-            after: crlf_to_lf(&args.content),
+            after,
+            review: reviewed,
         })
     }
 
@@ -81,8 +109,9 @@ impl Tool for WriteTool {
             Operation::Update => "Updated file",
         };
         vec![ContentBlock::text(format!(
-            "<path>{}</path>\n<type>file</type>\n<content>\n{verb}\n</content>",
-            out.path
+            "<path>{}</path>\n<type>file</type>\n<content>\n{verb}\n</content>{}",
+            out.path,
+            review::render_record(out.review.as_ref())
         ))]
     }
 

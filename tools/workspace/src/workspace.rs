@@ -363,6 +363,28 @@ impl Workspace {
         .await
     }
 
+    /// The checks `write_file` makes before replacing a file (confinement, write policy, unsaved
+    /// editor changes, and the session's observation of the file), without writing: for asking a
+    /// person about a write before it happens. Returns the file's current bytes (`None`: absent).
+    pub async fn check_write(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
+        let target = self.resolve_for(input, Op::Write).await?;
+        self.check_writable(&target)?;
+        self.check_dirty(&target)?;
+        let expected = self.ledger.get(&target.key());
+        let current = self.peek(input).await?;
+        let version = current.as_deref().map(content_version);
+        let path = target.display;
+        match (expected, version) {
+            (Some(Observation::Present(seen)), Some(now)) if seen == now => Ok(current),
+            (Some(Observation::Present(_)), None) => Err(FsError::FileGone { path }),
+            (Some(Observation::Present(_)), Some(_)) => {
+                Err(FsError::Changed { op: Op::Write, path })
+            }
+            (_, Some(_)) => Err(FsError::OverwriteUnread { path }),
+            (_, None) => Ok(None),
+        }
+    }
+
     /// The bytes of a file as they are now (`None` when it does not exist), without recording an
     /// observation: for comparing against recorded versions, never for authorizing a write.
     pub async fn peek(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {

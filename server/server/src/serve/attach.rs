@@ -279,6 +279,12 @@ async fn answer(
             let result = result?;
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
+        methods::SET_REVIEW => {
+            let p: toolhost_protocol::lsp_ext::SetReviewParams =
+                serde_json::from_value(params).map_err(invalid)?;
+            serde_json::to_value(host.review().update(&p))
+                .map_err(|e| ErrorObject::internal(e.to_string()))
+        }
         other => {
             Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}")))
         }

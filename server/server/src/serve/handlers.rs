@@ -99,6 +99,12 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
                 run_call(&task_state, p.name, p.arguments, p.call_id, None).await
             });
         }
+        methods::SET_REVIEW => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::SetReviewParams = params(raw, true)?;
+                Ok(task_state.host()?.review().update(&p))
+            });
+        }
         methods::CANCEL_CALL => {
             spawn(state, id, async move {
                 let p: CancelCallParams = params(raw, false)?;
@@ -287,6 +293,16 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         .unwrap_or(false);
     if provider {
         host.lsp().set_editor(Some(EditorLspProvider::handle(state.editor.clone())));
+    }
+    let reviews = params
+        .capabilities
+        .get("experimental")
+        .and_then(|e| e.pointer("/toolhost/review"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if reviews {
+        let reviewer = crate::review::EditorReviewer(state.editor.clone());
+        host.review().set_reviewer(Some(Arc::new(reviewer)));
     }
     let host = Arc::new(host);
     // A revert a crash interrupted is rolled back now, not at the first call.
