@@ -129,8 +129,17 @@ fn demo(bin: &Path) -> Result<u8, Box<dyn std::error::Error>> {
             json!({"command": "grep -rn 'from toolhost' src", "description": "Find the new greeting"}),
         ),
     ];
+    let mut main_edit = None;
     for (tool, args) in steps {
         let response = client.call_tool(tool, args)?;
+        println!("{}\n", response["card"]["rendered"].as_str().unwrap_or_default());
+        if tool == "edit" && response["result"]["isError"] == false {
+            main_edit = response["callId"].as_str().map(str::to_owned);
+        }
+    }
+    // Undo the last edit from the log: the exact bytes main.c had come back.
+    if let Some(call_id) = main_edit {
+        let response = client.call_tool("revert", json!({"call_id": call_id}))?;
         println!("{}\n", response["card"]["rendered"].as_str().unwrap_or_default());
     }
     // Navigation through a real language server, where one is installed.
