@@ -9,9 +9,10 @@
 --   root_markers        { 'toolhost.toml', '.git' }
 --   filetypes           nil: toolhost is filetype-agnostic; `root_dir` picks the buffers (file
 --                       buffers under a marker root, or under the root of a running client)
---   capabilities        experimental.toolhost.lspProvider = true (answers toolhost/lspQuery)
---   handlers            toolhost/card, toolhost/callOutput, toolhost/notice, toolhost/lspQuery
---                       and $/cancelRequest (the plugin's own)
+--   capabilities        experimental.toolhost.lspProvider = true (answers toolhost/lspQuery),
+--                       experimental.toolhost.review = true (answers toolhost/review)
+--   handlers            toolhost/card, toolhost/callOutput, toolhost/notice, toolhost/lspQuery,
+--                       toolhost/review and $/cancelRequest (the plugin's own)
 --   on_init, on_attach  session id, resumed cards; on_exit forgets the client
 -- The plugin's automatic start (plugin/toolhost.lua) reuses the client this config starts for a
 -- root and starts buffers without a filetype from this config too: never a second client.

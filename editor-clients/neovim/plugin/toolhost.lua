@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command('Toolhost', function(opts)
 end, {
   nargs = '*',
   bang = true, -- `:Toolhost! revert-since`: no confirmation
-  desc = 'toolhost: call|tools|cards|replay|revert|revert-since|sessions|clear|start|stop',
+  desc = 'toolhost: call|tools|cards|replay|revert|revert-since|review|review-mode|sessions|clear|start|stop',
   complete = function(arg_lead, line)
     return require('toolhost').complete(arg_lead, line)
   end,
@@ -26,11 +26,30 @@ local plugs = {
   sessions = 'sessions',
   revert = 'revert',
   ['revert-since'] = 'revert_since',
+  review = 'review',
 }
 for name, fn in pairs(plugs) do
   vim.keymap.set('n', ('<Plug>(toolhost-%s)'):format(name), function()
     require('toolhost')[fn]()
   end, { desc = 'toolhost: ' .. name })
+end
+
+-- The actions of a review buffer (|toolhost-review-keys|), for users who map their own keys.
+for _, action in ipairs({
+  'next',
+  'prev',
+  'accept',
+  'reject',
+  'accept-all',
+  'reject-all',
+  'comment',
+  'submit',
+  'open-file',
+  'close',
+}) do
+  vim.keymap.set('n', ('<Plug>(toolhost-review-%s)'):format(action), function()
+    require('toolhost.review').action(action)
+  end, { desc = 'toolhost review: ' .. action })
 end
 
 local group = vim.api.nvim_create_augroup('toolhost', { clear = true })

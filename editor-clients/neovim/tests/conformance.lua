@@ -2,6 +2,9 @@
 -- `toolhost` client: one server per scenario (session "conformance"), each tool step a real
 -- `toolhost/callTool` request sent by Neovim, comparing result and card as the Rust runner does
 -- (editor-clients/harness/src/runner.rs, scenario.rs), then the workspace afterwards.
+-- Review mode: a `{"setReview": {…}}` step sends `toolhost/setReview`; a tool step's `review`
+-- script answers the `toolhost/review` question of its call through the plugin's own handler
+-- (lua/toolhost/review.lua, its `responder` hook), bypassing the review buffer.
 --
 -- Run: TOOLHOST_BIN=… nvim --clean --headless -l tests/conformance.lua [scenario dir]
 -- Prints `N passed, N failed`; exits non-zero on any failure.
@@ -275,9 +278,39 @@ local function run_scenario(sdir, scratch)
     H.wait(function()
       return client.initialized
     end, 'initialize')
+    local review = require('toolhost.review')
     for idx, step in ipairs(steps) do
+      -- As the Rust runner: the step's script answers its call's question; a question no step
+      -- scripted is answered with an error (the server's fallback applies).
+      local script, asked = step.review, false
+      review.responder = function()
+        asked = true
+        if type(script) ~= 'table' then
+          return { error = 'no review was scripted for this step' }
+        end
+        if script.ignore == true then
+          return { ignore = true }
+        end
+        if type(script.external) == 'table' then
+          apply_external(root, script.external)
+        end
+        local answer = { accepted = type(script.accepted) == 'table' and script.accepted or {} }
+        if type(script.comment) == 'string' then
+          answer.comment = script.comment
+        end
+        return { result = answer }
+      end
       if step.external then
         apply_external(root, step.external)
+      elseif step.setReview then
+        local params = step.setReview
+        if type(params) ~= 'table' or next(params) == nil then
+          params = vim.empty_dict()
+        end
+        local err = require('toolhost.client').request_sync(client, 'toolhost/setReview', params, 10000)
+        if err then
+          table.insert(problems, ('step %d (setReview): %s'):format(idx - 1, err))
+        end
       else
         local done, call_err, res = false, nil, nil
         require('toolhost').call(
@@ -291,6 +324,9 @@ local function run_scenario(sdir, scratch)
         H.wait(function()
           return done
         end, 'toolhost/callTool ' .. step.tool, 30000)
+        if type(script) == 'table' and script.ignore ~= true and not asked then
+          table.insert(problems, ('step %d (%s): the scripted review was never asked'):format(idx - 1, step.tool))
+        end
         if call_err then
           table.insert(problems, ('step %d (%s): %s'):format(idx - 1, step.tool, call_err))
         else
@@ -309,6 +345,7 @@ local function run_scenario(sdir, scratch)
       end
     end
   end)
+  require('toolhost.review').responder = nil
   client:stop()
   vim.wait(5000, function()
     return client:is_stopped()

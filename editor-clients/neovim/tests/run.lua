@@ -49,7 +49,7 @@ end
 test('plugin loads lazily and works without setup()', function()
   H.eq(preload_modules, {}, 'modules required by plugin/toolhost.lua at startup')
   H.eq(vim.fn.exists(':Toolhost'), 2, ':Toolhost exists')
-  for _, name in ipairs({ 'cards', 'clear', 'tools', 'sessions', 'revert', 'revert-since' }) do
+  for _, name in ipairs({ 'cards', 'clear', 'tools', 'sessions', 'revert', 'revert-since', 'review', 'review-accept' }) do
     H.check(vim.fn.maparg(('<Plug>(toolhost-%s)'):format(name), 'n') ~= '', '<Plug>(toolhost-' .. name .. ') exists')
   end
   H.eq(vim.fn.maparg('<leader>tc', 'n'), '', 'no key mapped by default')
@@ -96,6 +96,14 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-terminal',
     'toolhost-output',
     'toolhost-notice',
+    'toolhost-review',
+    'toolhost-review-keys',
+    'toolhost-review-open',
+    ':Toolhost-review',
+    ':Toolhost-review-mode',
+    'hl-ToolhostReviewAccepted',
+    'hl-ToolhostReviewRejected',
+    'hl-ToolhostReviewUndecided',
     'hl-ToolhostExitOk',
     'hl-ToolhostExitError',
     'hl-ToolhostExitWarn',
@@ -114,7 +122,7 @@ test('plugin loads lazily and works without setup()', function()
     )
   end
   vim.keymap.del('n', '<leader>tc')
-  for _, k in ipairs({ '<leader>tx', '<leader>tt', '<leader>ts' }) do
+  for _, k in ipairs({ '<leader>tx', '<leader>tt', '<leader>ts', '<leader>tr' }) do
     pcall(vim.keymap.del, 'n', k)
   end
 end)
@@ -135,6 +143,7 @@ test('start on a workspace: one client per root, every file buffer attached', fu
   H.eq(c.config.cmd_cwd, ws, 'server runs in the root')
   H.eq(c.workspace_folders[1].uri, vim.uri_from_fname(ws), 'workspace folder')
   H.eq(c.config.capabilities.experimental.toolhost.lspProvider, true, 'lspProvider capability advertised')
+  H.eq(c.config.capabilities.experimental.toolhost.review, true, 'review capability advertised')
   H.check(c.server_capabilities.experimental.toolhost.sessionId ~= nil, 'server reports its session')
   H.eq(
     require('toolhost.client').state(c.id).session_id,
@@ -1153,6 +1162,7 @@ test('lsp/toolhost.lua: the config vim.lsp.enable() uses', function()
   H.eq(cfg.filetypes, nil, 'every filetype (root_dir picks the buffers)')
   H.eq(type(cfg.root_dir), 'function', 'root_dir decides per buffer')
   H.eq(cfg.capabilities.experimental.toolhost.lspProvider, true, 'lspProvider capability')
+  H.eq(cfg.capabilities.experimental.toolhost.review, true, 'review capability')
   for _, m in ipairs({
     'toolhost/card',
     'toolhost/callOutput',
@@ -1182,10 +1192,11 @@ test('lsp/toolhost.lua: the config vim.lsp.enable() uses', function()
   end)
   H.eq(got, nil, 'no root for a scratch buffer')
   -- setup()/g:toolhost give the defaults
-  require('toolhost').setup({ cmd = { '/opt/toolhost', 'serve' }, lsp_provider = false })
+  require('toolhost').setup({ cmd = { '/opt/toolhost', 'serve' }, lsp_provider = false, review = false })
   local cfg2 = dofile(H.plugin_dir .. '/lsp/toolhost.lua')
   H.eq(cfg2.cmd, { '/opt/toolhost', 'serve' }, 'cmd from setup()')
   H.eq(cfg2.capabilities.experimental.toolhost.lspProvider, false, 'lspProvider from setup()')
+  H.eq(cfg2.capabilities.experimental.toolhost.review, false, 'review from setup()')
 end)
 
 test('vim.lsp.enable(toolhost) and the automatic start coexist: one client per root', function()
@@ -1265,11 +1276,14 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
     H.eq(out.root, ws, variant .. ': root')
     H.eq(out.cmd, { H.bin(), 'serve', '--session-dir', sessions }, variant .. ': cmd from vim.lsp.config')
     H.eq(out.lsp_provider, true, variant .. ': lspProvider')
-    H.eq(
-      out.handlers,
-      { '$/cancelRequest', 'toolhost/callOutput', 'toolhost/card', 'toolhost/lspQuery', 'toolhost/notice' },
-      variant .. ': handlers'
-    )
+    H.eq(out.handlers, {
+      '$/cancelRequest',
+      'toolhost/callOutput',
+      'toolhost/card',
+      'toolhost/lspQuery',
+      'toolhost/notice',
+      'toolhost/review',
+    }, variant .. ': handlers')
     H.check(out.session and out.session == out.server_session, variant .. ': session recorded by on_init')
     H.eq(out.call and out.call.status, 'completed', variant .. ': a tool call')
     H.eq(out.clients, 1, variant .. ': one client')
@@ -1358,16 +1372,29 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   vim.cmd.edit(ws .. '/a.txt')
   local c = H.client()
   local th = require('toolhost')
-  H.eq(
-    th.complete('', 'Toolhost '),
-    { 'call', 'cards', 'clear', 'replay', 'revert', 'revert-since', 'sessions', 'start', 'stop', 'tools' },
-    'subcommands'
-  )
+  H.eq(th.complete('', 'Toolhost '), {
+    'call',
+    'cards',
+    'clear',
+    'replay',
+    'revert',
+    'revert-since',
+    'review',
+    'review-mode',
+    'sessions',
+    'start',
+    'stop',
+    'tools',
+  }, 'subcommands')
   H.eq(th.complete('c', 'Toolhost c'), { 'call', 'cards', 'clear' }, 'prefix')
   H.eq(th.complete('ed', 'Toolhost call ed'), { 'edit' }, 'tool names')
   H.eq(th.complete('', 'Toolhost call read '), {}, 'no completion for the JSON')
   H.eq(vim.fn.getcompletion('Toolhost rep', 'cmdline'), { 'replay' }, 'command-line completion is wired')
-  H.eq(th.complete('re', 'Toolhost re'), { 'replay', 'revert', 'revert-since' }, 'revert subcommands')
+  H.eq(
+    th.complete('re', 'Toolhost re'),
+    { 'replay', 'revert', 'revert-since', 'review', 'review-mode' },
+    'subcommands starting with re'
+  )
   local tools
   th.tools(function(err, t)
     tools = err or t
@@ -2039,7 +2066,8 @@ end)
 -- cards buffer and the <Plug> maps. Only completed cards of kind `diff` can be reverted.
 
 --- Runs `fn(msgs)` with vim.notify captured into `msgs` ({text, level} each) and vim.fn.confirm
---- answered by `answer` (its questions go to `msgs.asked`; nil: fail the test if asked).
+--- answered by `msgs.answer` or else `answer` (its questions go to `msgs.asked`; nil: fail the
+--- test if asked).
 ---@param fn fun(msgs: table)
 ---@param answer? integer
 local function with_messages(fn, answer)
@@ -2050,7 +2078,7 @@ local function with_messages(fn, answer)
   end
   vim.fn.confirm = function(question)
     table.insert(msgs.asked, question)
-    return answer or error('vim.fn.confirm was called: ' .. question)
+    return msgs.answer or answer or error('vim.fn.confirm was called: ' .. question)
   end
   local ok, err = pcall(fn, msgs)
   vim.notify = orig
@@ -2583,9 +2611,365 @@ test('revert: <Plug>(toolhost-revert) and <Plug>(toolhost-revert-since), keys fr
     end, 'everything since the first edit reverted')
   end, 1)
   -- A keymaps table maps the default keys too: leave no global map to later tests.
-  for _, k in ipairs({ '<F5>', '<F6>', '<leader>tc', '<leader>tx', '<leader>tt', '<leader>ts' }) do
+  for _, k in ipairs({ '<F5>', '<F6>', '<leader>tc', '<leader>tx', '<leader>tt', '<leader>ts', '<leader>tr' }) do
     pcall(vim.keymap.del, 'n', k)
   end
+end)
+
+-- Review mode (|toolhost-review|): the person decides each hunk of a write/edit before it is
+-- written, in a review buffer.
+
+--- A file of 20 lines with `alpha` on lines 2 and 15: an edit of both (replace_all) has two
+--- hunks, far enough apart not to merge.
+---@param first string line 2
+---@param second string line 15
+---@return string
+local function alpha_file(first, second)
+  local lines = {}
+  for i = 1, 20 do
+    lines[i] = i == 2 and first or i == 15 and second or ('line ' .. i)
+  end
+  return table.concat(lines, '\n') .. '\n'
+end
+
+local ALPHA0 = alpha_file('alpha', 'alpha')
+
+--- Sends keys as typed (mappings apply) and runs them.
+---@param k string
+local function type_keys(k)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), 'x', false)
+end
+
+--- The newest pending review once it has arrived (waits).
+---@param n? integer how many must be pending
+---@return toolhost.Review
+local function pending_review(n)
+  local R = require('toolhost.review')
+  H.wait(function()
+    return #R.pending() >= (n or 1)
+  end, 'a toolhost/review request', 30000)
+  local list = R.pending()
+  return list[#list]
+end
+
+--- Sets the review settings through the plugin API and waits for the server's answer.
+---@param client vim.lsp.Client
+---@param settings table
+---@return table
+local function set_review(client, settings)
+  local done, err, res = false, nil, nil
+  require('toolhost').set_review(settings, { client = client, quiet = true }, function(e, r)
+    done, err, res = true, e, r
+  end)
+  H.wait(function()
+    return done
+  end, 'toolhost/setReview')
+  assert(not err, err)
+  return res
+end
+
+--- Whether some captured message contains `text`.
+---@param msgs table
+---@param text string
+---@return boolean
+local function said(msgs, text)
+  for _, m in ipairs(msgs) do
+    if type(m[1]) == 'string' and m[1]:find(text, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
+--- The text of a result's content blocks.
+---@param result table
+---@return string
+local function result_text(result)
+  local out = {}
+  for _, b in ipairs(result.content or {}) do
+    if b.type == 'text' then
+      table.insert(out, b.text)
+    end
+  end
+  return table.concat(out, '\n')
+end
+
+test('review: the keys of the review buffer accept the first hunk and reject the second; only it is written', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = ALPHA0 })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local file_buf = vim.api.nvim_get_current_buf()
+  local file_win = vim.api.nvim_get_current_win()
+  local c = H.client()
+  local R = require('toolhost.review')
+  with_messages(function(msgs)
+    -- :Toolhost review-mode with arguments (the command path).
+    vim.cmd('Toolhost review-mode ask timeout=60000')
+    H.wait(function()
+      return said(msgs, 'review mode ask')
+    end, 'the review-mode message')
+    H.check(said(msgs, 'timeout 60000 ms'), 'the message names the timeout: ' .. vim.inspect(msgs))
+    H.call('read', { file_path = ws .. '/a.txt' }, c)
+    local call = start_call(
+      c,
+      'edit',
+      { file_path = ws .. '/a.txt', old_string = 'alpha', new_string = 'ALPHA', replace_all = true }
+    )
+    local review = pending_review()
+    H.eq(review.params.tool, 'edit', 'the review names the tool')
+    H.eq(#review.params.hunks, 2, 'two hunks')
+    H.eq(review.params.before, ALPHA0, '`before` is the file')
+    H.eq(review.params.after, alpha_file('ALPHA', 'ALPHA'), '`after` is the whole change')
+    H.check(said(msgs, 'review requested'), 'a notification says a review arrived')
+    -- It opened in a split; the cursor stayed in the file's window (|toolhost-review-open|).
+    H.wait(function()
+      return review.buf and vim.fn.bufwinid(review.buf) ~= -1
+    end, 'the review window')
+    H.eq(vim.api.nvim_get_current_win(), file_win, 'the cursor stays where it was')
+    H.eq(vim.api.nvim_get_current_buf(), file_buf, 'in the file')
+    H.eq(vim.bo[review.buf].filetype, 'toolhost-review', 'filetype')
+    H.check(
+      vim.api.nvim_buf_get_name(review.buf):find('toolhost://review/', 1, true) == 1,
+      'named toolhost://review/…'
+    )
+    H.check(
+      vim.api.nvim_buf_get_name(review.buf):find(review.params.title, 1, true) ~= nil,
+      'named after the title ' .. review.params.title
+    )
+    -- :Toolhost review goes there.
+    vim.cmd('Toolhost review')
+    H.eq(vim.api.nvim_get_current_buf(), review.buf, ':Toolhost review moves the cursor to the review')
+    local lines = vim.api.nvim_buf_get_lines(review.buf, 0, -1, false)
+    local h1, h2 = review.params.hunks[1].header, review.params.hunks[2].header
+    H.eq(lines[review.hunk_rows[1]], '[ ] ' .. h1, 'hunk 1 header with its mark')
+    H.eq(lines[review.hunk_rows[2]], '[ ] ' .. h2, 'hunk 2 header with its mark')
+    H.eq(lines[review.hunk_rows[1] + 2], '-alpha', 'a removed line')
+    H.eq(lines[review.hunk_rows[1] + 3], '+ALPHA', 'an added line')
+    local groups = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(review.buf, R.namespace, 0, -1, { details = true })) do
+      groups[m[2] + 1] = groups[m[2] + 1] or m[4].line_hl_group or m[4].hl_group
+    end
+    H.eq(groups[review.hunk_rows[1] + 2], 'ToolhostDiffDelete', '- line highlight')
+    H.eq(groups[review.hunk_rows[1] + 3], 'ToolhostDiffAdd', '+ line highlight')
+    H.eq(groups[review.hunk_rows[1]], 'ToolhostReviewUndecided', 'undecided mark highlight')
+    -- ]h / [h move between hunks; a accepts (and moves on), r rejects.
+    H.eq(vim.api.nvim_win_get_cursor(0)[1], review.hunk_rows[1], 'the cursor starts on the first hunk')
+    type_keys(']h')
+    H.eq(vim.api.nvim_win_get_cursor(0)[1], review.hunk_rows[2], ']h: the second hunk')
+    type_keys('[h')
+    H.eq(vim.api.nvim_win_get_cursor(0)[1], review.hunk_rows[1], '[h: the first hunk')
+    vim.api.nvim_win_set_cursor(0, { review.hunk_rows[1] + 2, 0 })
+    type_keys('a')
+    H.eq(vim.api.nvim_win_get_cursor(0)[1], review.hunk_rows[2], 'a accepted and moved to the next hunk')
+    type_keys('r')
+    lines = vim.api.nvim_buf_get_lines(review.buf, 0, -1, false)
+    H.eq(lines[review.hunk_rows[1]], '[✓] ' .. h1, 'hunk 1 accepted')
+    H.eq(lines[review.hunk_rows[2]], '[✗] ' .. h2, 'hunk 2 rejected')
+    local orig_input = vim.ui.input
+    vim.ui.input = function(opts, cb)
+      H.check(opts.prompt:find('Comment', 1, true) ~= nil, 'asks for a comment')
+      cb('keep the second alpha')
+    end
+    type_keys('c')
+    vim.ui.input = orig_input
+    H.check(H.buf_text(review.buf):find('Comment: keep the second alpha', 1, true) ~= nil, 'the comment is shown')
+    H.eq(R.result(review), { accepted = { 0 }, comment = 'keep the second alpha' }, 'the answer')
+    local rbuf = review.buf
+    type_keys('<CR>')
+    H.eq(#msgs.asked, 0, 'nothing undecided: no question')
+    local res = call.response()
+    H.check(not res.result.isError, 'the edit succeeded: ' .. vim.inspect(res.result))
+    H.eq(H.read(ws .. '/a.txt'), alpha_file('ALPHA', 'alpha'), 'only the accepted hunk is on disk')
+    H.check(not vim.api.nvim_buf_is_valid(rbuf), 'the review buffer is gone')
+    H.eq(#R.pending(), 0, 'nothing pending')
+    H.check(said(msgs, 'review sent: 1 of 2 hunks accepted'), 'a message says what was sent')
+    local card = require('toolhost.cards').get(c.id, res.callId)
+    H.eq(card.status, 'completed', 'the card')
+    io.stdout:write('     review: completed card text:\n       ' .. card.text:gsub('\n', '\n       ') .. '\n')
+    -- The server names a rejected hunk by its number and its line in the original file.
+    local named = 'rejected 1 of 2 hunks: hunk 2 (line 15 of the original)'
+    H.check(card.text:find(named, 1, true) ~= nil, 'the card text names the rejected hunk:\n' .. card.text)
+    H.check(card.text:find('keep the second alpha', 1, true) ~= nil, 'and the comment')
+    H.check(result_text(res.result):find(named, 1, true) ~= nil, 'so does the text the model read')
+    H.eq(#card.hunks, 1, 'the card shows the hunk written')
+    H.eq(card.hunks[1].header, h1, 'the first')
+    H.wait(function()
+      return buffer_bytes(file_buf) == alpha_file('ALPHA', 'alpha')
+    end, 'the file buffer reloaded')
+  end)
+end)
+
+test('review: a withdrawn review (the call cancelled with toolhost/cancelCall) closes its buffer', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = ALPHA0 })
+  H.setup(sessions, { review_open = 'focus' })
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local R = require('toolhost.review')
+  with_messages(function(msgs)
+    H.eq(set_review(c, { mode = 'ask', timeoutMs = 60000 }).mode, 'ask', 'review mode on')
+    H.call('read', { file_path = ws .. '/a.txt' }, c)
+    local call = start_call(
+      c,
+      'edit',
+      { file_path = ws .. '/a.txt', old_string = 'alpha', new_string = 'ALPHA', replace_all = true }
+    )
+    local review = pending_review()
+    H.wait(function()
+      return review.buf and vim.fn.bufwinid(review.buf) ~= -1
+    end, 'the review window')
+    local buf, wins = review.buf, #vim.api.nvim_list_wins()
+    -- review_open = 'focus' in Normal mode: the cursor went there.
+    H.eq(vim.api.nvim_get_current_buf(), buf, 'focused')
+    -- :ToolhostStop in the review buffer stops the call of the review's server.
+    local stopped
+    require('toolhost').stop_call(function(err, cancelled)
+      stopped = { err, cancelled }
+    end)
+    H.wait(function()
+      return stopped
+    end, 'toolhost/cancelCall')
+    H.eq(stopped, { nil, true }, 'the call was cancelled')
+    H.wait(function()
+      return not vim.api.nvim_buf_is_valid(buf)
+    end, 'the review buffer closed')
+    H.eq(#vim.api.nvim_list_wins(), wins - 1, 'its window closed')
+    H.eq(#R.pending(), 0, 'nothing pending')
+    H.wait(function()
+      return said(msgs, 'review withdrawn')
+    end, 'the withdrawal message')
+    local res = call.response()
+    H.eq(res.result.isError, true, 'the call failed')
+    H.eq(H.read(ws .. '/a.txt'), ALPHA0, 'nothing written')
+  end)
+end)
+
+test('review: q closes the review unanswered; the fallback applies after the timeout (REVIEW_TIMEOUT)', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = ALPHA0 })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local R = require('toolhost.review')
+  with_messages(function(msgs)
+    vim.cmd('Toolhost review-mode ask timeout=3000 fallback=deny')
+    H.wait(function()
+      return said(msgs, 'review mode ask (timeout 3000 ms, fallback deny)')
+    end, 'the review-mode message')
+    H.call('read', { file_path = ws .. '/a.txt' }, c)
+    local call = start_call(
+      c,
+      'edit',
+      { file_path = ws .. '/a.txt', old_string = 'alpha', new_string = 'ALPHA', replace_all = true }
+    )
+    local review = pending_review()
+    vim.cmd('Toolhost review')
+    H.eq(vim.api.nvim_get_current_buf(), review.buf, 'in the review')
+    type_keys('A')
+    H.eq(R.result(review).accepted, { 0, 1 }, 'A accepts every hunk (not sent)')
+    type_keys('q')
+    H.check(not (review.buf and vim.api.nvim_buf_is_valid(review.buf)), 'q closed the review buffer')
+    H.eq(#vim.api.nvim_list_wins(), 1, 'and its window')
+    H.eq(#R.pending(), 1, 'the review is still pending')
+    H.check(said(msgs, 'review still pending'), 'q says it is still pending')
+    -- Reopened, it keeps its decisions.
+    vim.cmd('Toolhost review')
+    H.check(H.buf_text(review.buf):find('[✓] ' .. review.params.hunks[2].header, 1, true) ~= nil, 'decisions kept')
+    type_keys('q')
+    local res = call.response()
+    H.eq(res.result.isError, true, 'no answer: the call failed (fallback deny)')
+    H.eq(res.result.error.info.code, 'REVIEW_TIMEOUT', 'REVIEW_TIMEOUT: ' .. vim.inspect(res.result.error))
+    H.eq(H.read(ws .. '/a.txt'), ALPHA0, 'nothing written')
+    H.wait(function()
+      return #R.pending() == 0
+    end, 'the server withdrew the review')
+    H.check(said(msgs, 'review withdrawn'), 'the withdrawal is reported')
+  end)
+end)
+
+test('review: several pending at once (two roots); :Toolhost review picks one; undecided hunks ask first', function()
+  -- One server runs its writes one at a time (a write waits for the one under review), so two
+  -- questions are open at once only from two servers: two workspace roots.
+  local ws1, sessions = H.workspace({ ['a.txt'] = ALPHA0 })
+  local ws2 = H.workspace({ ['b.txt'] = ALPHA0 })
+  H.setup(sessions)
+  vim.cmd.edit(ws1 .. '/a.txt')
+  local c1 = H.client()
+  vim.cmd.edit(ws2 .. '/b.txt')
+  local c2 = H.client()
+  H.check(c1.id ~= c2.id, 'two servers')
+  local R = require('toolhost.review')
+  with_messages(function(msgs)
+    set_review(c1, { mode = 'ask', timeoutMs = 60000, fallback = 'deny' })
+    set_review(c2, { mode = 'ask', timeoutMs = 60000 })
+    -- No argument: the settings as they are (of the current buffer's server).
+    vim.cmd('Toolhost review-mode')
+    H.wait(function()
+      return said(msgs, 'review mode ask (timeout 60000 ms, fallback deny)')
+    end, 'the settings')
+    local complete = require('toolhost').complete
+    H.eq(
+      complete('', 'Toolhost review-mode '),
+      { 'ask', 'off', 'timeout=', 'fallback=deny', 'fallback=accept' },
+      'completion'
+    )
+    H.eq(
+      complete('', 'Toolhost review-mode ask '),
+      { 'timeout=', 'fallback=deny', 'fallback=accept' },
+      'completion after a mode'
+    )
+    H.check(vim.tbl_contains(complete('rev', 'Toolhost rev'), 'review-mode'), 'the subcommand completes')
+    H.call('read', { file_path = ws1 .. '/a.txt' }, c1)
+    H.call('read', { file_path = ws2 .. '/b.txt' }, c2)
+    local args = { old_string = 'alpha', new_string = 'ALPHA', replace_all = true }
+    local call_a = start_call(c1, 'edit', vim.tbl_extend('force', args, { file_path = ws1 .. '/a.txt' }))
+    local first = pending_review(1)
+    H.wait(function()
+      return first.buf ~= nil
+    end, 'the first review shown')
+    local call_b = start_call(c2, 'edit', vim.tbl_extend('force', args, { file_path = ws2 .. '/b.txt' }))
+    local second = pending_review(2)
+    H.check(first ~= second, 'two reviews')
+    H.eq({ first.client_id, second.client_id }, { c1.id, c2.id }, 'one of each server')
+    H.check(first.buf and vim.fn.bufwinid(first.buf) ~= -1, 'the first is shown')
+    H.check(not second.buf, 'the second waits: one review window at a time')
+    H.check(said(msgs, '1 more pending'), 'its notification says another is pending')
+    H.eq(complete('', 'Toolhost review '), { first.params.callId, second.params.callId }, 'call ids complete')
+    local offered
+    local orig_select = vim.ui.select
+    vim.ui.select = function(items, opts, cb)
+      offered = vim.tbl_map(opts.format_item, items)
+      cb(items[2])
+    end
+    vim.cmd('Toolhost review')
+    vim.ui.select = orig_select
+    H.eq(#(offered or {}), 2, 'both offered')
+    H.check(offered[2]:find('b.txt', 1, true) ~= nil, 'named by their title: ' .. vim.inspect(offered))
+    H.eq(vim.api.nvim_get_current_buf(), second.buf, 'the picked review')
+    -- Undecided hunks: asked first (Cancel: nothing sent).
+    type_keys('a')
+    msgs.answer = 2
+    type_keys('<CR>')
+    H.eq(#msgs.asked, 1, 'asked')
+    H.check(msgs.asked[1]:find('1 hunk of 2 undecided', 1, true) ~= nil, msgs.asked[1])
+    H.check(not call_b.done(), 'nothing sent')
+    H.eq(#R.pending(), 2, 'still pending')
+    -- :w submits (Submit answered): the undecided hunk counts as rejected.
+    msgs.answer = 1
+    vim.cmd('write')
+    local res_b = call_b.response()
+    H.check(not res_b.result.isError, 'b: one hunk written')
+    H.eq(H.read(ws2 .. '/b.txt'), alpha_file('ALPHA', 'alpha'), 'b: the undecided hunk was not written')
+    H.eq(#R.pending(), 1, 'one left')
+    -- The first: reject all; every hunk rejected is a failure (REVIEW_REJECTED).
+    vim.cmd('Toolhost review')
+    H.eq(vim.api.nvim_get_current_buf(), first.buf, 'the first review')
+    type_keys('R')
+    type_keys('<CR>')
+    local res_a = call_a.response()
+    H.eq(res_a.result.isError, true, 'a: rejected')
+    H.eq(res_a.result.error.info.code, 'REVIEW_REJECTED', 'REVIEW_REJECTED')
+    H.eq(H.read(ws1 .. '/a.txt'), ALPHA0, 'a: nothing written')
+    H.eq(#R.pending(), 0, 'none left')
+  end, 1)
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

@@ -120,6 +120,10 @@ function M.define_highlights()
     ToolhostExitOk = 'DiagnosticOk',
     ToolhostExitError = 'DiagnosticError',
     ToolhostExitWarn = 'DiagnosticWarn',
+    ToolhostReviewAccepted = 'DiagnosticOk',
+    ToolhostReviewRejected = 'DiagnosticError',
+    ToolhostReviewUndecided = 'DiagnosticWarn',
+    ToolhostReviewInfo = 'Comment',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })

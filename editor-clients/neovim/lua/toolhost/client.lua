@@ -172,9 +172,17 @@ local function init_options(cfg)
   return out
 end
 
+--- The client capabilities toolhost reads (`experimental.toolhost`): the editor-backed lsp
+--- provider (`lspProvider`) and review mode (`review`: this editor answers `toolhost/review`).
+---@param cfg toolhost.Config
+---@return table
+local function capabilities(cfg)
+  return { experimental = { toolhost = { lspProvider = cfg.lsp_provider, review = cfg.review } } }
+end
+
 --- The handlers of a toolhost client: cards and the live output of running calls, the server's
---- notices, the editor-backed lsp provider and the server's `$/cancelRequest` of a query it no
---- longer waits for.
+--- notices, the editor-backed lsp provider, review mode and the server's `$/cancelRequest` of a
+--- request it no longer waits for (a query or a review).
 ---@return table<string, function>
 function M.handlers()
   return {
@@ -193,11 +201,18 @@ function M.handlers()
     ['toolhost/lspQuery'] = function(_, params, ctx)
       return require('toolhost.provider').handle(params, ctx)
     end,
+    ['toolhost/review'] = function(_, params, ctx)
+      return require('toolhost.review').handle(params, ctx)
+    end,
     ['$/cancelRequest'] = function(_, params, ctx)
-      -- Runs in the RPC reader (a fast event): only schedule. The query's handler was
-      -- scheduled before, so it has registered its id by the time this runs.
+      -- Runs in the RPC reader (a fast event): only schedule. The request's handler was
+      -- scheduled before, so it has registered its id by the time this runs. The id names
+      -- either a query or a review; each module ignores ids it does not know.
       vim.schedule(function()
         require('toolhost.provider').on_cancel(ctx.client_id, params)
+        if package.loaded['toolhost.review'] then
+          require('toolhost.review').on_cancel(ctx.client_id, params)
+        end
       end)
     end,
   }
@@ -244,6 +259,9 @@ function M.forget(client_id)
   vim.schedule(function()
     require('toolhost.cards').forget(client_id)
     require('toolhost.provider').forget(client_id)
+    if package.loaded['toolhost.review'] then
+      require('toolhost.review').forget(client_id)
+    end
     states[client_id] = nil
   end)
 end
@@ -268,7 +286,7 @@ function M.enable_config()
     end,
     workspace_required = true,
     init_options = init_options(cfg),
-    capabilities = { experimental = { toolhost = { lspProvider = cfg.lsp_provider } } },
+    capabilities = capabilities(cfg),
     handlers = M.handlers(),
     on_init = { M.ready },
     on_attach = {
@@ -324,7 +342,7 @@ function M.make_config(root, overrides)
       cmd = cfg.cmd,
       cmd_env = cfg.cmd_env,
       init_options = init_options(cfg),
-      capabilities = { experimental = { toolhost = { lspProvider = cfg.lsp_provider } } },
+      capabilities = capabilities(cfg),
       handlers = M.handlers(),
       on_init = M.ready,
       on_exit = function(_, _, client_id)

@@ -7,6 +7,19 @@
 ---@field sessions? string lhs for |<Plug>(toolhost-sessions)|
 ---@field revert? string lhs for |<Plug>(toolhost-revert)| (no default key)
 ---@field ["revert-since"] string? lhs for |<Plug>(toolhost-revert-since)| (no default key)
+---@field review? string lhs for |<Plug>(toolhost-review)|
+
+---@class toolhost.ReviewKeys Keys of a review buffer (buffer-local); `false` or `''`: none.
+---@field next? string|false  default `]h`
+---@field prev? string|false  default `[h`
+---@field accept? string|false  default `a`
+---@field reject? string|false  default `r`
+---@field ["accept-all"] string|false? default `A`
+---@field ["reject-all"] string|false? default `R`
+---@field comment? string|false  default `c`
+---@field submit? string|false  default `<CR>`
+---@field ["open-file"] string|false? default `gf`
+---@field close? string|false  default `q`
 
 ---@class toolhost.Config
 ---@field cmd string[] Command that starts the server (`toolhost serve`).
@@ -21,6 +34,12 @@
 ---@field reload boolean `checktime` unmodified buffers of files a tool changed.
 ---@field echo_cards boolean Echo the card of a `:Toolhost call`.
 ---@field keymaps boolean|toolhost.Keymaps `false` (default): no keys; `true`: the defaults below.
+---@field review boolean Answer `toolhost/review` (advertise `experimental.toolhost.review`).
+---@field review_open 'split'|'focus'|'notify' What an arriving review does: a split the cursor
+---  stays out of (default), a split the cursor moves into unless the person is typing, or only a
+---  notification.
+---@field review_keys boolean|toolhost.ReviewKeys Keys of review buffers: `true` (default) the
+---  defaults, a table overrides some, `false` none (map the <Plug> mappings yourself).
 
 local M = {}
 
@@ -38,6 +57,9 @@ M.defaults = {
   reload = true,
   echo_cards = true,
   keymaps = false,
+  review = true,
+  review_open = 'split',
+  review_keys = true,
 }
 
 ---@type toolhost.Keymaps
@@ -46,6 +68,7 @@ M.default_keymaps = {
   clear = '<leader>tx',
   tools = '<leader>tt',
   sessions = '<leader>ts',
+  review = '<leader>tr',
 }
 
 ---@type table?
@@ -101,6 +124,14 @@ function M.problems(cfg)
   check('inline', cfg.inline, 'boolean')
   check('reload', cfg.reload, 'boolean')
   check('keymaps', cfg.keymaps, { 'boolean', 'table' })
+  check('review', cfg.review, 'boolean')
+  check('review_keys', cfg.review_keys, { 'boolean', 'table' })
+  if not vim.tbl_contains({ 'split', 'focus', 'notify' }, cfg.review_open) then
+    table.insert(
+      out,
+      ('review_open: expected "split", "focus" or "notify", got %s'):format(vim.inspect(cfg.review_open))
+    )
+  end
   return out
 end
 

@@ -92,6 +92,22 @@ function M.check()
     health.info('no workspace root for the current buffer; the working directory is used: ' .. vim.fn.getcwd())
   end
 
+  health.start('toolhost: review mode')
+  if not cfg.review then
+    health.info('review mode is not advertised (review = false): with it on, writes fall back at once')
+  else
+    health.ok(
+      ('review advertised (capabilities.experimental.toolhost.review); reviews open: %s'):format(cfg.review_open)
+    )
+  end
+  if package.loaded['toolhost.review'] then
+    for _, r in ipairs(require('toolhost.review').pending()) do
+      health.info(
+        ('pending review: %s (%s), :Toolhost review'):format(require('toolhost.review').label(r), r.params.callId)
+      )
+    end
+  end
+
   health.start('toolhost: language servers (editor-backed lsp provider)')
   if not cfg.lsp_provider then
     health.info('the lsp provider is disabled (lsp_provider = false)')

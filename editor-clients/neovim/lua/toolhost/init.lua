@@ -459,6 +459,83 @@ function M.clear()
   require('toolhost.inline').clear()
 end
 
+--- `:Toolhost review [call]`: shows a pending review (|toolhost-review|) and moves the cursor
+--- there: the one of call `call_id`, the only one, or one picked with |vim.ui.select()|.
+---@param call_id? string
+---@param cb? fun(review: toolhost.Review?)
+function M.review(call_id, cb)
+  require('toolhost.review').open(call_id, cb)
+end
+
+---@class toolhost.ReviewSettings
+---@field mode? 'off'|'ask'
+---@field timeoutMs? integer how long the server waits for an answer
+---@field fallback? 'deny'|'accept' what happens without one
+
+--- Describes review settings: `review mode ask (timeout 300000 ms, fallback deny)`.
+---@param s table
+---@return string
+local function describe_review(s)
+  return ('review mode %s (timeout %s ms, fallback %s)'):format(
+    tostring(s.mode),
+    tostring(s.timeoutMs),
+    tostring(s.fallback)
+  )
+end
+
+--- Changes (or, with no `mode`/`timeoutMs`/`fallback`, reads) the session's review settings
+--- with `toolhost/setReview` and reports them. `cb(err, settings)` gets the settings after the
+--- change.
+---@param settings? toolhost.ReviewSettings
+---@param opts? {client?: vim.lsp.Client, quiet?: boolean}
+---@param cb? fun(err: string?, settings: toolhost.ReviewSettings?)
+function M.set_review(settings, opts, cb)
+  opts = opts or {}
+  local c = opts.client or current()
+  if not c then
+    return cb and cb('no toolhost server')
+  end
+  local params = vim.deepcopy(settings or {})
+  if next(params) == nil then
+    params = vim.empty_dict() -- `{}` reads the settings; an empty Lua table would be `[]`
+  end
+  require('toolhost.client').request(c, 'toolhost/setReview', params, function(err, res)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+    elseif type(res) == 'table' then
+      require('toolhost.client').state(c.id).review = res
+      if not opts.quiet then
+        notify(describe_review(res))
+      end
+    end
+    if cb then
+      cb(err, res)
+    end
+  end)
+end
+
+--- Parses the arguments of `:Toolhost review-mode`: `[off|ask] [timeout={ms}] [fallback={deny|accept}]`.
+---@param args string
+---@return toolhost.ReviewSettings? settings nil when invalid
+---@return string? problem
+local function parse_review_mode(args)
+  local out = {}
+  for word in args:gmatch('%S+') do
+    local key, value = word:match('^(%w+)=(.*)$')
+    if word == 'off' or word == 'ask' then
+      out.mode = word
+    elseif key == 'timeout' and tonumber(value) and tonumber(value) >= 0 then
+      out.timeoutMs = math.floor(tonumber(value) --[[@as number]])
+    elseif key == 'fallback' and (value == 'deny' or value == 'accept') then
+      out.fallback = value
+    else
+      return nil,
+        ('unexpected %q; usage: :Toolhost review-mode [off|ask] [timeout={ms}] [fallback={deny|accept}]'):format(word)
+    end
+  end
+  return out
+end
+
 ---@class toolhost.Subcommand
 ---@field desc string
 ---@field run fun(args: string, opts: {bang: boolean}) `bang`: the command was `:Toolhost!`
@@ -554,6 +631,39 @@ M.subcommands = {
       end
     end,
     complete = complete_revertible,
+  },
+  review = {
+    desc = 'review [call]: open a pending review (hunks to accept or reject before a write)',
+    run = function(args)
+      M.review(vim.trim(args))
+    end,
+    complete = function(arg_lead, line)
+      if line:match('^%s*%S+%s+%S+%s+%S+%s') then
+        return {}
+      end
+      return require('toolhost.review').complete(arg_lead)
+    end,
+  },
+  ['review-mode'] = {
+    desc = 'review-mode [off|ask] [timeout=ms] [fallback=deny|accept]: ask before writes (no argument: show)',
+    run = function(args)
+      local settings, problem = parse_review_mode(args)
+      if not settings then
+        return notify(problem or 'invalid arguments', vim.log.levels.ERROR)
+      end
+      M.set_review(settings)
+    end,
+    complete = function(arg_lead, line)
+      local words = { 'ask', 'off', 'timeout=', 'fallback=deny', 'fallback=accept' }
+      local typed = line:match('^%s*%S+%s+%S+%s+(.*)$') or ''
+      return vim.tbl_filter(function(w)
+        local key = w:match('^(%w+)=') or ((w == 'ask' or w == 'off') and 'mode')
+        -- each setting once: `ask` excludes `off`, one `timeout=`, one `fallback=`
+        local used = (key == 'mode' and (typed:match('%f[%w]ask%f[%W]') or typed:match('%f[%w]off%f[%W]')))
+          or (key ~= 'mode' and typed:find(key .. '=', 1, true))
+        return vim.startswith(w, arg_lead) and not used
+      end, words)
+    end,
   },
   sessions = {
     desc = 'list the sessions of this workspace',
