@@ -482,8 +482,12 @@ impl Workspace {
             (None, _) => WriteOperation::Remove,
         };
         let version = content.map(content_version).unwrap_or_default();
-        self.ledger
-            .record(&target.key(), Observation::Present(format!("{INVALIDATED_PREFIX}{version}")));
+        // A file that is gone may simply be created again; one with restored bytes must be read.
+        let observation = match content {
+            Some(_) => Observation::Present(format!("{INVALIDATED_PREFIX}{version}")),
+            None => Observation::Absent,
+        };
+        self.ledger.record(&target.key(), observation);
         if prior.is_some() || content.is_some() {
             self.notify(&WriteEvent {
                 real_path: &target.real_path,
