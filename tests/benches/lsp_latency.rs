@@ -6,7 +6,9 @@
 //! file, then measures:
 //! - sequential: p50/p90/p99/max of 2,000 calls, one at a time, after 200 warm-up calls;
 //! - concurrent: 8 requests kept in flight on the one connection (`read` is concurrency-safe, so
-//!   they overlap), 4,000 calls: throughput and per-call latency.
+//!   they overlap), 4,000 calls: throughput and per-call latency;
+//! - writes: p50/p99 of 500 sequential `write` calls of the same file with new content each time,
+//!   which also records the change for undo (the new bytes as a blob, `fs/change` in the log).
 //!
 //! Latency is measured from writing the request to reading its response, so it includes
 //! framing, JSON on both sides, the pipeline, the session log append (`sync_data`) and the two
@@ -190,6 +192,20 @@ fn main() {
         concurrent as f64 / elapsed.as_secs_f64(),
         elapsed.as_secs_f64()
     );
+
+    // Writes: every one a new content, so each stores a new blob for `revert`.
+    let writes = if release { 500 } else { 50 };
+    let mut samples = Vec::with_capacity(writes);
+    for n in 0..writes {
+        let content = format!("{text}write {n}\n");
+        let params =
+            json!({"name": "write", "arguments": {"file_path": "bench.txt", "content": content}});
+        let (reply, latency) = conn.call(id, "toolhost/callTool", params);
+        check(&reply);
+        samples.push(latency);
+        id += 1;
+    }
+    summary("write (recorded for undo)", &mut samples);
 
     let (reply, _) = conn.call(id, "shutdown", Value::Null);
     assert!(reply.get("result").is_some(), "{reply}");
