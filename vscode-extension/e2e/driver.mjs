@@ -5,8 +5,11 @@
 // extension's `toolhost serve`, and its calls must show up in the panel, labelled with the agent.
 // Then come terminal cards: `bash` from Call Tool…, its live output while it runs, the styled
 // output and exit pill when it ends, Stop, a spilled output file, and a background job's notice.
-// Last, Revert on the agent's edit card: Revert since here asks first, Revert puts the file's
+// Then Revert on the agent's edit card: Revert since here asks first, Revert puts the file's
 // bytes back and adds its own card, Revert Call… from the palette, and a refused revert.
+// Last, review mode: Set Review Mode… ask, an edit with two hunks from Call Tool…, and with the
+// keyboard only the first hunk accepted and the second rejected in the review diff; the file then
+// holds exactly the accepted hunk and the card names the rejected one.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
@@ -114,7 +117,9 @@ async function palette(page, title) {
   await page.keyboard.press('Enter');
 }
 
-/** Picks `label` in an open quick pick by typing it. */
+/** Picks `label` in an open quick pick by typing it. The focused row's own label must hold it:
+ * a row's whole text is not enough, since Go to File shows "recently opened" rows first whose
+ * description (a reused row's, even) may name the file while the row opens another. */
 async function pick(page, label) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await input.waitFor({ state: 'visible', timeout: 15_000 });
@@ -122,7 +127,8 @@ async function pick(page, label) {
   await page.waitForFunction(
     (l) => {
       const row = document.querySelector('.quick-input-widget .monaco-list-row.focused');
-      return row && row.textContent && row.textContent.includes(l);
+      const own = row?.querySelector('.label-name') ?? row;
+      return own && own.textContent && own.textContent.includes(l);
     },
     label,
     { timeout: 10_000 },
@@ -744,6 +750,132 @@ async function revertCards(page, frame, agentEdit) {
   await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
 }
 
+/** The cursor line the status bar shows (`Ln N, Col M`), or undefined. */
+async function cursorLine(page) {
+  const texts = await page.locator('.statusbar-item').allTextContents();
+  const m = texts.map((t) => /Ln (\d+), Col \d+/.exec(t)).find((x) => x);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** The CodeLens lines on show in the right-hand side of the diff editor. */
+async function reviewLenses(page) {
+  const texts = await page.locator('.monaco-diff-editor .editor.modified .codelens-decoration').allTextContents();
+  // CodeLens separates its commands with non-breaking spaces
+  return texts.map((t) => t.replace(/\u00a0/g, ' ').trim());
+}
+
+/** Review mode: turned on from the palette (QuickPick), an edit of review.txt with two hunks from
+ * Call Tool…, then only keys: Alt+] / Alt+[ move between hunks, Alt+A accepts the first, Alt+R
+ * rejects the second, and the comment box that follows submits with Enter. */
+async function reviewMode(page, frame) {
+  const ws = process.env.TOOLHOST_TEST_WS ?? '';
+  const file = path.join(ws, 'review.txt');
+  const before = fs.readFileSync(file, 'utf8');
+  const lines = before.split('\n');
+  const edited = lines.map((l) => (l === 'line 2' ? 'line 2, reviewed' : l === 'line 15' ? 'line 15, rejected' : l));
+  const comment = 'line 15 stays as it is';
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+
+  await check('"toolhost: Set Review Mode…" (QuickPick: ask) turns review mode on: the status bar says "review: ask"', async () => {
+    await palette(page, 'toolhost: Set Review Mode…');
+    await pick(page, 'ask');
+    const item = page.locator('.statusbar-item', { hasText: 'review: ask' }).first();
+    await item.waitFor({ state: 'visible', timeout: 10_000 });
+    const label = (await item.getAttribute('aria-label')) ?? '';
+    assert(/review mode: ask/.test(label), `status bar: ${label}`);
+  });
+
+  await check('Call Tool… read review.txt (an edit needs a read first)', async () => {
+    await palette(page, 'toolhost: Call Tool…');
+    await pick(page, 'read');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await page.waitForFunction(() => /"file_path"/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+    await input.fill(JSON.stringify({ file_path: 'review.txt' }));
+    await page.keyboard.press('Enter');
+    await frame.locator('article[data-kind="read"][data-status="completed"]', { has: frame.locator('.card-title', { hasText: 'review.txt' }) }).first().waitFor({ timeout: 20_000 });
+  });
+
+  const review = {};
+  await check('an edit with two hunks asks first: the review diff opens (titled with the call) with Accept/Reject CodeLens above both hunks, and the panel shows its summary', async () => {
+    await palette(page, 'toolhost: Call Tool…');
+    await pick(page, 'edit');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await page.waitForFunction(() => /"old_string"/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+    await input.fill(JSON.stringify({ file_path: 'review.txt', old_string: lines.slice(1, 15).join('\n'), new_string: edited.slice(1, 15).join('\n') }));
+    await page.keyboard.press('Enter');
+    await page.locator('.tabs-container .tab.active', { hasText: 'review.txt (review: Edit review.txt)' }).waitFor({ timeout: 20_000 });
+    await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 10_000 });
+    const pending = frame.locator('article[data-kind="diff"][data-status="pending"]', { has: frame.locator('.card-title', { hasText: 'Edit review.txt' }) });
+    await pending.waitFor({ timeout: 10_000 });
+    review.callId = await pending.getAttribute('data-call-id');
+    await page.waitForFunction(() => document.querySelectorAll('.monaco-diff-editor .editor.modified .codelens-decoration').length === 2, null, { timeout: 15_000 });
+    assertEqual(await reviewLenses(page), ['hunk 1/2: undecided | Accept (Alt+A) | Reject (Alt+R)', 'hunk 2/2: undecided | Accept (Alt+A) | Reject (Alt+R)'], 'the CodeLens');
+    // each above its hunk's new line (2 and 15)
+    const lensLines = await page.evaluate(() => {
+      const editor = document.querySelector('.monaco-diff-editor .editor.modified');
+      const top = (el) => el.getBoundingClientRect().top;
+      const numbers = Array.from(editor?.querySelectorAll('.line-numbers') ?? []).map((n) => ({ line: Number(n.textContent), top: top(n) }));
+      return Array.from(editor?.querySelectorAll('.codelens-decoration') ?? []).map((lens) => {
+        const below = numbers.filter((n) => n.top > top(lens)).sort((a, b) => a.top - b.top)[0];
+        return below?.line;
+      });
+    });
+    assertEqual(lensLines, [2, 15], 'the line under each CodeLens');
+    const summary = frame.locator('#reviews article.review');
+    await summary.waitFor({ timeout: 10_000 });
+    const text = (await summary.textContent()) ?? '';
+    assert(text.includes('Edit review.txt') && /0 accepted · 0 rejected · 2 undecided/.test(text), `the summary: ${text}`);
+    assertEqual(await summary.locator('button[data-op]').allTextContents(), ['Open diff', 'Accept all', 'Reject all', 'Submit']);
+    assertEqual(await cursorLine(page), 2, 'the cursor starts on the first hunk');
+  });
+  await shot(page, '13-review');
+
+  await check('keyboard only: Alt+] / Alt+[ move between the hunks, Alt+A accepts hunk 1, Alt+R rejects hunk 2, the comment box submits with Enter', async () => {
+    await page.keyboard.press('Alt+]');
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /Ln 15,/.test(e.textContent ?? '')), null, { timeout: 5000 });
+    await page.keyboard.press('Alt+[');
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /Ln 2,/.test(e.textContent ?? '')), null, { timeout: 5000 });
+    await page.keyboard.press('Alt+a');
+    await page.waitForFunction(() => /hunk 1\/2:\saccepted/.test(document.querySelector('.monaco-diff-editor .editor.modified .codelens-decoration')?.textContent ?? ''), null, { timeout: 5000 });
+    // the cursor moved on to the hunk still undecided
+    assertEqual(await cursorLine(page), 15, 'the cursor on hunk 2');
+    const summary = (await frame.locator('#reviews article.review').textContent()) ?? '';
+    assert(/1 accepted · 0 rejected · 1 undecided/.test(summary), `the summary: ${summary}`);
+    await shot(page, '13b-review-first-accepted');
+    await page.keyboard.press('Alt+r');
+    const box = page.locator('.quick-input-widget', { hasText: 'submit the review of Edit review.txt' });
+    await box.waitFor({ state: 'visible', timeout: 10_000 });
+    const prompt = (await box.textContent()) ?? '';
+    assert(prompt.includes('1 accepted, 1 rejected (hunk 2)'), `the prompt: ${prompt}`);
+    await page.keyboard.type(comment);
+    await page.keyboard.press('Enter');
+  });
+
+  await check('the review closes (its tab and panel summary); review.txt on disk holds exactly the accepted hunk; the completed card\'s Native text names the rejected hunk and the comment', async () => {
+    assert(review.callId, 'the pending card');
+    const done = frame.locator(`article[data-call-id="${review.callId}"][data-status="completed"]`);
+    await done.waitFor({ timeout: 20_000 });
+    const expected = lines.map((l) => (l === 'line 2' ? 'line 2, reviewed' : l)).join('\n');
+    assertEqual(fs.readFileSync(file, 'utf8'), expected, 'review.txt on disk');
+    await page.locator('.tabs-container .tab', { hasText: '(review:' }).waitFor({ state: 'detached', timeout: 10_000 });
+    await frame.locator('#reviews article.review').waitFor({ state: 'detached', timeout: 10_000 });
+    const cardText = (await cardLines(frame, review.callId)) ?? [];
+    assert(cardText.includes('+line 2, reviewed') && !cardText.some((l) => l.includes('line 15, rejected')), `the card shows what was written: ${JSON.stringify(cardText)}`);
+    const native = (await done.locator('details.native pre').textContent()) ?? '';
+    assert(native.includes(`User comment: ${comment}`), `the Native text has the comment: ${native}`);
+    assert(native.includes('rejected 1 of 2 hunks: hunk 2 (line 15 of the original)'), `the Native text names the rejected hunk: ${native}`);
+    log(`    (review card ${review.callId}: ${JSON.stringify(native)})`);
+  });
+  await shot(page, '14-review-done');
+
+  await check('"toolhost: Set Review Mode…" off: the status bar no longer says review', async () => {
+    await palette(page, 'toolhost: Set Review Mode…');
+    await pick(page, 'off');
+    await page.waitForFunction(() => !Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /review: ask/.test(e.textContent ?? '')), null, { timeout: 10_000 });
+  });
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -978,6 +1110,7 @@ async function main() {
     const agentEdit = await agentThroughMcp(page, frame, data);
     await terminalCards(page, frame);
     await revertCards(page, frame, agentEdit);
+    await reviewMode(page, frame);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

@@ -10,6 +10,7 @@
   const feed = /** @type {HTMLElement} */ (document.getElementById('cards'));
   const banner = /** @type {HTMLElement} */ (document.getElementById('banner'));
   const empty = /** @type {HTMLElement} */ (document.getElementById('empty'));
+  const reviews = /** @type {HTMLElement} */ (document.getElementById('reviews'));
 
   function updateEmpty() {
     empty.hidden = feed.children.length > 0;
@@ -131,6 +132,22 @@
       for (const callId of message.callIds) {
         findCard(callId)?.remove();
       }
+    } else if (message.type === 'reviews') {
+      // Keep the focus on the same button of a review drawn again (keyboard use of its buttons).
+      const focused = document.activeElement;
+      const where =
+        focused instanceof HTMLElement && reviews.contains(focused)
+          ? { review: focused.closest('[data-review]')?.getAttribute('data-review'), op: focused.dataset.op }
+          : undefined;
+      reviews.replaceChildren(fragment(message.html || ''));
+      if (where) {
+        const again = Array.from(reviews.querySelectorAll('button[data-op]')).find(
+          (b) => b instanceof HTMLElement && b.dataset.review === where.review && b.dataset.op === where.op,
+        );
+        if (again instanceof HTMLElement) {
+          again.focus();
+        }
+      }
     } else if (message.type === 'reset') {
       const node = fragment(message.html);
       decorate(node);
@@ -169,6 +186,8 @@
       callId,
       loc: button.dataset.loc !== undefined ? Number(button.dataset.loc) : undefined,
       spill: button.dataset.spill !== undefined ? Number(button.dataset.spill) : undefined,
+      review: button.dataset.review,
+      op: button.dataset.op,
     });
     return true;
   }

@@ -347,6 +347,8 @@ export interface PageOptions {
   cardsHtml: string;
   /** Initial banner HTML (replay notice), if any. */
   bannerHtml?: string;
+  /** The summaries of the open reviews (review.ts `reviewSummaryHtml`), if any. */
+  reviewsHtml?: string;
 }
 
 /** The whole webview document: strict CSP (no remote anything, scripts only with the nonce). */
@@ -369,6 +371,7 @@ export function renderPage(options: PageOptions): string {
 </head>
 <body>
 <div id="banner" role="status" aria-live="polite">${options.bannerHtml ?? ''}</div>
+<section id="reviews" aria-label="open reviews" aria-live="polite">${options.reviewsHtml ?? ''}</section>
 <p id="empty" class="empty-state">No tool calls yet. Run <strong>toolhost: Call Tool…</strong> or replay a session.</p>
 <section id="cards" role="feed" aria-label="toolhost cards">${options.cardsHtml}</section>
 <script nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(options.scriptUri)}"></script>

@@ -1,13 +1,15 @@
 // The language client of `toolhost serve`: starts the binary over stdio with the workspace
 // folders and initializationOptions from settings, feeds `toolhost/card` and `toolhost/callOutput`
 // notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
-// output channel), answers `toolhost/lspQuery`, and reports its state (status bar, API).
+// output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI, and
+// reports its state and the session's review mode (status bar, API).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
   LanguageClient,
+  ResponseError,
   RevealOutputChannelOn,
   State,
   type LanguageClientOptions,
@@ -16,6 +18,7 @@ import {
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
 import { asCallOutput, asCard, asNotice, isObject, methods, type NoticeParams } from './protocol';
+import { asReviewSettings, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { resolveServerPath, type Resolved } from './serverPath';
 
 /** Per-start overrides of the settings (used by tests: one workspace and session per run). */
@@ -30,7 +33,12 @@ export interface ClientOverrides {
   env?: Record<string, string>;
   /** Instead of the `toolhost.lspProvider` setting. */
   lspProvider?: boolean;
+  /** Whether to advertise `experimental.toolhost.review` (default: yes). */
+  review?: boolean;
 }
+
+/** Answers one `toolhost/review` request (review mode's UI, or a script in tests). */
+export type ReviewHandler = (params: unknown, token: vscode.CancellationToken) => Promise<ReviewResult>;
 
 export type ServerState = 'stopped' | 'starting' | 'running' | 'failed';
 
@@ -76,6 +84,11 @@ export class ToolhostController implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** Advertised client capabilities of the last start (for tests and diagnostics). */
   public lastClientCapabilities: unknown;
+  private reviewHandler: ReviewHandler | undefined;
+  /** The session's review settings, as the server last reported them (undefined: not known, e.g.
+   * a server without review mode). */
+  private reviewSettingsValue: ReviewSettings | undefined;
+  private pendingReviews = 0;
 
   readonly onDidChangeState = this.stateEmitter.event;
   readonly onDidNotice = this.noticeEmitter.event;
@@ -111,6 +124,34 @@ export class ToolhostController implements vscode.Disposable {
     return undefined;
   }
 
+  get reviewSettings(): ReviewSettings | undefined {
+    return this.reviewSettingsValue;
+  }
+
+  /** Who answers `toolhost/review` (the extension's review UI). */
+  setReviewHandler(handler: ReviewHandler | undefined): void {
+    this.reviewHandler = handler;
+  }
+
+  /** How many reviews wait for the person (shown in the status bar). */
+  setPendingReviews(count: number): void {
+    this.pendingReviews = count;
+    this.render();
+  }
+
+  /** `toolhost/setReview`: changes the session's review settings (`{}` only reads them) and shows
+   * the mode in the status bar. */
+  async setReview(params: SetReviewParams): Promise<ReviewSettings> {
+    const raw = await this.request<unknown>(methods.setReview, params);
+    const settings = asReviewSettings(raw);
+    if (!settings) {
+      throw new Error(`unexpected toolhost/setReview result: ${JSON.stringify(raw)}`);
+    }
+    this.reviewSettingsValue = settings;
+    this.render();
+    return settings;
+  }
+
   /** The latest notices the server sent, oldest first. */
   get notices(): NoticeParams[] {
     return [...this.noticeList];
@@ -144,7 +185,7 @@ export class ToolhostController implements vscode.Disposable {
         item.text = '$(sync~spin) toolhost';
         break;
       case 'running':
-        item.text = '$(tools) toolhost';
+        item.text = `$(tools) toolhost${this.reviewSettingsValue?.mode === 'ask' ? ' · review: ask' : ''}${this.pendingReviews > 0 ? ` (${this.pendingReviews} to review)` : ''}`;
         break;
       case 'failed':
         item.text = '$(error) toolhost';
@@ -155,6 +196,13 @@ export class ToolhostController implements vscode.Disposable {
     const lines = [`toolhost server: ${this.stateValue}`];
     if (session) {
       lines.push(`session ${session}`);
+    }
+    const review = this.reviewSettingsValue;
+    if (review && this.stateValue === 'running') {
+      lines.push(`review mode: ${review.mode} (timeout ${review.timeoutMs} ms, then ${review.fallback})`);
+    }
+    if (this.pendingReviews > 0) {
+      lines.push(`${this.pendingReviews} ${this.pendingReviews === 1 ? 'review waits' : 'reviews wait'} for you`);
     }
     if (this.serverCommand) {
       lines.push(this.serverCommand);
@@ -260,8 +308,16 @@ export class ToolhostController implements vscode.Disposable {
     const client = new LanguageClient(CLIENT_ID, 'toolhost', serverOptions, clientOptions);
     const lspEnabled = () => this.overrides.lspProvider ?? config.get<boolean>('lspProvider', true);
     client.registerFeature(new LspProviderFeature(lspEnabled));
+    const review = this.overrides.review ?? true;
     client.registerFeature({
       fillClientCapabilities: (caps) => {
+        if (review) {
+          // Review mode: the server asks `toolhost/review` before a write/edit is written.
+          const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
+          const toolhost = (experimental.toolhost ?? {}) as Record<string, unknown>;
+          experimental.toolhost = { ...toolhost, review: true };
+          caps.experimental = experimental;
+        }
         this.lastClientCapabilities = JSON.parse(JSON.stringify(caps)) as unknown;
       },
       initialize: () => undefined,
@@ -287,6 +343,13 @@ export class ToolhostController implements vscode.Disposable {
       }
     });
     client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));
+    client.onRequest(methods.review, (params: unknown, token: vscode.CancellationToken) => {
+      const handler = this.reviewHandler;
+      if (!handler) {
+        throw new ResponseError(-32601, 'toolhost/review: no reviewer in this editor');
+      }
+      return handler(params, token);
+    });
     client.onDidChangeState((event) => {
       if (this.client !== client) {
         return;
@@ -304,8 +367,20 @@ export class ToolhostController implements vscode.Disposable {
     this.output.appendLine(`[toolhost] starting ${this.serverCommand}`);
     try {
       await client.start();
+      this.reviewSettingsValue = undefined;
       this.setState('running');
       this.output.appendLine(`[toolhost] running, session ${this.sessionId ?? '?'}`);
+      // The review mode of this session (toolhost.toml may turn it on) for the status bar; a server
+      // without review mode answers an error, and then nothing is shown.
+      void client.sendRequest<unknown>(methods.setReview, {}).then(
+        (raw) => {
+          if (this.client === client) {
+            this.reviewSettingsValue = asReviewSettings(raw);
+            this.render();
+          }
+        },
+        (err: unknown) => this.output.appendLine(`[toolhost] review mode unknown: ${err instanceof Error ? err.message : String(err)}`),
+      );
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.output.appendLine(`[toolhost] the server failed to start: ${message}`);

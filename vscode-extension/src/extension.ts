@@ -1,6 +1,6 @@
-// Entry point: wires the card store, the panel, the language client, the `toolhost.ui.*`
-// commands and (VS Code 1.101+) the MCP server definition provider, and returns a small API (used
-// by the companion test extension).
+// Entry point: wires the card store, the panel, the language client, review mode, the
+// `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
+// small API (used by the companion test extension).
 
 import * as vscode from 'vscode';
 import { CardStore } from './cardStore';
@@ -33,6 +33,8 @@ import {
 } from './protocol';
 import { REVERT_COMMANDS } from './revert';
 import { registerRevertCommands } from './revertCommands';
+import { reviewSummaryHtml, type ReviewMode, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
+import { REVIEW_COMMANDS, ReviewController, type ReviewResponder, type ReviewSnapshot } from './reviewView';
 import { argumentSkeleton, parseArguments } from './schema';
 
 export interface ToolhostApi {
@@ -56,6 +58,16 @@ export interface ToolhostApi {
   /** The MCP server definition provider: whether it was registered (and the line logged about
    * it), and the definition it would give now. */
   readonly mcp: { registered: boolean; message: string; definition(): McpDefinitionResult };
+  /** `toolhost/setReview` (`{}` reads the settings); the status bar shows the mode. */
+  setReview(params: SetReviewParams): Promise<ReviewSettings>;
+  /** Review mode: the open reviews, and scripted answers instead of the UI (the conformance
+   * runner's `review` steps; undefined: back to the UI). */
+  readonly reviews: {
+    open(): ReviewSnapshot[];
+    setResponder(responder: ReviewResponder | undefined): void;
+    /** Asks the review UI as a `toolhost/review` request would (`token`: its withdrawal). */
+    ask(params: unknown, token?: vscode.CancellationToken): Promise<ReviewResult>;
+  };
 }
 
 let running: ToolhostController | undefined;
@@ -67,6 +79,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const controller = new ToolhostController(context, store, output);
   running = controller;
   const diffs = new CardDiffProvider();
+  const reviews = new ReviewController(output);
+  controller.setReviewHandler((params, token) => reviews.handle(params, token));
 
   const findCard = (callId: string): Card => {
     const card = store.find(callId);
@@ -114,7 +128,39 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     revert: async (card, since) => {
       await vscode.commands.executeCommand(since ? REVERT_COMMANDS.since : REVERT_COMMANDS.revert, card.callId);
     },
+    review: async (key, op) => {
+      const commands: Record<string, string> = { open: REVIEW_COMMANDS.open, acceptAll: REVIEW_COMMANDS.acceptAll, rejectAll: REVIEW_COMMANDS.rejectAll, submit: REVIEW_COMMANDS.submit };
+      const command = commands[op];
+      if (command) {
+        await vscode.commands.executeCommand(command, key);
+      }
+    },
   });
+  const showReviews = () => {
+    panel.setReviews(reviewSummaryHtml(reviews.book.all(), controller.reviewSettings));
+    controller.setPendingReviews(reviews.book.size);
+  };
+
+  /** Off or ask, from a QuickPick (or the command's argument); the status bar shows the result. */
+  const setReviewModeCommand = async (mode?: unknown): Promise<ReviewSettings | undefined> => {
+    let chosen: ReviewMode | undefined = mode === 'off' || mode === 'ask' ? mode : undefined;
+    if (chosen === undefined) {
+      const current = controller.reviewSettings?.mode;
+      const items: (vscode.QuickPickItem & { mode: ReviewMode })[] = [
+        { mode: 'ask', label: 'ask', description: current === 'ask' ? 'current' : undefined, detail: 'Every write and edit waits until you accept or reject each hunk in a diff' },
+        { mode: 'off', label: 'off', description: current === 'off' ? 'current' : undefined, detail: 'Writes and edits apply at once' },
+      ];
+      const pick = await vscode.window.showQuickPick(items, { title: 'toolhost: Review Mode', placeHolder: 'Review the agent\'s writes and edits before they are written?' });
+      if (!pick) {
+        return undefined;
+      }
+      chosen = pick.mode;
+    }
+    const settings = await controller.setReview({ mode: chosen });
+    showReviews();
+    vscode.window.setStatusBarMessage(`toolhost: review mode ${settings.mode}`, 4000);
+    return settings;
+  };
 
   const listTools = async () => (await request<ListToolsResult>(methods.listTools, {})).tools;
   const callTool = (name: string, args: unknown) =>
@@ -215,6 +261,15 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   context.subscriptions.push(
     output,
     controller,
+    reviews,
+    reviews.onDidChange(showReviews),
+    controller.onDidChangeState((state) => {
+      // A stopped server waits for no answer: its reviews close.
+      if (state !== 'running') {
+        reviews.withdrawAll();
+      }
+      showReviews();
+    }),
     panel,
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerFileSystemProvider(DIFF_SCHEME, diffs, { isCaseSensitive: true, isReadonly: true }),
@@ -241,6 +296,14 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     vscode.commands.registerCommand('toolhost.ui.showPanel', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     vscode.commands.registerCommand('toolhost.ui.showLog', () => output.show(true)),
     vscode.commands.registerCommand('toolhost.ui.clearCards', () => store.clear()),
+    vscode.commands.registerCommand('toolhost.ui.setReviewMode', async (mode?: unknown) => {
+      try {
+        return await setReviewModeCommand(mode);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`toolhost: cannot set the review mode: ${err instanceof Error ? err.message : String(err)}`);
+        return undefined;
+      }
+    }),
     ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
@@ -310,6 +373,16 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     openDiff: (callId, path) => diffs.openDiff(findCard(callId), path),
     revealPanel: () => panel.reveal(),
     mcp: { registered: mcp.registered, message: mcp.message, definition: mcpDefinition },
+    setReview: async (params) => {
+      const settings = await controller.setReview(params);
+      showReviews();
+      return settings;
+    },
+    reviews: {
+      open: () => reviews.snapshots(),
+      setResponder: (responder) => reviews.setResponder(responder),
+      ask: (params, token) => reviews.handle(params, token ?? new vscode.CancellationTokenSource().token),
+    },
   };
 }
 

@@ -1,7 +1,8 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
 // first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
 // every piece of live output; media/panel.js places it and turns clicks and keys into action
-// messages (Stop, open a spilled output file, Revert, …).
+// messages (Stop, open a spilled output file, Revert, …). Above the cards, the summaries of the
+// open reviews (review mode) with their buttons.
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -22,10 +23,13 @@ export interface PanelActions {
   openSpill(card: Card, index: number): Promise<unknown>;
   /** Revert (`since`: Revert since here) of the card's call: the `toolhost.ui.revert*` commands. */
   revert(card: Card, since: boolean): Promise<unknown>;
+  /** A review summary's button: `op` (open, acceptAll, rejectAll, submit) on review `key`. */
+  review(key: string, op: string): Promise<unknown>;
 }
 
 export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
+  private reviewsHtml = '';
   private readonly disposables: vscode.Disposable[] = [];
   private readonly resolvedEmitter = new vscode.EventEmitter<void>();
   readonly onDidResolve = this.resolvedEmitter.event;
@@ -62,6 +66,14 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
   }
 
+  /** Shows the summaries of the open reviews (empty: none). */
+  setReviews(html: string): void {
+    if (html !== this.reviewsHtml) {
+      this.reviewsHtml = html;
+      void this.post({ type: 'reviews', html });
+    }
+  }
+
   private cardsHtml(): string {
     return this.store
       .visible()
@@ -75,8 +87,9 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     return replay ? replayBanner(replay.sessionId, replay.cards.length) : '';
   }
 
-  private postReset(): Promise<void> {
-    return this.post({ type: 'reset', html: this.cardsHtml(), banner: this.bannerHtml() });
+  private async postReset(): Promise<void> {
+    await this.post({ type: 'reset', html: this.cardsHtml(), banner: this.bannerHtml() });
+    await this.post({ type: 'reviews', html: this.reviewsHtml });
   }
 
   private async post(message: unknown): Promise<void> {
@@ -96,6 +109,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.css')).toString(),
       cardsHtml: this.cardsHtml(),
       bannerHtml: this.bannerHtml(),
+      reviewsHtml: this.reviewsHtml,
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
@@ -119,6 +133,12 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
     if (message.action === 'live') {
       this.store.showLive();
+      return;
+    }
+    if (message.action === 'review') {
+      if (typeof message.review === 'string' && typeof message.op === 'string') {
+        await this.actions.review(message.review, message.op);
+      }
       return;
     }
     const card = typeof message.callId === 'string' ? this.store.find(message.callId) : undefined;

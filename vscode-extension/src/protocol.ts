@@ -12,6 +12,8 @@ export const methods = {
   callOutput: 'toolhost/callOutput',
   notice: 'toolhost/notice',
   lspQuery: 'toolhost/lspQuery',
+  review: 'toolhost/review',
+  setReview: 'toolhost/setReview',
 } as const;
 
 export type CardStatus = 'pending' | 'completed' | 'failed';

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv';
 import { asCallOutput, asCard, asNotice, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
+import { asReviewSettings, parseReviewParams, ReviewBook } from '../src/review';
 import * as fixtures from './fixtures';
 
 /** docs/schemas of the repository (the tests run from vscode-extension/out/test). */
@@ -124,6 +125,42 @@ describe('wire types against docs/schemas', () => {
     assert.deepEqual(cancel.required, ['callId']);
     assertValid(validator('CancelCallResult'), { cancelled: false }, 'a cancelCall result');
     assert.deepEqual(propertyNames(loadSchema('CancelCallResult')), ['cancelled']);
+  });
+
+  it('review mode: the params the extension reads and the answers and settings requests it sends', () => {
+    const params = loadSchema('ReviewParams');
+    assert.deepEqual(propertyNames(params), ['after', 'before', 'callId', 'caller', 'hunks', 'path', 'title', 'tool']);
+    const raw = {
+      requestId: 7,
+      callId: 'call_1a2b3c4d5e6f',
+      tool: 'edit',
+      title: 'Edit src/a.ts',
+      caller: 'claude-code',
+      path: '/abs/path/src/a.ts',
+      before: 'a\nold\n',
+      after: 'a\nnew\n',
+      hunks: [{ path: 'src/a.ts', oldStart: 1, oldLines: 2, newStart: 1, newLines: 2, header: '@@ -1,2 +1,2 @@', lines: [{ op: ' ', text: 'a' }, { op: '-', text: 'old' }, { op: '+', text: 'new' }] }],
+    };
+    assertValid(validator('ReviewParams'), raw, 'the wire params (requestId besides)');
+    const parsed = parseReviewParams(raw);
+    assertValid(validator('ReviewParams'), parsed, 'parsed params');
+    // every answer the UI can send is a ReviewResult
+    const book = new ReviewBook();
+    const validate = validator('ReviewResult');
+    const session = book.open(parsed, () => undefined);
+    assertValid(validate, session.result(), 'undecided');
+    session.decideAll('accepted');
+    assertValid(validate, session.result('with a comment'), 'accepted, with a comment');
+    assert.deepEqual(propertyNames(loadSchema('ReviewResult')), ['accepted', 'comment']);
+    // toolhost/setReview: what is sent, and the settings read back
+    assert.deepEqual(propertyNames(loadSchema('SetReviewParams')), ['fallback', 'mode', 'timeoutMs']);
+    for (const sent of [{}, { mode: 'ask' }, { mode: 'off' }, { mode: 'ask', timeoutMs: 300, fallback: 'accept' }]) {
+      assertValid(validator('SetReviewParams'), sent, JSON.stringify(sent));
+    }
+    const settings = loadSchema('ReviewSettings');
+    assert.deepEqual(propertyNames(settings), ['fallback', 'mode', 'timeoutMs']);
+    const read = asReviewSettings({ mode: 'ask', timeoutMs: 120000, fallback: 'deny' });
+    assertValid(validator('ReviewSettings'), read, 'settings');
   });
 
   it('tool descriptors: annotations with MCP\'s defaults', () => {

@@ -4,6 +4,9 @@
 // "conformance", ...config.json}`), mtimes set to 1_700_000_000 first, `external` steps applied
 // between calls, value/content/meta compared exactly, error and card key by key, `${WORKSPACE}`
 // and `${SPILL}` substituted, and the workspace compared with `after/` (or `before/`) at the end.
+// Review mode: a `setReview` step sends `toolhost/setReview`; a tool step's `review` script answers
+// the server's `toolhost/review` for that call instead of the person (after its `external` write),
+// or never answers (`ignore`), and the step fails when a question it scripts never came.
 import { isDeepStrictEqual } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -24,9 +27,26 @@ interface Expect {
   error?: Record<string, Json>;
 }
 
+interface External {
+  write?: string;
+  content?: string;
+  touch?: string;
+}
+
+/** The scripted answer to the `toolhost/review` request a tool step's call makes. */
+interface ReviewScript {
+  accepted?: number[];
+  comment?: string;
+  /** Never answer: the server's timeout and fallback apply. */
+  ignore?: boolean;
+  /** Written before answering (the person edits the file while the question is open). */
+  external?: External;
+}
+
 type Step =
-  | { external: { write?: string; content?: string; touch?: string } }
-  | { tool: string; args: Json; expect: Expect };
+  | { external: External }
+  | { setReview: Record<string, Json> }
+  | { tool: string; args: Json; expect: Expect; review?: ReviewScript };
 
 export interface Scenario {
   name: string;
@@ -104,7 +124,7 @@ function prepare(scenario: Scenario, dest: string): void {
   }
 }
 
-function applyExternal(root: string, external: { write?: string; content?: string; touch?: string }): void {
+function applyExternal(root: string, external: External): void {
   if (external.write !== undefined) {
     const target = path.join(root, external.write);
     fs.writeFileSync(target, external.content ?? '');
@@ -243,8 +263,51 @@ export async function runScenario(api: ToolhostApiLike, scenario: Scenario): Pro
       applyExternal(root, step.external);
       continue;
     }
+    if ('setReview' in step) {
+      try {
+        await api.request('toolhost/setReview', substitute(step.setReview, root));
+      } catch (err) {
+        problems.push(`step ${idx} (setReview): ${err instanceof Error ? err.message : String(err)}`);
+      }
+      continue;
+    }
     steps += 1;
-    const response = await api.callTool(step.tool, substitute(step.args, root));
+    // Every review the call asks for is answered here, never by the UI: by the step's script, or
+    // (no script) with an error, so the server's fallback applies (as in the Rust harness).
+    const asked: { callId: string; tool: string }[] = [];
+    const script = step.review;
+    api.reviews.setResponder((params) => {
+      asked.push({ callId: params.callId, tool: params.tool });
+      if (!script) {
+        return Promise.reject(new Error('this conformance step scripts no review'));
+      }
+      if (script.external) {
+        applyExternal(root, script.external);
+      }
+      if (script.ignore === true) {
+        // Never settles: no answer is sent; the server's timeout withdraws the question.
+        return new Promise<never>(() => undefined);
+      }
+      const result: { accepted: number[]; comment?: string } = { accepted: script.accepted ?? [] };
+      if (script.comment !== undefined) {
+        result.comment = script.comment;
+      }
+      return Promise.resolve(result);
+    });
+    let response: CallToolResult;
+    try {
+      response = await api.callTool(step.tool, substitute(step.args, root));
+    } finally {
+      api.reviews.setResponder(undefined);
+    }
+    if (script && script.ignore !== true && asked.length === 0) {
+      problems.push(`step ${idx} (${step.tool}): review: the server never sent toolhost/review`);
+    }
+    for (const q of asked) {
+      if (q.callId !== response.callId) {
+        problems.push(`step ${idx} (${step.tool}): review: asked for call ${q.callId}, the step's call is ${response.callId}`);
+      }
+    }
     for (const p of checkStep(step.expect, response.result, response.card, root)) {
       problems.push(`step ${idx} (${step.tool}): ${p}`);
     }

@@ -4,6 +4,8 @@ import * as vscode from 'vscode';
 // The wire shapes are the extension's own (type-only: nothing of src/ is bundled).
 import type { McpDefinitionResult } from '../../../src/mcpDefinition';
 import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
+import type { ReviewResult, ReviewSettings, SetReviewParams } from '../../../src/review';
+import type { ReviewResponder, ReviewSnapshot } from '../../../src/reviewView';
 export type { CallToolResult, Card, Hunk, LspQueryResult } from '../../../src/protocol';
 
 export interface ToolhostApiLike {
@@ -31,10 +33,17 @@ export interface ToolhostApiLike {
     initializationOptions?: Record<string, unknown>;
     serverArgs?: string[];
     lspProvider?: boolean;
+    review?: boolean;
   }): Promise<void>;
   answerLspQuery(params: unknown): Promise<LspQueryResult>;
   openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
   mcp: { registered: boolean; message: string; definition(): McpDefinitionResult };
+  setReview(params: SetReviewParams): Promise<ReviewSettings>;
+  reviews: {
+    open(): ReviewSnapshot[];
+    setResponder(responder: ReviewResponder | undefined): void;
+    ask(params: unknown, token?: vscode.CancellationToken): Promise<ReviewResult>;
+  };
 }
 
 const KEY = '__toolhostTestResults';

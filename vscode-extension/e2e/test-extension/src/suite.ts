@@ -87,6 +87,116 @@ describe('toolhost extension in VS Code', function () {
     assert.equal(caps.experimental?.toolhost?.lspProvider, true);
   });
 
+  it('advertises capabilities.experimental.toolhost.review = true', () => {
+    const caps = api.controller.lastClientCapabilities as { experimental?: { toolhost?: { review?: boolean } } };
+    assert.equal(caps.experimental?.toolhost?.review, true);
+  });
+
+  describe('review mode UI (a toolhost/review request handed to the UI through the API)', function () {
+    this.timeout(60_000);
+    const lines = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
+    const after = lines.map((l, i) => (i === 1 ? 'line 2 EDITED' : i === 14 ? 'line 15 EDITED' : l));
+    const hunk = (start: number, count: number, body: { op: string; text: string }[]) => ({
+      path: 'synthetic.txt',
+      oldStart: start,
+      oldLines: count,
+      newStart: start,
+      newLines: count,
+      header: `@@ -${start},${count} +${start},${count} @@`,
+      lines: body,
+    });
+    const c = (text: string) => ({ op: ' ', text });
+    const params = (requestId: number) => ({
+      requestId,
+      callId: `call_synthetic_${requestId}`,
+      tool: 'edit',
+      title: 'Edit synthetic.txt',
+      caller: 'claude-code',
+      path: path.join(ws(), 'synthetic.txt'),
+      before: lines.join('\n') + '\n',
+      after: after.join('\n') + '\n',
+      hunks: [
+        hunk(1, 5, [c('line 1'), { op: '-', text: 'line 2' }, { op: '+', text: 'line 2 EDITED' }, c('line 3'), c('line 4'), c('line 5')]),
+        hunk(12, 7, [c('line 12'), c('line 13'), c('line 14'), { op: '-', text: 'line 15' }, { op: '+', text: 'line 15 EDITED' }, c('line 16'), c('line 17'), c('line 18')]),
+      ],
+    });
+    const reviewTab = (key: string) =>
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'toolhost-review' && new URLSearchParams(t.input.modified.query).get('review') === key);
+
+    afterEach(async () => {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    });
+
+    it('opens the native diff (read-only documents, titled with the call), CodeLens on each hunk\'s new line; a withdrawal closes it without an answer', async () => {
+      const cts = new vscode.CancellationTokenSource();
+      let settled = false;
+      void api.reviews.ask(params(901), cts.token).then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      const tab = await waitFor('the review diff tab', () => reviewTab('901'));
+      assert.equal(tab.label, 'synthetic.txt (review: Edit synthetic.txt · claude-code)');
+      const input = tab.input as vscode.TabInputTextDiff;
+      assert.equal((await vscode.workspace.openTextDocument(input.modified)).getText(), after.join('\n') + '\n');
+      assert.equal((await vscode.workspace.openTextDocument(input.original)).getText(), lines.join('\n') + '\n');
+      const lenses = await waitFor('the CodeLens', async () => {
+        const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', input.modified);
+        return found.length === 6 ? found : undefined;
+      });
+      assert.deepEqual(
+        lenses.map((l) => [l.range.start.line, l.command?.title]),
+        [
+          [1, 'hunk 1/2: undecided'],
+          [1, 'Accept (Alt+A)'],
+          [1, 'Reject (Alt+R)'],
+          [14, 'hunk 2/2: undecided'],
+          [14, 'Accept (Alt+A)'],
+          [14, 'Reject (Alt+R)'],
+        ],
+      );
+      await vscode.commands.executeCommand('toolhost.review.acceptHunk', '901', 0);
+      assert.deepEqual(api.reviews.open().find((r) => r.key === '901')?.decisions, ['accepted', undefined]);
+      cts.cancel();
+      await waitFor('the withdrawn review to close', () => (reviewTab('901') === undefined && api.reviews.open().length === 0) || undefined, 10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(settled, false, 'no answer for a withdrawn review');
+    });
+
+    it('Accept all, then the comment box: the answer is {accepted: [0, 1], comment}', async () => {
+      const answer = api.reviews.ask(params(902));
+      await waitFor('the review diff tab', () => reviewTab('902'));
+      await vscode.commands.executeCommand('toolhost.review.acceptAll', '902');
+      // the comment box is a quick input: type into it, then accept it
+      await new Promise((r) => setTimeout(r, 500));
+      await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
+      assert.deepEqual(await answer, { accepted: [0, 1] });
+      await waitFor('the review tab to close', () => reviewTab('902') === undefined || undefined, 10_000);
+    });
+
+    it('a real server: toolhost/setReview ask, an edit waits for the review; unanswered, the server withdraws it at its timeout and the UI closes (REVIEW_TIMEOUT)', async () => {
+      const file = path.join(ws(), 'review-timeout.txt');
+      fs.writeFileSync(file, 'alpha\nbeta\n');
+      try {
+        const settings = await api.setReview({ mode: 'ask', timeoutMs: 3000, fallback: 'deny' });
+        assert.deepEqual(settings, { mode: 'ask', timeoutMs: 3000, fallback: 'deny' });
+        assert.equal((await api.callTool('read', { file_path: 'review-timeout.txt' })).result.isError, false);
+        const call = api.callTool('edit', { file_path: 'review-timeout.txt', old_string: 'beta', new_string: 'gamma' });
+        const open = await waitFor('the review to open', () => api.reviews.open().find((r) => r.title === 'Edit review-timeout.txt'), 10_000);
+        const response = await call;
+        assert.equal(response.callId, open.callId);
+        assert.equal(response.result.isError, true, JSON.stringify(response.result));
+        assert.equal(response.result.error?.info?.code, 'REVIEW_TIMEOUT', JSON.stringify(response.result));
+        await waitFor('the withdrawn review to close', () => (api.reviews.open().length === 0 && reviewTab(open.key) === undefined) || undefined, 10_000);
+        assert.equal(fs.readFileSync(file, 'utf8'), 'alpha\nbeta\n');
+      } finally {
+        await api.setReview({ mode: 'off' }).catch(() => undefined);
+        fs.rmSync(file, { force: true });
+      }
+    });
+  });
+
   it('registers the toolhost.ui.* commands; the language client registers the server command toolhost.callTool', async () => {
     const commands = await vscode.commands.getCommands(true);
     for (const id of ['callTool', 'showSessions', 'replaySession', 'restartServer', 'showPanel', 'revertCall', 'revertSince']) {
