@@ -200,6 +200,36 @@ mod tests {
     use proptest::prelude::*;
     use toolhost_protocol::card::parse_patch;
 
+    const TWELVE: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nl12\n";
+
+    #[test]
+    fn only_the_accepted_hunks_are_applied() {
+        let after = TWELVE.replace("l2\n", "two\n").replace("l11\n", "eleven\n");
+        let change = Change::new(TWELVE, &after);
+        assert_eq!(change.hunk_count(), 2);
+        assert_eq!(change.apply(&[0, 1], TWELVE, &after), after);
+        assert_eq!(change.apply(&[], TWELVE, &after), TWELVE);
+        assert_eq!(change.apply(&[1], TWELVE, &after), TWELVE.replace("l11\n", "eleven\n"));
+        assert_eq!(change.old_lines_of(1), Some((11, 1)), "context is not counted");
+    }
+
+    #[test]
+    fn a_partial_apply_keeps_each_sides_own_line_endings() {
+        let after = TWELVE.replace("l2\n", "two\n").replace("l11\n", "eleven\n");
+        let change = Change::new(TWELVE, &after);
+        let (old_raw, new_raw) = (TWELVE.replace('\n', "\r\n"), after.replace('\n', "\r\n"));
+        let written = change.apply(&[0], &old_raw, &new_raw);
+        assert_eq!(written, TWELVE.replace("l2\n", "two\n").replace('\n', "\r\n"));
+    }
+
+    #[test]
+    fn a_pure_insertion_is_placed_after_its_line() {
+        let after = TWELVE.replace("l5\n", "l5\nnew\n");
+        let change = Change::new(TWELVE, &after);
+        assert_eq!(change.old_lines_of(0), Some((5, 0)));
+        assert_eq!(change.apply(&[], TWELVE, &after), TWELVE);
+    }
+
     fn fd(
         old_text: Option<&str>,
         new_text: &str,

@@ -76,8 +76,8 @@ impl Tool for WriteTool {
             let display = ws.resolve_display(&args.file_path).await.map_err(fs_failure)?;
             // A file that is not text is shown as replaced whole.
             let raw = current.and_then(|b| String::from_utf8(b).ok()).unwrap_or_default();
-            let raw = crate::strip_bom(&raw).1.to_owned();
-            let before = crlf_to_lf(&raw);
+            // Reviewed without a BOM; the lines a partial write keeps are the file's own bytes.
+            let before = crlf_to_lf(crate::strip_bom(&raw).1);
             let change = Change::new(&before, &after);
             let decision =
                 review::ask(&cx, "write", &display, &args.file_path, &change, &before, &after)
