@@ -725,7 +725,9 @@ async function revertCards(page, frame, agentEdit) {
     await palette(page, 'Go to File');
     await pick(page, 'mcp.txt');
     await page.locator('.tabs-container .tab.active', { hasText: 'mcp.txt' }).waitFor({ timeout: 10_000 });
-    await page.locator('.monaco-editor .view-lines').first().click();
+    // Focus by command, not by a click: another editor's split view may lie over the first
+    // `.view-lines` on the page and swallow the click.
+    await palette(page, 'View: Focus Active Editor Group');
     await page.keyboard.press('Control+End');
     await page.keyboard.type('unsaved');
     await page.locator('.tabs-container .tab.active.dirty').waitFor({ timeout: 5000 });
