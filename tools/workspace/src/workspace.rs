@@ -414,27 +414,39 @@ impl Workspace {
         .await
     }
 
-    fn notify(&self, event: &WriteEvent<'_>) {
+    /// Tells every write listener about a change (a listener's panic is contained: the file is
+    /// written, and that must not turn into a failure).
+    fn notify_change(
+        &self,
+        target: &ResolvedPath,
+        operation: WriteOperation,
+        prior: Option<&Prior>,
+        after: Option<&[u8]>,
+    ) {
+        let event = WriteEvent {
+            real_path: &target.real_path,
+            operation,
+            call_id: self.call_id.as_deref(),
+            before: prior.and_then(|p| p.basis.as_deref()),
+            before_version: prior.map(|p| p.version.as_str()),
+            after,
+        };
         if let Ok(listeners) = self.shared.listeners.0.read() {
             for listener in listeners.iter() {
-                // The file is written: a failing listener must not turn that into a failure.
-                let notify = || listener(event);
+                let notify = || listener(&event);
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(notify));
             }
         }
     }
 
-    fn restore_blocking(
-        &self,
-        target: &ResolvedPath,
-        expected: Option<&str>,
-        content: Option<&[u8]>,
-    ) -> Result<WriteOutcome, FsError> {
-        let op = Op::Write;
+    /// Where a write or restore of `target` lands, looked at under the path lock: the file's
+    /// name, its folder (`None` while the folder does not exist) and the file there now.
+    fn slot<'t>(&self, target: &'t ResolvedPath, op: Op) -> Result<Slot<'t>, FsError> {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
         let (Some(name), parent_rel) = (target.real_rel.file_name(), target.real_rel.parent())
         else {
+            // The root itself.
             return Err(FsError::NotRegularFile { op, path: path.clone() });
         };
         let parent_rel = parent_rel.unwrap_or(Path::new(""));
@@ -454,33 +466,61 @@ impl Workspace {
             })?,
             None => None,
         };
-        match (expected, &prior) {
+        Ok(Slot { target, op, name, parent_rel, parent, prior })
+    }
+
+    /// The slot's folder, created (with its parents) when it does not exist yet.
+    fn slot_dir(&self, slot: &mut Slot<'_>) -> Result<Dir, FsError> {
+        if let Some(parent) = slot.parent.take() {
+            return Ok(parent);
+        }
+        let (op, path) = (slot.op, &slot.target.display);
+        let root = &self.shared.roots[slot.target.root];
+        root.dir().create_dir_all(slot.parent_rel).map_err(|err| {
+            if matches!(classify(&err), IoClass::NotDirectory)
+                || err.kind() == io::ErrorKind::AlreadyExists
+            {
+                FsError::NotDirectory { op, path: path.clone() }
+            } else {
+                FsError::from_io(op, path, &err)
+            }
+        })?;
+        open_dir(root.dir(), slot.parent_rel).map_err(|err| FsError::from_io(op, path, &err))
+    }
+
+    fn restore_blocking(
+        &self,
+        target: &ResolvedPath,
+        expected: Option<&str>,
+        content: Option<&[u8]>,
+    ) -> Result<WriteOutcome, FsError> {
+        let op = Op::Write;
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let mut slot = self.slot(target, op)?;
+        match (expected, &slot.prior) {
             (None, None) => {}
             (Some(version), Some(prior)) if prior.version == version => {}
             (Some(_), None) => return Err(FsError::FileGone { path: path.clone() }),
             _ => return Err(FsError::Changed { op, path: path.clone() }),
         }
-        let operation = match (content, &parent) {
-            (Some(content), _) => {
-                let parent = match parent {
-                    Some(parent) => parent,
-                    None => {
-                        root.dir().create_dir_all(parent_rel).map_err(io_err)?;
-                        open_dir(root.dir(), parent_rel).map_err(io_err)?
-                    }
-                };
-                atomic::replace(&parent, name, content, prior.as_ref().map(|p| &p.metadata))
-                    .map_err(io_err)?;
-                if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
+        let operation = match content {
+            Some(content) => {
+                let parent = self.slot_dir(&mut slot)?;
+                let metadata = slot.prior.as_ref().map(|p| &p.metadata);
+                atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+                if slot.prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
             }
-            (None, Some(parent)) if prior.is_some() => {
-                parent.remove_file(name).map_err(io_err)?;
-                atomic::sync_dir(parent).map_err(io_err)?;
+            None => {
+                if let (Some(parent), Some(_)) = (&slot.parent, &slot.prior) {
+                    parent.remove_file(slot.name).map_err(io_err)?;
+                    atomic::sync_dir(parent).map_err(io_err)?;
+                }
+                // Asked to remove a file that is not there: nothing to do.
                 WriteOperation::Remove
             }
-            // Asked to remove a file that is not there: nothing to do.
-            (None, _) => WriteOperation::Remove,
         };
+        let prior = slot.prior;
         let version = content.map(content_version).unwrap_or_default();
         // A file that is gone may simply be created again; one with restored bytes must be read.
         let observation = match content {
@@ -489,14 +529,7 @@ impl Workspace {
         };
         self.ledger.record(&target.key(), observation);
         if prior.is_some() || content.is_some() {
-            self.notify(&WriteEvent {
-                real_path: &target.real_path,
-                operation,
-                call_id: self.call_id.as_deref(),
-                before: prior.as_ref().and_then(|p| p.basis.as_deref()),
-                before_version: prior.as_ref().map(|p| p.version.as_str()),
-                after: content,
-            });
+            self.notify_change(target, operation, prior.as_ref(), content);
         }
         let before = prior.and_then(Prior::diff_basis);
         Ok(WriteOutcome {
@@ -712,30 +745,8 @@ impl Workspace {
     ) -> Result<WriteOutcome, FsError> {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
-        let (Some(name), parent_rel) = (target.real_rel.file_name(), target.real_rel.parent())
-        else {
-            // The root itself.
-            return Err(FsError::NotRegularFile { op, path: path.clone() });
-        };
-        let parent_rel = parent_rel.unwrap_or(Path::new(""));
-        if target.state == EntryState::ParentNotDir {
-            return Err(FsError::NotDirectory { op, path: path.clone() });
-        }
-        let root = &self.shared.roots[target.root];
-        let parent = match open_dir(root.dir(), parent_rel) {
-            Ok(dir) => Some(dir),
-            Err(err) if classify(&err) == IoClass::NotFound => None,
-            Err(err) => return Err(io_err(err)),
-        };
-        let prior = match &parent {
-            Some(parent) => load_prior(parent, name).map_err(|e| match e {
-                PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
-                PriorError::Io(err) => io_err(err),
-            })?,
-            None => None,
-        };
-
-        match (expected, &prior) {
+        let mut slot = self.slot(target, op)?;
+        match (expected, &slot.prior) {
             (Some(Observation::Present(_)), None) => {
                 return Err(match op {
                     Op::Write => FsError::FileGone { path: path.clone() },
@@ -750,36 +761,15 @@ impl Workspace {
             (_, None) => {}
         }
 
-        let parent = match parent {
-            Some(parent) => parent,
-            None => {
-                root.dir().create_dir_all(parent_rel).map_err(|err| {
-                    if matches!(classify(&err), IoClass::NotDirectory)
-                        || err.kind() == io::ErrorKind::AlreadyExists
-                    {
-                        FsError::NotDirectory { op, path: path.clone() }
-                    } else {
-                        io_err(err)
-                    }
-                })?;
-                open_dir(root.dir(), parent_rel).map_err(io_err)?
-            }
-        };
-
-        atomic::replace(&parent, name, content, prior.as_ref().map(|p| &p.metadata))
+        let parent = self.slot_dir(&mut slot)?;
+        let prior = slot.prior;
+        atomic::replace(&parent, slot.name, content, prior.as_ref().map(|p| &p.metadata))
             .map_err(io_err)?;
         let version = content_version(content);
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         let operation =
             if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
-        self.notify(&WriteEvent {
-            real_path: &target.real_path,
-            operation,
-            call_id: self.call_id.as_deref(),
-            before: prior.as_ref().and_then(|p| p.basis.as_deref()),
-            before_version: prior.as_ref().map(|p| p.version.as_str()),
-            after: Some(content),
-        });
+        self.notify_change(target, operation, prior.as_ref(), Some(content));
         let before = match prior {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,
@@ -857,6 +847,16 @@ fn open_regular(dir: &Dir, rel: &Path) -> io::Result<Option<File>> {
 
 fn open_dir(root: &Dir, rel: &Path) -> io::Result<Dir> {
     if rel.as_os_str().is_empty() { root.try_clone() } else { root.open_dir(rel) }
+}
+
+/// Where a write or restore lands (see [`Workspace::slot`]).
+struct Slot<'t> {
+    target: &'t ResolvedPath,
+    op: Op,
+    name: &'t OsStr,
+    parent_rel: &'t Path,
+    parent: Option<Dir>,
+    prior: Option<Prior>,
 }
 
 /// The file about to be replaced: its metadata (mode to keep), version, and — when small enough
