@@ -88,24 +88,9 @@ async fn the_rmcp_client_lists_and_calls_tools() {
 
 #[test]
 fn the_python_sdk_client_session_validates_structured_results() {
-    let python = client_tool("py/bin/python");
     let env = Env::new();
     env.write("a.txt", "hello\nworld\n");
-    let script = workspace_root().join("tests/mcp-clients/python_session.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(binary())
-        .arg(&env.root)
-        .arg(&env.state)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python_session.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let summary = server::run_python_client("python_session.py", &env);
     assert_eq!(summary["server"], "toolhost");
     assert_eq!(summary["protocolVersion"], "2025-11-25");
     assert!(summary["failure"].as_str().unwrap().contains("was not found"));

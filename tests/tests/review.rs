@@ -9,7 +9,7 @@
 mod server;
 
 use serde_json::{Value, json};
-use server::{Env, call_err, call_ok, raw_request, wait_response, workspace_root};
+use server::{Env, call_err, call_ok, raw_request, wait_response};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
@@ -180,33 +180,13 @@ fn without_a_reviewing_editor_the_fallback_denies_at_once() {
 
 #[test]
 fn an_mcp_agent_gets_progress_while_the_person_decides_then_the_rejected_hunk() {
-    let python = workspace_root().join(".client-tools/py/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: `cargo xtask install-deps` installs it",
-        python.display()
-    );
     let env = Env::new();
     env.write("a.txt", TWO_HUNKS);
     // The person takes a few seconds (progress is reported every 2 s), then keeps hunk 1 only.
     let answer = json!({"accepted": [0], "comment": "leave line 11 alone"});
     let (mut editor, asked) = reviewing_editor(&env, Some(answer), Duration::from_millis(4500));
     set_review(&mut editor, json!({"mode": "ask"}));
-    let script = workspace_root().join("tests/mcp-clients/python_review.py");
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .arg(server::binary())
-        .arg(&env.root)
-        .arg(&env.state)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python_review.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let summary = server::run_python_client("python_review.py", &env);
     let progress: Vec<&str> =
         summary["progress"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
     assert!(

@@ -81,6 +81,32 @@ fn build(release: bool) -> PathBuf {
     private
 }
 
+/// Runs a Python MCP client script of `tests/mcp-clients` (with the Python SDK `cargo xtask
+/// install-deps` installs) as `<script> <toolhost binary> <workspace> <state dir>`, and returns the
+/// JSON summary it prints last.
+pub fn run_python_client(script: &str, env: &Env) -> Value {
+    let python = workspace_root().join(".client-tools/py/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: `cargo xtask install-deps` installs the MCP clients the tests use",
+        python.display()
+    );
+    let out = Command::new(python)
+        .arg(workspace_root().join("tests/mcp-clients").join(script))
+        .arg(binary())
+        .arg(&env.root)
+        .arg(&env.state)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
 /// A temporary workspace plus private state and config directories.
 pub struct Env {
     pub dir: tempfile::TempDir,
