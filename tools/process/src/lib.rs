@@ -98,8 +98,25 @@ impl Shared {
     }
 }
 
-/// The processes of session `sid` (from `/proc/<pid>/stat`: the sixth field), zombies included.
+/// The processes of session `sid`, zombies included.
 fn session_members(sid: rustix::process::Pid) -> Vec<rustix::process::Pid> {
+    processes_with_stat_field(STAT_SESSION, sid.as_raw_nonzero().get())
+        .into_iter()
+        .filter_map(rustix::process::Pid::from_raw)
+        .collect()
+}
+
+/// The processes of group `pgid`, zombies included (what a terminal's foreground job is).
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    processes_with_stat_field(STAT_PGRP, pgid)
+}
+
+/// Fields of `/proc/<pid>/stat` after the `(comm)` field: state 0, ppid 1, pgrp 2, session 3.
+const STAT_PGRP: usize = 2;
+const STAT_SESSION: usize = 3;
+
+/// The pids whose `/proc/<pid>/stat` field `field` (counted after `(comm)`) is `value`.
+fn processes_with_stat_field(field: usize, value: i32) -> Vec<i32> {
     let mut members = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return members };
     for entry in entries.flatten() {
@@ -108,12 +125,12 @@ fn session_members(sid: rustix::process::Pid) -> Vec<rustix::process::Pid> {
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
         // `pid (comm) state ppid pgrp session …`; comm may hold spaces and parentheses.
-        let session = stat
+        let found = stat
             .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+            .and_then(|(_, rest)| rest.split_whitespace().nth(field))
             .and_then(|s| s.parse::<i32>().ok());
-        if session == Some(sid.as_raw_nonzero().get()) {
-            members.extend(rustix::process::Pid::from_raw(pid));
+        if found == Some(value) {
+            members.push(pid);
         }
     }
     members

@@ -230,7 +230,7 @@ impl Term {
     /// same read has not seen the input yet.
     fn waits_for_input(&self, since: Option<(i32, u64)>) -> bool {
         let Some(pgid) = self.foreground_pgid() else { return false };
-        let members = group_members(pgid);
+        let members = toolhost_process::group_members(pgid);
         if !members.iter().any(|pid| waits_on_terminal(*pid)) {
             return false;
         }
@@ -243,7 +243,7 @@ impl Term {
     /// The foreground group and how often its members have blocked so far.
     fn progress_mark(&self) -> Option<(i32, u64)> {
         let pgid = self.foreground_pgid()?;
-        Some((pgid, context_switches(&group_members(pgid))))
+        Some((pgid, context_switches(&toolhost_process::group_members(pgid))))
     }
 
     /// Waits after input was sent (or the session started) for one of the wait reasons.
@@ -287,26 +287,6 @@ impl Term {
     fn output_since(&self, seq: u64) -> bool {
         lock(&self.screen).output_seq > seq
     }
-}
-
-/// The processes of group `pgid` (from `/proc/<pid>/stat`: the fifth field).
-fn group_members(pgid: i32) -> Vec<i32> {
-    let mut members = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return members };
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let group = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-            .and_then(|g| g.parse::<i32>().ok());
-        if group == Some(pgid) {
-            members.push(pid);
-        }
-    }
-    members
 }
 
 /// How often these processes have given up the CPU, in total (`/proc/<pid>/status`).
