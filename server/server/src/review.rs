@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_contract::{BoxFuture, CancellationToken, ReviewGate, ReviewRequest, ReviewVerdict};
 use toolhost_protocol::lsp_ext::{
-    ReviewFallback, ReviewMode, ReviewParams, ReviewResult, ReviewSettings, SetReviewParams,
-    methods,
+    ReviewMode, ReviewParams, ReviewResult, ReviewSettings, SetReviewParams, methods,
 };
 
 /// The default time a person has to answer (ten minutes).
@@ -81,11 +80,8 @@ impl SessionReview {
     }
 
     pub fn settings(&self) -> ReviewSettings {
-        self.settings.lock().map(|s| *s).unwrap_or(ReviewSettings {
-            mode: ReviewMode::Off,
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-            fallback: ReviewFallback::Deny,
-        })
+        // Plain data: a panic elsewhere while holding the lock leaves it consistent.
+        *self.settings.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// `toolhost/setReview`: changes what the params name and returns the settings now.
