@@ -18,7 +18,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-workspace", vec!["toolhost-protocol", "toolhost-contract"]),
         ("toolhost-tools-fs", tools.clone()),
         ("toolhost-tools-nav", tools.clone()),
-        ("toolhost-tools-shell", tools),
+        ("toolhost-tools-shell", tools.clone()),
+        ("toolhost-tools-interact", tools),
         ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
         (
             "toolhost-lsp-host",
@@ -37,6 +38,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-tools-fs",
                 "toolhost-tools-nav",
                 "toolhost-tools-shell",
+                "toolhost-tools-interact",
                 "toolhost-session",
                 "toolhost-lsp-host",
             ],

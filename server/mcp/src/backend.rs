@@ -15,7 +15,7 @@ pub struct Caller {
 }
 
 /// One `tools/call`, ready for the pipeline.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolCall {
     pub name: String,
     pub arguments: Value,
@@ -23,6 +23,8 @@ pub struct ToolCall {
     /// Where the call's live output goes while it runs (a `bash` command's stdout and stderr),
     /// for the client's progress notifications.
     pub output: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// Who answers the call's questions: the MCP client (elicitation), when it can.
+    pub questions: Option<toolhost_contract::QuestionsHandle>,
 }
 
 /// Why a backend could not run or list.

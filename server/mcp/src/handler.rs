@@ -9,8 +9,9 @@
 //!   answer. When the client sent a `progressToken`, a running call reports progress every
 //!   [`PROGRESS_EVERY`], so clients that time out idle calls keep waiting.
 
-use crate::backend::{Backend, Caller, ToolCall};
+use crate::backend::{Backend, BackendError, Caller, ToolCall};
 use crate::config::McpConfig;
+use crate::elicit::{DeferredAsker, PeerAsker, Suspended, input_request};
 use crate::results::{Shape, published_output_schema, shape_for, to_mcp_result};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -53,6 +54,32 @@ pub struct McpServer {
     seen: Mutex<HashSet<(String, String)>>,
     /// Whether the legacy `notifications/tools/list_changed` watcher runs.
     watching: std::sync::atomic::AtomicBool,
+    /// Calls waiting for a retried `tools/call` with the answer to their question (2026-07-28).
+    suspended: Suspended<CallOutcome>,
+}
+
+type CallOutcome = Result<toolhost_protocol::lsp_ext::CallToolResult, BackendError>;
+
+/// How this request's client can be asked questions.
+enum Asking {
+    /// It cannot (no form elicitation): the editor, if any, is asked instead.
+    No,
+    /// `elicitation/create` while the call waits.
+    Request,
+    /// An input-required result, answered on the retried request (2026-07-28).
+    InputRequired,
+}
+
+fn asking(context: &RequestContext<RoleServer>) -> Asking {
+    let form = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    if !form {
+        return Asking::No;
+    }
+    let modern = context.protocol_version().is_some_and(|v| v.as_str() >= "2026-07-28");
+    if modern { Asking::InputRequired } else { Asking::Request }
 }
 
 fn caller_of(info: Option<Implementation>) -> Option<Caller> {
@@ -67,6 +94,7 @@ impl McpServer {
             cache: Mutex::new(None),
             seen: Mutex::new(HashSet::new()),
             watching: std::sync::atomic::AtomicBool::new(false),
+            suspended: Suspended::default(),
         }
     }
 
@@ -145,6 +173,40 @@ impl McpServer {
             listed = listed.with_meta(meta.into());
         }
         listed
+    }
+
+    /// Waits for a running call: its result, or its next question — then the call is parked and
+    /// the client gets an input-required result to answer on a retried request.
+    async fn drive(
+        &self,
+        mut task: tokio::task::JoinHandle<CallOutcome>,
+        mut questions: tokio::sync::mpsc::UnboundedReceiver<crate::elicit::PendingQuestion>,
+        cancel: toolhost_contract::CancellationToken,
+        context: &RequestContext<RoleServer>,
+        shape: Shape,
+        wrapped: bool,
+    ) -> CallToolResponse {
+        let outcome = tokio::select! {
+            outcome = &mut task => outcome,
+            Some(pending) = questions.recv() => {
+                let handle = self.suspended.park(task, questions, pending.answer, cancel);
+                let mut requests = rmcp::model::InputRequests::new();
+                requests.insert("answer".to_owned(), input_request(pending.form));
+                return rmcp::model::InputRequiredResult::new(Some(requests), Some(handle)).into();
+            }
+            () = context.ct.cancelled() => {
+                cancel.cancel();
+                task.await
+            }
+        };
+        let result = match outcome {
+            Ok(Ok(done)) => to_mcp_result(&done.result, shape, wrapped, &done.call_id),
+            Ok(Err(err)) => CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))]),
+            Err(err) => CallToolResult::error(vec![McpContent::text(format!(
+                "Error: internal error: the call task failed: {err}"
+            ))]),
+        };
+        result.into()
     }
 
     /// Starts sending `notifications/tools/list_changed` to a legacy-lifecycle peer (once).
@@ -276,21 +338,67 @@ impl ServerHandler for McpServer {
             ));
         };
         let wrapped = shape == Shape::Structured && published_output_schema(&tool.output_schema).1;
+        let (output, live) = tokio::sync::mpsc::unbounded_channel();
+        // A retried request answers the question of a parked call.
+        if let Some(handle) = request.request_state.as_deref() {
+            let Some(parked) = self.suspended.take(handle) else {
+                return Err(McpError::invalid_params(
+                    "unknown or expired requestState: the call it belonged to has ended",
+                    None,
+                ));
+            };
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("answer"))
+                .map(|v| {
+                    serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).map_err(|e| {
+                        toolhost_contract::QuestionError::Cancelled(format!(
+                            "unreadable answer: {e}"
+                        ))
+                    })
+                })
+                .unwrap_or_else(|| {
+                    Err(toolhost_contract::QuestionError::Cancelled(
+                        "the client retried without an answer".to_owned(),
+                    ))
+                });
+            let _ = parked.answer.send(answer);
+            let ticker = progress_ticker(&context, &request.name, live);
+            let response = self
+                .drive(parked.task, parked.questions, parked.cancel, &context, shape, wrapped)
+                .await;
+            if let Some(ticker) = ticker {
+                ticker.abort();
+            }
+            return Ok(response);
+        }
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
-        let (output, live) = tokio::sync::mpsc::unbounded_channel();
         let ticker = progress_ticker(&context, &request.name, live);
-        let call =
-            ToolCall { name: request.name.to_string(), arguments, caller, output: Some(output) };
-        let outcome = self.backend.call(call, context.ct.clone()).await;
+        let (deferred, questions) = tokio::sync::mpsc::unbounded_channel();
+        let asker: Option<toolhost_contract::QuestionsHandle> = match asking(&context) {
+            Asking::No => None,
+            Asking::Request => Some(Arc::new(PeerAsker(context.peer.clone()))),
+            Asking::InputRequired => Some(Arc::new(DeferredAsker(deferred))),
+        };
+        let call = ToolCall {
+            name: request.name.to_string(),
+            arguments,
+            caller,
+            output: Some(output),
+            questions: asker,
+        };
+        // Its own task: a call waiting for an answer outlives this request (2026-07-28).
+        let cancel = toolhost_contract::CancellationToken::new();
+        let backend = Arc::clone(&self.backend);
+        let task_cancel = cancel.clone();
+        let task = tokio::spawn(async move { backend.call(call, task_cancel).await });
+        let response = self.drive(task, questions, cancel, &context, shape, wrapped).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }
-        let result = match outcome {
-            Ok(done) => to_mcp_result(&done.result, shape, wrapped, &done.call_id),
-            Err(err) => CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))]),
-        };
-        Ok(result.into())
+        Ok(response)
     }
 
     fn accepted_subscription_filter(

@@ -12,6 +12,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod elicit;
 pub mod handler;
 pub mod results;
 pub mod transport;

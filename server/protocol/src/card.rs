@@ -58,6 +58,8 @@ pub enum CardKind {
     Todo,
     /// A question to the person and their answer.
     Question,
+    /// A plan under review (plan mode's `exit_plan_mode`) and the person's decision.
+    Plan,
     /// A fetched web page.
     Fetch,
     /// A JSON value.
@@ -77,6 +79,7 @@ impl CardKind {
             CardKind::Terminal => "terminal",
             CardKind::Todo => "todo",
             CardKind::Question => "question",
+            CardKind::Plan => "plan",
             CardKind::Fetch => "fetch",
             CardKind::Structured => "structured",
             CardKind::Generic => "generic",
@@ -91,6 +94,7 @@ impl CardKind {
             "search" => CardKind::Search,
             "terminal" => CardKind::Terminal,
             "todo" => CardKind::Todo,
+            "plan" => CardKind::Plan,
             "question" => CardKind::Question,
             "fetch" => CardKind::Fetch,
             "structured" => CardKind::Structured,
@@ -332,6 +336,11 @@ pub struct CallPresentation {
     /// A command's call (terminal cards): what runs, why, and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<TerminalCall>,
+    /// What a card of a kind without a view here (todo, question, plan, structured) shows before
+    /// the result, and still shows when the call fails: the questions asked, the plan under
+    /// review. A completed card's `data` is the result's meta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
 }
 
 /// What a terminal card knows before the command runs.
@@ -447,7 +456,14 @@ impl CallPresentation {
             preview: Vec::new(),
             preview_is_result: false,
             terminal: None,
+            data: None,
         }
+    }
+
+    /// Call-time data for the card (see [`CallPresentation::data`]).
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
     }
 
     /// What a tool without a declaration gets: a generic card titled with the tool's name.
@@ -551,11 +567,17 @@ pub fn build(
                 card.stats = Some(stats_of(&hunks));
                 card.hunks = Some(hunks);
             }
+            card.data = presentation.data.clone();
         }
         CardOutcome::Done { content, is_error, meta } => {
             card.text = joined_text(content);
             if is_error {
                 card.status = CardStatus::Failed;
+                // A refused plan or a dismissed question still shows what was asked.
+                if presentation.data.is_some() {
+                    card.kind = presentation.kind.clone();
+                    card.data = presentation.data.clone();
+                }
             } else {
                 card.status = CardStatus::Completed;
                 fill_result_view(&mut card, presentation, root, content, meta);
@@ -596,7 +618,9 @@ pub fn to_text(card: &Card) -> String {
             search_lines(search, &mut body);
         }
         _ => {
-            if !card.text.is_empty() {
+            let drawn = card.data.as_ref().is_some_and(|data| data_lines(card, data, &mut body));
+            // A failure says why under what was asked; other kinds show their Native text.
+            if (!drawn || card.status == CardStatus::Failed) && !card.text.is_empty() {
                 body.push(card.text.clone());
             }
         }
@@ -606,6 +630,64 @@ pub fn to_text(card: &Card) -> String {
         out.push_str(&line);
     }
     out
+}
+
+/// The body of a todo, question, plan or structured card, from its data; `false` when the
+/// kind has no such view or the data is not its shape (the Native text is shown instead).
+fn data_lines(card: &Card, data: &Value, body: &mut Vec<String>) -> bool {
+    let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    match card.kind {
+        CardKind::Todo => {
+            let Some(todos) = data.get("todos").and_then(Value::as_array) else { return false };
+            for todo in todos {
+                let mark = match todo.get("status").and_then(Value::as_str) {
+                    Some("completed") => "[x]",
+                    Some("in_progress") => "[>]",
+                    _ => "[ ]",
+                };
+                body.push(format!("{mark} {}", str_of(todo, "content").unwrap_or_default()));
+            }
+            true
+        }
+        CardKind::Question => {
+            let Some(questions) = data.get("questions").and_then(Value::as_array) else {
+                return false;
+            };
+            let answers = data.get("answers").and_then(Value::as_array);
+            for question in questions {
+                body.push(format!("? {}", str_of(question, "question").unwrap_or_default()));
+                let id = question.get("id");
+                let answer = answers.and_then(|a| a.iter().find(|a| a.get("id") == id));
+                if let Some(answer) = answer {
+                    let mut chosen: Vec<String> = answer
+                        .get("selected")
+                        .and_then(Value::as_array)
+                        .map(|s| s.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .unwrap_or_default();
+                    if let Some(custom) = str_of(answer, "custom") {
+                        chosen.push(format!("\"{custom}\""));
+                    }
+                    body.push(format!("→ {}", chosen.join(", ")));
+                }
+            }
+            true
+        }
+        CardKind::Plan => {
+            let Some(plan) = str_of(data, "plan") else { return false };
+            body.extend(plan.trim_end().lines().map(str::to_owned));
+            if data.get("approved").and_then(Value::as_bool) == Some(true) {
+                body.push("→ Approved".to_owned());
+            }
+            true
+        }
+        CardKind::Structured => {
+            let Some(value) = data.get("value") else { return false };
+            let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+            body.extend(pretty.lines().map(str::to_owned));
+            true
+        }
+        _ => false,
+    }
 }
 
 fn search_lines(search: &SearchView, body: &mut Vec<String>) {
@@ -779,7 +861,7 @@ fn fill_result_view(
         }
         other => {
             card.kind = other.clone();
-            card.data = meta.cloned();
+            card.data = meta.cloned().or_else(|| presentation.data.clone());
         }
     }
 }

@@ -65,6 +65,10 @@ pub struct CallToolParams {
     pub arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// Attach socket only: the caller answers this call's questions itself (its MCP client can
+    /// elicit), so `toolhost/askUser` for it goes back over the socket before the editor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub can_ask: bool,
 }
 
 /// Result of `toolhost/callTool` (and of `toolhost call --json`).
@@ -198,6 +202,123 @@ pub mod methods {
     /// Client→server request (also on the attach socket): read or change the session's review
     /// settings.
     pub const SET_REVIEW: &str = "toolhost/setReview";
+    /// Server→client request: questions for the person (`ask_user_question`, the plan review of
+    /// `exit_plan_mode`); also sent over the attach socket to a `toolhost mcp` whose client can
+    /// answer them (elicitation).
+    pub const ASK_USER: &str = "toolhost/askUser";
+    /// Client→server request (also on the attach socket): read or switch the session's plan mode.
+    pub const SET_PLAN_MODE: &str = "toolhost/setPlanMode";
+    /// Client→server request (also on the attach socket): read the session's structured output,
+    /// or start a new run with the schema `structured_output` validates against.
+    pub const STRUCTURED_OUTPUT: &str = "toolhost/structuredOutput";
+}
+
+/// One choice of a question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionOption {
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One question for the person. Without options it is answered with free text (`custom`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    /// Names the answer.
+    pub id: String,
+    pub question: String,
+    /// A short label (a chip or a picker's title).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<QuestionOption>,
+    /// Several options may be chosen.
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+/// Why the questions are asked: clients draw a plan review differently.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum QuestionIntent {
+    /// `ask_user_question`: the agent asks.
+    #[default]
+    Question,
+    /// `exit_plan_mode`: approve the plan (`Approve`) or keep planning (`Keep planning`, or
+    /// free-text feedback).
+    PlanReview,
+}
+
+/// Params of the server→client `toolhost/askUser` (on the wire also `requestId`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserParams {
+    pub call_id: String,
+    pub tool: String,
+    /// The call's card title.
+    pub title: String,
+    /// The agent that asks, when it came through `toolhost mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    #[serde(default)]
+    pub intent: QuestionIntent,
+    pub questions: Vec<Question>,
+    /// The plan to review (markdown), for `plan-review`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+}
+
+/// The person's answer to one question: the labels chosen and free text ("Other").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Answer {
+    pub id: String,
+    pub selected: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<String>,
+}
+
+/// Result of `toolhost/askUser`: the answers, or `dismissed` when the person closed the question
+/// without answering.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AskUserResult {
+    #[serde(default)]
+    pub answers: Vec<Answer>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dismissed: bool,
+}
+
+/// Params of `toolhost/setPlanMode`: switch plan mode on or off (absent: just read it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SetPlanModeParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+}
+
+/// Result of `toolhost/setPlanMode`: whether the session is in plan mode now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanModeState {
+    pub active: bool,
+}
+
+/// Params of `toolhost/structuredOutput`: `{}` reads the run's state; `schema` (a JSON Schema
+/// object, or `null` for "any object") or `reset: true` starts a new run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StructuredOutputParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+}
+
+/// Result of `toolhost/structuredOutput`: the run's schema and, once recorded, its value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StructuredOutputState {
+    /// The schema `structured_output` validates against (`null`: any JSON object).
+    pub schema: Option<Value>,
+    pub recorded: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
 }
 
 /// Params of the server→client `toolhost/review` (on the wire also `requestId`): a change about to

@@ -6,6 +6,10 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
+    AskUserParams, AskUserResult, PlanModeState, SetPlanModeParams, StructuredOutputParams,
+    StructuredOutputState,
+};
+use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
     CancelCallResult, ListSessionsParams, ListSessionsResult, ListToolsResult, LspQueryParams,
     NoticeParams, ReplaySessionParams, ReplaySessionResult, ReviewParams, ReviewResult,
@@ -52,6 +56,12 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("ReviewResult", schema_of::<ReviewResult>()),
         ("SetReviewParams", schema_of::<SetReviewParams>()),
         ("ReviewSettings", schema_of::<ReviewSettings>()),
+        ("AskUserParams", schema_of::<AskUserParams>()),
+        ("AskUserResult", schema_of::<AskUserResult>()),
+        ("SetPlanModeParams", schema_of::<SetPlanModeParams>()),
+        ("PlanModeState", schema_of::<PlanModeState>()),
+        ("StructuredOutputParams", schema_of::<StructuredOutputParams>()),
+        ("StructuredOutputState", schema_of::<StructuredOutputState>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),
@@ -104,6 +114,9 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::NOTICE,
         methods::REVIEW,
         methods::SET_REVIEW,
+        methods::ASK_USER,
+        methods::SET_PLAN_MODE,
+        methods::STRUCTURED_OUTPUT,
     ] {
         assert!(
             doc.contains(&format!("`{method}`")),

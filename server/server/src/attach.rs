@@ -20,9 +20,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::{oneshot, watch};
 use toolhost_contract::CancellationToken;
+use toolhost_contract::{QuestionError, QuestionRequest, QuestionsHandle};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
-use toolhost_protocol::lsp_ext::{CallOutputParams, methods};
+use toolhost_protocol::lsp_ext::{AskUserParams, AskUserResult, CallOutputParams, methods};
 
 /// Longest line either side accepts on the socket.
 pub const MAX_LINE: usize = 128 * 1024 * 1024;
@@ -67,6 +68,70 @@ struct Shared {
     tools: watch::Sender<u64>,
     /// Live output of calls in flight, by call id.
     outputs: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<String>>>,
+    /// Who answers the questions of calls in flight (our MCP client), by call id.
+    askers: Mutex<HashMap<String, QuestionsHandle>>,
+    /// Questions being asked, by the server's request id (for `$/cancelRequest`).
+    asking: Mutex<HashMap<i64, CancellationToken>>,
+}
+
+/// Answers the server's `toolhost/askUser` for a call of ours by asking our MCP client. An
+/// answer is the result; anything else an error reply the server turns into the call's failure
+/// (`-32601` when nobody here can ask, so the editor is asked instead).
+async fn answer_question(shared: Arc<Shared>, id: Id, params: Option<Value>) {
+    let parsed = params.and_then(|p| serde_json::from_value::<AskUserParams>(p).ok());
+    let asker = parsed
+        .as_ref()
+        .and_then(|p| shared.askers.lock().ok().and_then(|a| a.get(&p.call_id).cloned()));
+    let body = match (parsed, asker) {
+        (Some(params), Some(asker)) => {
+            let stop = CancellationToken::new();
+            let key = match &id {
+                Id::Number(n) => Some(*n),
+                _ => None,
+            };
+            if let (Some(key), Ok(mut asking)) = (key, shared.asking.lock()) {
+                asking.insert(key, stop.clone());
+            }
+            let request = QuestionRequest {
+                call_id: params.call_id,
+                tool: params.tool,
+                intent: params.intent,
+                questions: params.questions,
+                plan: params.plan,
+            };
+            let answer = asker.ask(request, stop).await;
+            if let (Some(key), Ok(mut asking)) = (key, shared.asking.lock()) {
+                asking.remove(&key);
+            }
+            match answer {
+                Ok(answers) => {
+                    message::encode_result(&id, &AskUserResult { answers, dismissed: false })
+                        .unwrap_or_else(|e| {
+                            message::encode_error(&id, &ErrorObject::internal(e.to_string()))
+                        })
+                }
+                Err(QuestionError::NoProvider(reason)) => message::encode_error(
+                    &id,
+                    &ErrorObject::new(toolhost_jsonrpc::message::codes::METHOD_NOT_FOUND, reason),
+                ),
+                Err(QuestionError::Aborted) => {
+                    message::encode_error(&id, &ErrorObject::cancelled())
+                }
+                Err(other) => message::encode_error(&id, &ErrorObject::internal(other.to_string())),
+            }
+        }
+        _ => message::encode_error(
+            &id,
+            &ErrorObject::new(
+                toolhost_jsonrpc::message::codes::METHOD_NOT_FOUND,
+                "this agent's client cannot answer questions",
+            ),
+        ),
+    };
+    let mut line = body;
+    line.push(b'\n');
+    let mut writer = shared.writer.lock().await;
+    let _ = writer.write_all(&line).await;
 }
 
 /// A connection to the editor's toolhost.
@@ -91,6 +156,8 @@ impl AttachClient {
             closed: CancellationToken::new(),
             tools: watch::Sender::new(0),
             outputs: Mutex::new(HashMap::new()),
+            askers: Mutex::new(HashMap::new()),
+            asking: Mutex::new(HashMap::new()),
         });
         let reader = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -105,6 +172,21 @@ impl AttachClient {
                             .and_then(|id| reader.pending.lock().ok()?.remove(&id));
                         if let Some(waiter) = waiter {
                             let _ = waiter.send(response.result);
+                        }
+                    }
+                    Ok(Incoming::Request(request)) if request.method == methods::ASK_USER => {
+                        tokio::spawn(answer_question(
+                            Arc::clone(&reader),
+                            request.id,
+                            request.params,
+                        ));
+                    }
+                    Ok(Incoming::Notification(note)) if note.method == "$/cancelRequest" => {
+                        let id =
+                            note.params.as_ref().and_then(|p| p.get("id")).and_then(Value::as_i64);
+                        let stop = id.and_then(|id| reader.asking.lock().ok()?.get(&id).cloned());
+                        if let Some(stop) = stop {
+                            stop.cancel();
                         }
                     }
                     Ok(Incoming::Notification(note)) if note.method == methods::TOOLS_CHANGED => {
@@ -151,6 +233,16 @@ impl AttachClient {
     pub fn unwatch(&self, call_id: &str) {
         if let Ok(mut outputs) = self.shared.outputs.lock() {
             outputs.remove(call_id);
+        }
+        if let Ok(mut askers) = self.shared.askers.lock() {
+            askers.remove(call_id);
+        }
+    }
+
+    /// Answers call `call_id`'s questions with `asker` (until [`AttachClient::unwatch`]).
+    pub fn answer_questions(&self, call_id: &str, asker: QuestionsHandle) {
+        if let Ok(mut askers) = self.shared.askers.lock() {
+            askers.insert(call_id.to_owned(), asker);
         }
     }
 

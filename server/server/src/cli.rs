@@ -38,6 +38,10 @@ enum Command {
         /// Print `{sessionId, callId, result, card}` as JSON.
         #[arg(long)]
         json: bool,
+        /// The JSON Schema `structured_output` validates against in this session's run (a new
+        /// run starts when it differs from the session's current one).
+        #[arg(long, value_name = "JSON_SCHEMA")]
+        structured_schema: Option<String>,
     },
     /// Undo the file changes of a call of a session (or, with --since, of every call from it on,
     /// newest first, all or nothing). Runs in the editor's toolhost when it holds the session.
@@ -54,6 +58,14 @@ enum Command {
         #[command(flatten)]
         common: Common,
         /// Print `{sessionId, callId, result, card}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the skills the `skill` tool can load here (workspace and user folders).
+    Skills {
+        #[command(flatten)]
+        common: Common,
+        /// Print `{skills: [{name, description, provider, path, modelInvocable}]}`.
         #[arg(long)]
         json: bool,
     },
@@ -296,8 +308,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 Err(e) => Err(Failure::env(e.to_string())),
             }
         }
-        Command::Call { tool, args, common, json } => {
+        Command::Call { tool, args, common, json, structured_schema } => {
             let args = parse_args_text(args.as_deref())?;
+            let schema = structured_schema
+                .map(|text| {
+                    serde_json::from_str::<Value>(&text).map_err(|e| {
+                        Failure::usage(format!("--structured-schema is not JSON: {e}"))
+                    })
+                })
+                .transpose()?;
             let root = workspace_root(&common)?;
             let config = load_config(&root)?;
             let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
@@ -314,7 +333,45 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 );
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
+            if let Some(schema) = schema {
+                host.interaction().ensure_run(schema).await;
+            }
             run_one_call(&host, &opened, &tool, args, json).await
+        }
+        Command::Skills { common, json } => {
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let catalog = crate::skills::SkillDirs::new(&[root], &config.skill_dirs);
+            let skills = toolhost_contract::SkillCatalog::skills(&catalog);
+            let mut stdout = std::io::stdout().lock();
+            if json {
+                let listed: Vec<Value> = skills
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "name": s.name, "description": s.description, "provider": s.provider,
+                            "path": s.path, "modelInvocable": s.model_invocable,
+                        })
+                    })
+                    .collect();
+                let _ = writeln!(stdout, "{}", json!({ "skills": listed }));
+            } else if skills.is_empty() {
+                let _ = writeln!(
+                    stdout,
+                    "no skills: add <name>/SKILL.md under .toolhost/skills/, .claude/skills/ or \
+                     .agents/skills/ (or ~/.config/toolhost/skills/)"
+                );
+            } else {
+                for skill in skills {
+                    let manual = if skill.model_invocable { "" } else { " (user only)" };
+                    let _ = writeln!(
+                        stdout,
+                        "{:<20} {}{manual}\n{:<20} {}",
+                        skill.name, skill.description, "", skill.path
+                    );
+                }
+            }
+            Ok(0)
         }
         Command::Tools { common, json } => {
             let root = workspace_root(&common)?;
@@ -536,7 +593,12 @@ async fn revert_in_editor(
     if attached.session_id.as_deref() != Some(which) {
         return Err(locked());
     }
-    let params = CallToolParams { name: "revert".to_owned(), arguments: args, call_id: None };
+    let params = CallToolParams {
+        name: "revert".to_owned(),
+        arguments: args,
+        call_id: None,
+        can_ask: false,
+    };
     let body: CallToolResult = client
         .request(toolhost_protocol::lsp_ext::methods::CALL_TOOL, &params, &never)
         .await
@@ -568,7 +630,11 @@ fn open_host(
             session: None,
         },
     };
-    Host::new(config, options).map_err(|e| Failure::env(e.to_string()))
+    let host = Host::new(config, options).map_err(|e| Failure::env(e.to_string()))?;
+    if let Some(opened) = opened {
+        host.restore_session_state(&opened.report);
+    }
+    Ok(host)
 }
 
 /// The server's log goes to stderr (editors show it in their output panel), or appended to the

@@ -49,6 +49,12 @@ pub struct Config {
     /// `[review]`: whether writes and edits wait for the person's review, how long, and what
     /// happens when nobody answers (a session may change them with `toolhost/setReview`).
     pub review: ReviewSettings,
+    /// `[interact]`: the interaction tools' settings.
+    pub interact: toolhost_tools_interact::InteractConfig,
+    /// `[plan] active`: sessions start in plan mode.
+    pub plan_active: bool,
+    /// `[skills] dirs`: more folders to find skills in (each holds `<name>/SKILL.md`).
+    pub skill_dirs: Vec<PathBuf>,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -72,6 +78,9 @@ impl Default for Config {
                 timeout_ms: crate::review::DEFAULT_TIMEOUT_MS,
                 fallback: ReviewFallback::Deny,
             },
+            interact: toolhost_tools_interact::InteractConfig::default(),
+            plan_active: false,
+            skill_dirs: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -158,6 +167,24 @@ struct PartialReview {
     fallback: Option<ReviewFallback>,
 }
 
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialInteract {
+    allow_parallel_in_progress: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialPlan {
+    active: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialSkills {
+    dirs: Option<Vec<PathBuf>>,
+}
+
 /// One source's settings, every key optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -170,6 +197,9 @@ pub struct PartialConfig {
     mcp: PartialMcp,
     shell: PartialShell,
     review: PartialReview,
+    interact: PartialInteract,
+    plan: PartialPlan,
+    skills: PartialSkills,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -380,6 +410,16 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
     }
     if let Some(fallback) = layer.review.fallback {
         config.review.fallback = fallback;
+    }
+    if let Some(parallel) = layer.interact.allow_parallel_in_progress {
+        config.interact.allow_parallel_in_progress = parallel;
+    }
+    if let Some(active) = layer.plan.active {
+        config.plan_active = active;
+    }
+    if let Some(dirs) = layer.skills.dirs {
+        config.skill_dirs =
+            dirs.into_iter().map(|d| if d.is_absolute() { d } else { root.join(d) }).collect();
     }
     if let Some(max) = layer.mcp.max_line_bytes {
         config.mcp.max_line_bytes = max;

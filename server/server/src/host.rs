@@ -52,12 +52,21 @@ pub struct PreparedCall {
     /// Who asks, when it is another program (an MCP client's name): shown on the cards and
     /// recorded in the log.
     pub caller: Option<String>,
+    /// Who answers the call's questions first: the MCP client that made it, when it can
+    /// elicit (otherwise the editor does).
+    pub asker: Option<toolhost_contract::QuestionsHandle>,
 }
 
 impl PreparedCall {
     /// The call made on behalf of `caller`.
     pub fn by(mut self, caller: Option<String>) -> Self {
         self.caller = caller;
+        self
+    }
+
+    /// The call's questions go to `asker` first.
+    pub fn asked_through(mut self, asker: Option<toolhost_contract::QuestionsHandle>) -> Self {
+        self.asker = asker;
         self
     }
 
@@ -86,6 +95,10 @@ pub struct Host {
     watchers: crate::events::CallWatchers,
     /// Review mode of the session (`[review]`, `toolhost/setReview`).
     review: crate::review::SessionReviewHandle,
+    /// Plan mode, the structured-output run and the todo list.
+    interaction: Arc<crate::interact::SessionInteraction>,
+    /// The question channel (MCP elicitation, the editor's `toolhost/askUser`).
+    questions: Arc<crate::interact::SessionQuestions>,
     /// Set once an interrupted revert of the session was rolled back (or there was none).
     recovered: tokio::sync::OnceCell<()>,
 }
@@ -137,6 +150,7 @@ impl Host {
         }
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
+        let _ = toolhost_tools_interact::register(&registry, config.interact)?;
         let shell = if config.shell_enabled {
             let mut shell = config.shell.clone();
             // Confined commands start through this very binary (`toolhost sandbox-exec`).
@@ -184,6 +198,24 @@ impl Host {
         let review = Arc::new(crate::review::SessionReview::new(config.review, watchers.clone()));
         let review_handle: ReviewHandle = review.clone();
         capabilities.insert(review_handle);
+        let interaction = Arc::new(crate::interact::SessionInteraction::new(
+            options.session.clone(),
+            config.plan_active,
+        ));
+        let interaction_handle: toolhost_contract::InteractionHandle = interaction.clone();
+        capabilities.insert(interaction_handle);
+        let questions =
+            Arc::new(crate::interact::SessionQuestions::new(Arc::clone(&review), watchers.clone()));
+        let questions_handle: toolhost_contract::QuestionsHandle = questions.clone();
+        capabilities.insert(questions_handle);
+        let skills: toolhost_contract::SkillsHandle =
+            Arc::new(crate::skills::SkillDirs::new(&options.roots, &config.skill_dirs));
+        capabilities.insert(skills);
+        registry.add_guard(Arc::new(crate::interact::RunCompleteGuard(Arc::clone(&interaction))));
+        registry.add_guard(Arc::new(crate::interact::PlanModeGuard {
+            state: Arc::clone(&interaction),
+            annotations: Box::new(registry.annotations_lookup()),
+        }));
         // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
         if let Some(log) = &options.session {
             crate::history::record_changes(&workspace, log);
@@ -203,6 +235,8 @@ impl Host {
             watchers,
             recovered: tokio::sync::OnceCell::new(),
             review,
+            interaction,
+            questions,
         })
     }
 
@@ -266,6 +300,21 @@ impl Host {
         &self.review
     }
 
+    /// Plan mode, the structured-output run and the todo list of the session.
+    pub fn interaction(&self) -> &Arc<crate::interact::SessionInteraction> {
+        &self.interaction
+    }
+
+    /// The session's question channel.
+    pub fn questions(&self) -> &Arc<crate::interact::SessionQuestions> {
+        &self.questions
+    }
+
+    /// Restores what a resumed session's log says about plan mode and the structured run.
+    pub fn restore_session_state(&self, report: &toolhost_session::OpenReport) {
+        self.interaction.restore(&report.view.state);
+    }
+
     /// Who follows the live output of running calls (MCP clients, for their progress).
     pub fn call_watchers(&self) -> &crate::events::CallWatchers {
         &self.watchers
@@ -306,6 +355,7 @@ impl Host {
             args,
             presentation,
             caller: None,
+            asker: None,
         }
     }
 
@@ -323,7 +373,7 @@ impl Host {
         call: PreparedCall,
         signal: CancellationToken,
     ) -> Result<CallOutcome, HostError> {
-        let PreparedCall { call_id, name, args, presentation, caller } = call;
+        let PreparedCall { call_id, name, args, presentation, caller, asker } = call;
         self.recover().await;
         if let Some(log) = &self.session {
             let event = ToolCallEvent {
@@ -350,7 +400,11 @@ impl Host {
         };
         let started = std::time::Instant::now();
         self.review.begin_call(&call_id, &presentation.title, caller.as_deref());
+        if let Some(asker) = asker {
+            self.questions.route(&call_id, asker);
+        }
         let finalized = self.registry.dispatch(input).await;
+        self.questions.unroute(&call_id);
         self.review.end_call(&call_id);
         tracing::info!(
             tool = name,
@@ -376,6 +430,8 @@ impl Host {
             })
             .await?;
         }
+        // Plan approval and a structured value take effect only with a successful result.
+        self.interaction.settle(&call_id, !finalized.result.is_error()).await;
         let card = card::build(
             CallOrigin::new(&call_id, &name).with_caller(caller.as_deref()),
             &presentation,

@@ -9,10 +9,12 @@ pub mod editor_lsp;
 pub mod events;
 pub mod history;
 pub mod host;
+pub mod interact;
 pub mod mcp;
 pub mod review;
 pub mod serve;
 pub mod session;
+pub mod skills;
 #[cfg(feature = "test-tools")]
 pub mod test_tools;
 pub mod transport;

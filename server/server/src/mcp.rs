@@ -55,6 +55,7 @@ impl LocalBackend {
             },
         )
         .map_err(|e| e.to_string())?;
+        host.restore_session_state(&opened.report);
         Ok(LocalBackend { host: Arc::new(host), _opened: opened, barrier: Arc::default() })
     }
 
@@ -93,7 +94,8 @@ impl Backend for LocalBackend {
                 let _watch = watch;
                 let prepared = host
                     .prepare(&call_id, &call.name, call.arguments)
-                    .by(call.caller.map(|c| c.name));
+                    .by(call.caller.map(|c| c.name))
+                    .asked_through(call.questions);
                 let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
                 let _permit = if safe {
                     Permit::Shared(barrier.read_owned().await)
@@ -378,10 +380,15 @@ impl Backend for McpBackend {
                 if let Some(output) = call.output.clone() {
                     attached.client.watch(&call_id, output);
                 }
+                // Questions of the call come back here when our client can answer them.
+                if let Some(asker) = call.questions.clone() {
+                    attached.client.answer_questions(&call_id, asker);
+                }
                 let params = CallToolParams {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                     call_id: Some(call_id.clone()),
+                    can_ask: call.questions.is_some(),
                 };
                 let result = attached
                     .client

@@ -108,6 +108,12 @@ impl SessionReview {
         }
     }
 
+    /// How running call `call_id` is shown: its title and caller (questions carry them too).
+    pub fn call_label(&self, call_id: &str) -> Option<(String, Option<String>)> {
+        let calls = self.calls.lock().ok()?;
+        calls.get(call_id).map(|l| (l.title.clone(), l.caller.clone()))
+    }
+
     pub fn end_call(&self, call_id: &str) {
         if let Ok(mut calls) = self.calls.lock() {
             calls.remove(call_id);

@@ -34,6 +34,11 @@ pub(crate) struct Record {
     pub event: Event,
 }
 
+/// Whether events of `kind` hold session state a resumed session restores.
+pub fn is_state_event(kind: &str) -> bool {
+    kind.starts_with("todo/") || kind.starts_with("plan/") || kind.starts_with("structured/")
+}
+
 /// The typed payload of a record.
 #[derive(Debug)]
 pub(crate) enum Event {
@@ -41,6 +46,12 @@ pub(crate) enum Event {
     Result(ToolResultEvent),
     Observed(FsObservedEvent),
     Change(FsChangeEvent),
+    /// Session state a tool changed (`todo/write`, `plan/mode`, `structured/*`): kept for the
+    /// host that resumes the session.
+    State {
+        kind: String,
+        data: Value,
+    },
     /// An unknown type marked `ignorable` (it still consumed its seq).
     Ignored,
 }
@@ -206,6 +217,9 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
             Event::Observed(serde_json::from_value(data).map_err(typed)?)
         }
         (Data::Raw(data), FS_CHANGE) => Event::Change(serde_json::from_value(data).map_err(typed)?),
+        (Data::Raw(data), kind) if env.ignorable && is_state_event(kind) => {
+            Event::State { kind: env.kind, data }
+        }
         (Data::Raw(_), _) if env.ignorable => Event::Ignored,
         (Data::Raw(_), _) => return Err(LineError::Unknown(env.kind)),
     };

@@ -39,6 +39,9 @@ pub struct SessionView {
     pub observed: Vec<(String, Option<String>)>,
     /// Every `fs/change`, in log order: the files calls changed, with blobs of both sides.
     pub changes: Vec<FsChangeEvent>,
+    /// Session state events (`todo/write`, `plan/mode`, `structured/run`, `structured/output`) as
+    /// `(seq, type, data)`, in log order.
+    pub state: Vec<(u64, String, Value)>,
     /// Number of envelopes read, i.e. the seq the next append would get.
     pub next_seq: u64,
     /// Bytes of a torn tail that were ignored (a live writer mid-append, or a crash not yet
@@ -84,6 +87,7 @@ pub(crate) fn build_view(
     let mut observed: Vec<(String, Option<String>)> = Vec::new();
     let mut observed_at: HashMap<String, usize> = HashMap::new();
     let mut changes = Vec::new();
+    let mut state = Vec::new();
     for record in scan.records {
         match record.event {
             Event::Call(call) => {
@@ -126,6 +130,7 @@ pub(crate) fn build_view(
                 }
             },
             Event::Change(change) => changes.push(change),
+            Event::State { kind, data } => state.push((record.seq, kind, data)),
             Event::Ignored => {}
         }
     }
@@ -134,6 +139,7 @@ pub(crate) fn build_view(
         calls,
         observed,
         changes,
+        state,
         next_seq: scan.next_seq,
         torn_tail_bytes: scan.torn_len as u64,
     })

@@ -12,6 +12,7 @@ mod context;
 mod error;
 pub mod events;
 pub mod history;
+pub mod interact;
 pub mod lsp;
 mod pipeline;
 mod policy;
@@ -27,6 +28,10 @@ pub use context::{AdditionalContext, ToolContext};
 pub use error::{RegistrationError, ToolError};
 pub use events::{EventsHandle, HostEvents, Notice};
 pub use history::{ChangeHistory, History, HistoryCall, HistoryError, HistoryHandle};
+pub use interact::{
+    InteractionHandle, InteractionState, LoadedSkill, QuestionError, QuestionRequest,
+    QuestionsHandle, ResourceBase, SkillCatalog, SkillEntry, SkillsHandle, UserQuestions,
+};
 pub use pipeline::{CallInput, CanonicalResult, ExecNext, ExecToken, Execution, Finalized};
 pub use policy::{
     ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecuteWrapper, Guard, PostDecision,

@@ -248,6 +248,19 @@ impl Registry {
         self.inner.resolve(name).map(|t| t.annotations()).unwrap_or_default()
     }
 
+    /// A way to look up tools' annotations that does not keep the registry alive (for guards
+    /// the registry itself holds): MCP's defaults once the registry is gone.
+    pub fn annotations_lookup(&self) -> impl Fn(&str) -> ToolAnnotations + Send + Sync + 'static {
+        let inner = Arc::downgrade(&self.inner);
+        move |name| {
+            inner
+                .upgrade()
+                .and_then(|inner| inner.resolve(name))
+                .map(|t| t.annotations())
+                .unwrap_or_default()
+        }
+    }
+
     /// The renderer version of a tool (0 if unknown).
     pub fn renderer_version(&self, name: &str) -> u32 {
         self.inner.resolve(name).map_or(0, |t| t.renderer_version())

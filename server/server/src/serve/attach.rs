@@ -18,11 +18,90 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use toolhost_contract::CancellationToken;
+use toolhost_contract::{
+    BoxFuture, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions,
+};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
-    AttachParams, AttachResult, CallOutputParams, CallToolParams, ListToolsResult, methods,
+    Answer, AskUserParams, AskUserResult, AttachParams, AttachResult, CallOutputParams,
+    CallToolParams, ListToolsResult, methods,
 };
+
+type Replies = Arc<Mutex<HashMap<i64, tokio::sync::oneshot::Sender<Result<Value, ErrorObject>>>>>;
+
+/// Asks the attached `toolhost mcp` — which asks its MCP client (elicitation) — the questions
+/// of a call it made: `toolhost/askUser` over the socket, withdrawn with `$/cancelRequest`.
+struct AttachAsker {
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    replies: Replies,
+    next_id: Arc<std::sync::atomic::AtomicI64>,
+    state: Arc<ServerState>,
+}
+
+impl UserQuestions for AttachAsker {
+    fn ask(
+        &self,
+        request: QuestionRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
+        Box::pin(async move {
+            let label =
+                self.state.host().ok().and_then(|host| host.review().call_label(&request.call_id));
+            let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut params = serde_json::to_value(AskUserParams {
+                call_id: request.call_id,
+                title: label.as_ref().map_or_else(|| request.tool.clone(), |(t, _)| t.clone()),
+                caller: label.and_then(|(_, caller)| caller),
+                tool: request.tool,
+                intent: request.intent,
+                questions: request.questions,
+                plan: request.plan,
+            })
+            .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
+            params["requestId"] = Value::from(id);
+            let body = message::encode_request(&Id::Number(id), methods::ASK_USER, &params)
+                .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            if let Ok(mut replies) = self.replies.lock() {
+                replies.insert(id, tx);
+            }
+            let gone =
+                || QuestionError::NoProvider("the agent's toolhost mcp went away".to_owned());
+            if self.out.send(body).is_err() {
+                return Err(gone());
+            }
+            let reply = tokio::select! {
+                reply = rx => reply.map_err(|_| gone())?,
+                () = cancel.cancelled() => {
+                    if let Ok(mut replies) = self.replies.lock() {
+                        replies.remove(&id);
+                    }
+                    if let Ok(body) = message::encode_notification("$/cancelRequest", &json!({"id": id})) {
+                        let _ = self.out.send(body);
+                    }
+                    return Err(QuestionError::Aborted);
+                }
+            };
+            match reply {
+                Ok(value) => {
+                    let result: AskUserResult = serde_json::from_value(value)
+                        .map_err(|e| QuestionError::Cancelled(format!("unexpected answer: {e}")))?;
+                    if result.dismissed {
+                        Err(QuestionError::Cancelled("the user dismissed the question".to_owned()))
+                    } else {
+                        Ok(result.answers)
+                    }
+                }
+                // The agent's client turned out unable to ask: the editor may.
+                Err(error) if error.code == codes::METHOD_NOT_FOUND => {
+                    Err(QuestionError::NoProvider(error.message))
+                }
+                Err(error) => Err(QuestionError::Cancelled(error.message)),
+            }
+        })
+    }
+}
 
 /// Binds the attach socket at `path` and serves it until `state.stop`. Returns the path bound
 /// (to remove at exit), or `None` when another live server owns it or binding failed.
@@ -106,6 +185,8 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
     // The agent's name, once it attached: it labels the cards of its calls.
     let caller: Arc<Mutex<Option<String>>> = Arc::default();
     let requests: Arc<Mutex<HashMap<Id, CancellationToken>>> = Arc::default();
+    let replies: Replies = Arc::default();
+    let next_id = Arc::new(std::sync::atomic::AtomicI64::new(1));
     let closed = CancellationToken::new();
     if let Some(host) = state.host.get() {
         let mut changes = host.registry().changes();
@@ -161,7 +242,16 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
                 }
                 continue;
             }
-            Ok(Incoming::Response(_)) => continue,
+            Ok(Incoming::Response(response)) => {
+                let waiter = response
+                    .id
+                    .as_i64()
+                    .and_then(|id| replies.lock().ok().and_then(|mut r| r.remove(&id)));
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(response.result);
+                }
+                continue;
+            }
             Err(Some(invalid)) => {
                 let _ = out.send(message::encode_error(&invalid.id, &invalid.error()));
                 continue;
@@ -178,9 +268,15 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
         }
         let (state, out, caller, requests) =
             (Arc::clone(&state), out.clone(), Arc::clone(&caller), Arc::clone(&requests));
+        let asker: QuestionsHandle = Arc::new(AttachAsker {
+            out: out.clone(),
+            replies: Arc::clone(&replies),
+            next_id: Arc::clone(&next_id),
+            state: Arc::clone(&state),
+        });
         tokio::spawn(async move {
             let id = request.id.clone();
-            let work = answer(&state, request.method, request.params, &caller, &out);
+            let work = answer(&state, request.method, request.params, &caller, &out, asker);
             let body = tokio::select! {
                 answered = work => match answered {
                     Ok(value) => message::encode_result(&id, &value)
@@ -214,6 +310,7 @@ async fn answer(
     params: Option<Value>,
     caller: &Mutex<Option<String>>,
     out: &mpsc::UnboundedSender<Vec<u8>>,
+    asker: QuestionsHandle,
 ) -> Result<Value, ErrorObject> {
     let params = params.unwrap_or_else(|| json!({}));
     let invalid =
@@ -274,7 +371,8 @@ async fn answer(
                     }
                 }
             });
-            let result = run_call(state, p.name, p.arguments, Some(call_id), who).await;
+            let asker = p.can_ask.then_some(asker);
+            let result = run_call(state, p.name, p.arguments, Some(call_id), who, asker).await;
             drop(watch);
             let result = result?;
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
@@ -283,6 +381,18 @@ async fn answer(
             let p: toolhost_protocol::lsp_ext::SetReviewParams =
                 serde_json::from_value(params).map_err(invalid)?;
             serde_json::to_value(host.review().update(&p))
+                .map_err(|e| ErrorObject::internal(e.to_string()))
+        }
+        methods::SET_PLAN_MODE => {
+            let p: toolhost_protocol::lsp_ext::SetPlanModeParams =
+                serde_json::from_value(params).map_err(invalid)?;
+            serde_json::to_value(host.interaction().set_plan_mode(p.active).await)
+                .map_err(|e| ErrorObject::internal(e.to_string()))
+        }
+        methods::STRUCTURED_OUTPUT => {
+            let p: toolhost_protocol::lsp_ext::StructuredOutputParams =
+                serde_json::from_value(params).map_err(invalid)?;
+            serde_json::to_value(host.interaction().structured(p).await)
                 .map_err(|e| ErrorObject::internal(e.to_string()))
         }
         other => {

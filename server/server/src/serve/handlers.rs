@@ -96,13 +96,25 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::CALL_TOOL => {
             spawn(state, id, async move {
                 let p: CallToolParams = params(raw, true)?;
-                run_call(&task_state, p.name, p.arguments, p.call_id, None).await
+                run_call(&task_state, p.name, p.arguments, p.call_id, None, None).await
             });
         }
         methods::SET_REVIEW => {
             spawn(state, id, async move {
                 let p: toolhost_protocol::lsp_ext::SetReviewParams = params(raw, true)?;
                 Ok(task_state.host()?.review().update(&p))
+            });
+        }
+        methods::SET_PLAN_MODE => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::SetPlanModeParams = params(raw, true)?;
+                Ok(task_state.host()?.interaction().set_plan_mode(p.active).await)
+            });
+        }
+        methods::STRUCTURED_OUTPUT => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::StructuredOutputParams = params(raw, true)?;
+                Ok(task_state.host()?.interaction().structured(p).await)
             });
         }
         methods::CANCEL_CALL => {
@@ -304,6 +316,17 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         let reviewer = crate::review::EditorReviewer(state.editor.clone());
         host.review().set_reviewer(Some(Arc::new(reviewer)));
     }
+    let asks = params
+        .capabilities
+        .get("experimental")
+        .and_then(|e| e.pointer("/toolhost/askUser"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if asks {
+        let asker = crate::interact::EditorAsker(state.editor.clone());
+        host.questions().set_editor(Some(Arc::new(asker)));
+    }
+    host.restore_session_state(&opened.report);
     let host = Arc::new(host);
     // A revert a crash interrupted is rolled back now, not at the first call.
     let recovering = Arc::clone(&host);
@@ -343,6 +366,7 @@ pub(super) async fn run_call(
     arguments: Value,
     call_id: Option<String>,
     caller: Option<String>,
+    asker: Option<toolhost_contract::QuestionsHandle>,
 ) -> Result<CallToolResult, ErrorObject> {
     let host = state.host()?;
     let call_id = call_id.unwrap_or_else(new_call_id);
@@ -365,7 +389,7 @@ pub(super) async fn run_call(
     let task_id = call_id.clone();
     let task = tokio::spawn(async move {
         let (state, host) = (task_state, task_host);
-        let prepared = host.prepare(&task_id, &name, arguments).by(caller);
+        let prepared = host.prepare(&task_id, &name, arguments).by(caller).asked_through(asker);
         let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
         let outcome = {
             let _permit = if safe {
@@ -467,5 +491,5 @@ async fn execute_command(
         ));
     };
     let arguments = args.next().unwrap_or_else(|| json!({}));
-    run_call(state, name, arguments, None, None).await
+    run_call(state, name, arguments, None, None, None).await
 }

@@ -1,0 +1,54 @@
+//! The interaction tools (docs/tools.md, "Interaction"): `todo_write` (the session's task list),
+//! `ask_user_question` (questions the person answers where they work), `exit_plan_mode` (the
+//! plan review that ends plan mode), `skill` (instructions loaded from a `SKILL.md`) and
+//! `structured_output` (the run's typed result). They reach the person and the session only
+//! through the contract's `UserQuestions`, `InteractionState` and `SkillCatalog` capabilities.
+
+mod plan;
+mod question;
+pub mod skill;
+mod structured;
+mod todo;
+
+pub use plan::{ExitPlanModeArgs, ExitPlanModeOutput, ExitPlanModeTool, PLAN_APPROVED_TEXT};
+pub use question::{AskUserQuestionArgs, AskUserQuestionOutput, AskUserQuestionTool, QuestionArg};
+pub use skill::{SkillArgs, SkillOutput, SkillTool};
+pub use structured::{StructuredOutput, StructuredOutputTool, already_recorded};
+pub use todo::{TodoCounts, TodoItem, TodoStatus, TodoWriteArgs, TodoWriteOutput, TodoWriteTool};
+
+use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
+use toolhost_contract::{Disposer, RegistrationError, Registry};
+
+/// Settings of the interaction tools (`[interact]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InteractConfig {
+    /// `todo_write` accepts several `in_progress` items.
+    pub allow_parallel_in_progress: bool,
+}
+
+/// What these tools do to the world: nothing outside the session (they may run in plan mode).
+pub(crate) const SESSION_ONLY: ToolAnnotations =
+    ToolAnnotations { read_only: true, destructive: false, idempotent: false, open_world: false };
+
+/// Registers the five tools.
+pub fn register(
+    registry: &Registry,
+    config: InteractConfig,
+) -> Result<Vec<Disposer>, RegistrationError> {
+    Ok(vec![
+        registry.register(TodoWriteTool::new(config))?,
+        registry.register(AskUserQuestionTool)?,
+        registry.register(ExitPlanModeTool)?,
+        registry.register(SkillTool)?,
+        registry.register(StructuredOutputTool)?,
+    ])
+}
+
+/// A call-time title cut to a card's width.
+pub(crate) fn short(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
