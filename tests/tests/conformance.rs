@@ -13,9 +13,12 @@ use toolhost_harness::scenario::{
     ReviewScript, Scenario, Step, apply_external, bless_requested, bless_step, check_step,
     substitute,
 };
-use toolhost_protocol::lsp_ext::{ReviewParams, ReviewResult};
+use toolhost_protocol::lsp_ext::{
+    AskUserParams, AskUserResult, ReviewParams, ReviewResult, SetPlanModeParams,
+};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
+use toolhost_server::interact::Asker;
 use toolhost_server::review::Reviewer;
 use toolhost_server::session::open_session;
 
@@ -55,6 +58,9 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
         asked: AtomicBool::new(false),
     });
     host.review().set_reviewer(Some(reviewer.clone()));
+    let asker =
+        Arc::new(ScriptedAnswers { answer: Mutex::default(), asked: AtomicBool::new(false) });
+    host.questions().set_editor(Some(asker.clone()));
     // Bless mode (UPDATE_EXPECT=1): expectations are rewritten, not checked.
     let mut raw = bless_requested().then(|| scenario.raw_steps().unwrap());
     let mut problems = Vec::new();
@@ -65,9 +71,20 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                 let params = serde_json::from_value(set_review.clone()).unwrap();
                 host.review().update(&params);
             }
-            Step::Tool { tool, args, expect, review } => {
+            Step::SetPlanMode { set_plan_mode } => {
+                let params: SetPlanModeParams =
+                    serde_json::from_value(set_plan_mode.clone()).unwrap();
+                host.interaction().set_plan_mode(params.active).await;
+            }
+            Step::StructuredOutput { structured_output } => {
+                let params = serde_json::from_value(structured_output.clone()).unwrap();
+                host.interaction().structured(params).await;
+            }
+            Step::Tool { tool, args, expect, review, ask_user } => {
                 reviewer.script.lock().unwrap().clone_from(review);
                 reviewer.asked.store(false, Ordering::SeqCst);
+                asker.answer.lock().unwrap().clone_from(ask_user);
+                asker.asked.store(false, Ordering::SeqCst);
                 let outcome = host
                     .call(
                         &format!("call_{idx}"),
@@ -84,6 +101,12 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                 {
                     problems
                         .push(format!("step {idx} ({tool}): the scripted review was never asked"));
+                }
+                let ignored = ask_user.as_ref().and_then(|a| a.get("ignore")).is_some();
+                if ask_user.is_some() && !ignored && !asker.asked.load(Ordering::SeqCst) {
+                    problems.push(format!(
+                        "step {idx} ({tool}): the scripted question was never asked"
+                    ));
                 }
                 if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {
                     bless_step(step, &result, &card, &workspace);
@@ -106,6 +129,31 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     }
     problems.extend(scenario.check_after(&root).unwrap());
     problems
+}
+
+/// A person who answers `toolhost/askUser` from the scenario's script.
+struct ScriptedAnswers {
+    answer: Mutex<Option<Value>>,
+    asked: AtomicBool,
+}
+
+impl Asker for ScriptedAnswers {
+    fn ask(
+        &self,
+        _params: AskUserParams,
+        stop: CancellationToken,
+    ) -> BoxFuture<'_, Result<AskUserResult, String>> {
+        Box::pin(async move {
+            self.asked.store(true, Ordering::SeqCst);
+            let answer = self.answer.lock().unwrap().clone();
+            let Some(answer) = answer else { return Err("no answer was scripted".to_owned()) };
+            if answer.get("ignore").is_some() {
+                stop.cancelled().await;
+                return Err("withdrawn".to_owned());
+            }
+            Ok(serde_json::from_value(answer).unwrap())
+        })
+    }
 }
 
 /// A person who answers review questions from the scenario's script.

@@ -6,7 +6,7 @@ use crate::scenario::{
     ReviewScript, Scenario, Step, apply_external, bless_requested, bless_step, check_step,
     substitute,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -68,9 +68,23 @@ pub fn run_scenario(
     // The current step's review script, and whether its question came.
     let script: Arc<Mutex<Option<ReviewScript>>> = Arc::default();
     let asked = Arc::new(AtomicBool::new(false));
+    // The current step's answer to a question, and whether the question came.
+    let answer: Arc<Mutex<Option<Value>>> = Arc::default();
+    let questioned = Arc::new(AtomicBool::new(false));
     let handler: RequestHandler = {
         let (script, asked, root) = (Arc::clone(&script), Arc::clone(&asked), root.clone());
+        let (answer, questioned) = (Arc::clone(&answer), Arc::clone(&questioned));
         Arc::new(move |method, _params| {
+            if method == "toolhost/askUser" {
+                questioned.store(true, Ordering::SeqCst);
+                let Some(answer) = answer.lock().ok().and_then(|a| a.clone()) else {
+                    return Err((-32603, "no answer was scripted for this step".to_owned()));
+                };
+                if answer.get("ignore").and_then(Value::as_bool) == Some(true) {
+                    return Err((NO_REPLY, String::new()));
+                }
+                return Ok(answer);
+            }
             if method != "toolhost/review" {
                 return Err((-32601, format!("unhandled method {method}")));
             }
@@ -88,7 +102,11 @@ pub fn run_scenario(
         })
     };
     let mut client = Client::spawn(bin, &root, &["--session-dir", &sessions_arg], &[], handler)?;
-    client.initialize(&root, init, json!({"experimental": {"toolhost": {"review": true}}}))?;
+    client.initialize(
+        &root,
+        init,
+        json!({"experimental": {"toolhost": {"review": true, "askUser": true}}}),
+    )?;
     let workspace = root.display().to_string();
     let io =
         |e: crate::scenario::ScenarioError| ClientError::Io(std::io::Error::other(e.to_string()));
@@ -101,15 +119,31 @@ pub fn run_scenario(
             Step::SetReview { set_review } => {
                 client.request("toolhost/setReview", set_review.clone())?;
             }
-            Step::Tool { tool, args, expect, review } => {
+            Step::SetPlanMode { set_plan_mode } => {
+                client.request("toolhost/setPlanMode", set_plan_mode.clone())?;
+            }
+            Step::StructuredOutput { structured_output } => {
+                client.request("toolhost/structuredOutput", structured_output.clone())?;
+            }
+            Step::Tool { tool, args, expect, review, ask_user } => {
                 if let Ok(mut slot) = script.lock() {
                     slot.clone_from(review);
                 }
+                if let Ok(mut slot) = answer.lock() {
+                    slot.clone_from(ask_user);
+                }
                 asked.store(false, Ordering::SeqCst);
+                questioned.store(false, Ordering::SeqCst);
                 let response = client.call_tool(tool, substitute(args, &workspace, None))?;
                 if review.as_ref().is_some_and(|r| !r.ignore) && !asked.load(Ordering::SeqCst) {
                     problems
                         .push(format!("step {idx} ({tool}): the scripted review was never asked"));
+                }
+                let ignored = ask_user.as_ref().and_then(|a| a.get("ignore")).is_some();
+                if ask_user.is_some() && !ignored && !questioned.load(Ordering::SeqCst) {
+                    problems.push(format!(
+                        "step {idx} ({tool}): the scripted question was never asked"
+                    ));
                 }
                 let (result, card) = (&response["result"], &response["card"]);
                 if let Some(step) = raw.as_mut().and_then(|r| r.get_mut(idx)) {

@@ -7,7 +7,11 @@
 //! or `{"setReview": {mode, timeoutMs?, fallback?}}` (review mode, docs/protocol.md). A tool step's
 //! `review` scripts the answer to its `toolhost/review` question: `{accepted, comment?}`,
 //! `{ignore: true}` (never answer), optionally with an `external` change made before answering;
-//! runners advertise that they review and fail a step whose scripted question never came.
+//! runners advertise that they review and fail a step whose scripted question never came. A tool
+//! step's `askUser` is the `toolhost/askUser` result its call's question is answered with
+//! (`{answers: [...]}` or `{dismissed: true}`; `{ignore: true}` never answers), with the same
+//! rules. `{"setPlanMode": {active}}` and `{"structuredOutput": {schema?, reset?}}` send those
+//! requests (docs/protocol.md).
 //! Expected strings may use `${WORKSPACE}` (the workspace root) and `${SPILL}` (the locator of that
 //! step's spill file); step arguments may use `${WORKSPACE}` too. `error` compares the failure's
 //! `message`/`info` keys it lists. `value`, `content` and `meta` compare exactly; `card` compares
@@ -90,12 +94,25 @@ pub enum Step {
         #[serde(rename = "setReview")]
         set_review: Value,
     },
+    /// Sends `toolhost/setPlanMode` with these params (`{active}`).
+    SetPlanMode {
+        #[serde(rename = "setPlanMode")]
+        set_plan_mode: Value,
+    },
+    /// Sends `toolhost/structuredOutput` with these params (`{schema?, reset?}`).
+    StructuredOutput {
+        #[serde(rename = "structuredOutput")]
+        structured_output: Value,
+    },
     Tool {
         tool: String,
         args: Value,
         expect: Box<Expect>,
         #[serde(default)]
         review: Option<ReviewScript>,
+        /// The answer to the call's `toolhost/askUser` question.
+        #[serde(default, rename = "askUser")]
+        ask_user: Option<Value>,
     },
 }
 
