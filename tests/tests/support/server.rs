@@ -85,6 +85,11 @@ fn build(release: bool) -> PathBuf {
 /// install-deps` installs) as `<script> <toolhost binary> <workspace> <state dir>`, and returns the
 /// JSON summary it prints last.
 pub fn run_python_client(script: &str, env: &Env) -> Value {
+    run_python_client_with(script, env, &[])
+}
+
+/// [`run_python_client`] with more arguments after the state dir.
+pub fn run_python_client_with(script: &str, env: &Env, extra: &[&str]) -> Value {
     let python = workspace_root().join(".client-tools/py/bin/python");
     assert!(
         python.exists(),
@@ -96,6 +101,7 @@ pub fn run_python_client(script: &str, env: &Env) -> Value {
         .arg(binary())
         .arg(&env.root)
         .arg(&env.state)
+        .args(extra)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
