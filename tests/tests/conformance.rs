@@ -81,7 +81,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                 host.interaction().structured(params).await;
             }
             Step::Tool { tool, args, expect, review, ask_user } => {
-                reviewer.script.lock().unwrap().clone_from(review);
+                *reviewer.script.lock().unwrap() = review.as_deref().cloned();
                 reviewer.asked.store(false, Ordering::SeqCst);
                 asker.answer.lock().unwrap().clone_from(ask_user);
                 asker.asked.store(false, Ordering::SeqCst);

@@ -315,7 +315,7 @@ async fn plan_mode_and_a_completed_run_survive_a_resumed_session() {
     }
     let opened = open_session(&sessions, &root, "resumed").unwrap();
     let host = host_for(&root, &opened);
-    assert_eq!(host.interaction().set_plan_mode(None).await.active, true);
+    assert!(host.interaction().set_plan_mode(None).await.active);
     let state = host.interaction().structured_state();
     assert!(state.recorded);
     assert_eq!(state.value, Some(json!({"a": 1})));

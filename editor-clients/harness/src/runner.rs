@@ -127,7 +127,7 @@ pub fn run_scenario(
             }
             Step::Tool { tool, args, expect, review, ask_user } => {
                 if let Ok(mut slot) = script.lock() {
-                    slot.clone_from(review);
+                    *slot = review.as_deref().cloned();
                 }
                 if let Ok(mut slot) = answer.lock() {
                     slot.clone_from(ask_user);

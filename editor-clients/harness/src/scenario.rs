@@ -109,7 +109,7 @@ pub enum Step {
         args: Value,
         expect: Box<Expect>,
         #[serde(default)]
-        review: Option<ReviewScript>,
+        review: Option<Box<ReviewScript>>,
         /// The answer to the call's `toolhost/askUser` question.
         #[serde(default, rename = "askUser")]
         ask_user: Option<Value>,
