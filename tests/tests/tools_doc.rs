@@ -35,9 +35,14 @@ fn example_workspace(root: &Path) {
             "static int add(int a, int b) {\n    return a + b;\n}\n\nint main(void) {\n    return add(1, 2) - 3;\n}\n",
         ),
         ("README.md", "# Example\n\nA workspace for the tool examples.\n"),
+        (
+            ".claude/skills/changelog/SKILL.md",
+            "---\nname: changelog\ndescription: Add an entry to CHANGELOG.md for a change\n---\n\n1. Read CHANGELOG.md.\n2. Add one line under `Unreleased`.\n",
+        ),
     ];
     for (i, (path, text)) in files.iter().enumerate() {
         let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(&full, text).unwrap();
         let file = std::fs::OpenOptions::new().write(true).open(&full).unwrap();
         let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + i as u64);
@@ -82,12 +87,58 @@ fn examples() -> Vec<Example> {
         Example { tool: "job_output", args: json!({"job_id": "bash-1", "wait": true}) },
         Example { tool: "job_list", args: json!({}) },
         Example { tool: "job_kill", args: json!({"job_id": "bash-1"}) },
+        Example {
+            tool: "todo_write",
+            args: json!({"todos": [
+                {"content": "Find the bug", "status": "completed"},
+                {"content": "Fix greet", "status": "in_progress"},
+                {"content": "Add a test", "status": "pending"}
+            ]}),
+        },
+        Example {
+            tool: "ask_user_question",
+            args: json!({"questions": [{"id": "greeting", "question": "Which greeting should greet print?", "header": "Greeting", "options": [{"label": "Hello", "description": "as today"}, {"label": "Hi"}]}]}),
+        },
+        Example {
+            tool: "exit_plan_mode",
+            args: json!({"plan": "# Shorter greeting\n\n1. Change `Hello` to `Hi` in src/greet.c\n2. Build"}),
+        },
+        Example { tool: "skill", args: json!({"name": "changelog"}) },
+        Example {
+            tool: "structured_output",
+            args: json!({"summary": "greet says Hi", "files": ["src/greet.c"]}),
+        },
     ]
+}
+
+/// The person in the examples: picks each question's first option (`Approve` for a plan).
+struct FirstOption;
+
+impl toolhost_server::interact::Asker for FirstOption {
+    fn ask(
+        &self,
+        params: toolhost_protocol::lsp_ext::AskUserParams,
+        _stop: CancellationToken,
+    ) -> toolhost_contract::BoxFuture<'_, Result<toolhost_protocol::lsp_ext::AskUserResult, String>>
+    {
+        let answers = params
+            .questions
+            .iter()
+            .map(|q| toolhost_protocol::lsp_ext::Answer {
+                id: q.id.clone(),
+                selected: q.options.iter().take(1).map(|o| o.label.clone()).collect(),
+                custom: None,
+            })
+            .collect();
+        Box::pin(async move {
+            Ok(toolhost_protocol::lsp_ext::AskUserResult { answers, dismissed: false })
+        })
+    }
 }
 
 /// The host the examples run in: the binary's tools and defaults, no session.
 fn example_host(root: &Path) -> Host {
-    Host::new(
+    let host = Host::new(
         &Config::default(),
         HostOptions {
             roots: vec![root.to_path_buf()],
@@ -98,7 +149,9 @@ fn example_host(root: &Path) -> Host {
             session: None,
         },
     )
-    .unwrap()
+    .unwrap();
+    host.questions().set_editor(Some(Arc::new(FirstOption)));
+    host
 }
 
 /// Runs the examples in one host (in order: edit needs the read before it) and returns, per
@@ -109,6 +162,9 @@ async fn run_examples(root: &Path) -> Vec<(String, String)> {
     let scrub = |text: &str| text.replace(&root_text, "/w");
     let mut out = Vec::new();
     for (i, example) in examples().into_iter().enumerate() {
+        if example.tool == "exit_plan_mode" {
+            host.interaction().set_plan_mode(Some(true)).await;
+        }
         let outcome = host
             .call(
                 &format!("call_{i}"),

@@ -42,6 +42,8 @@ pub struct QuestionArg {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserQuestionArgs {
+    /// The questions, asked together (at least one): each `{id, question, header?, options?,
+    /// multi_select?}`.
     pub questions: Vec<QuestionArg>,
 }
 
