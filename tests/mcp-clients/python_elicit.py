@@ -7,7 +7,8 @@ asks with `elicitation/create`. `client`: the high-level `Client` in its default
 negotiates 2026-07-28 through `server/discover`; there toolhost answers `tools/call` with an
 input-required result and the client retries with the answer. Either way the elicitation callback
 is the user: it picks "SQLite" for the first question and declines the second. Prints one JSON
-line: the protocol, each call's isError and text, and the forms the user saw.
+line: the protocol, each call's isError and text, the forms the user saw and (`session`) the
+prompts listed, the first one's text included.
 """
 
 import asyncio
@@ -57,6 +58,7 @@ async def main(binary, workspace, state, mode):
         return types.ElicitResult(action="decline")
 
     calls = []
+    prompts = []
     if mode == "session":
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
@@ -65,13 +67,19 @@ async def main(binary, workspace, state, mode):
                 for args in (QUESTION, SECOND):
                     result = await session.call_tool("ask_user_question", args)
                     calls.append({"isError": result.is_error, "text": text_of(result)})
+                # The workspace's skills are prompts too.
+                listed = await session.list_prompts()
+                prompts = [{"name": p.name, "description": p.description} for p in listed.prompts]
+                if prompts:
+                    got = await session.get_prompt(prompts[0]["name"])
+                    prompts[0]["text"] = got.messages[0].content.text
     else:
         async with Client(params, elicitation_callback=on_elicit) as client:
             protocol = client.protocol_version
             for args in (QUESTION, SECOND):
                 result = await client.call_tool("ask_user_question", args)
                 calls.append({"isError": result.is_error, "text": text_of(result)})
-    print(json.dumps({"protocol": protocol, "calls": calls, "forms": forms}))
+    print(json.dumps({"protocol": protocol, "calls": calls, "forms": forms, "prompts": prompts}))
 
 
 if __name__ == "__main__":

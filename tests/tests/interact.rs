@@ -164,10 +164,20 @@ fn elicitation_summary(env: &Env, mode: &str) -> Value {
 }
 
 #[test]
-fn an_mcp_client_answers_by_elicitation_create() {
+fn an_mcp_client_answers_by_elicitation_create_and_gets_skills_as_prompts() {
     let env = Env::new();
+    env.write(
+        ".claude/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Add a changelog entry\n---\nAdd one line.\n",
+    );
     let summary = elicitation_summary(&env, "session");
     assert_eq!(summary["protocol"], "2025-11-25");
+    let prompt = &summary["prompts"][0];
+    assert_eq!(prompt["name"], "changelog", "{summary}");
+    assert_eq!(prompt["description"], "Add a changelog entry");
+    let text = prompt["text"].as_str().unwrap();
+    assert!(text.starts_with("<skill_content name=\"changelog\">"), "{text}");
+    assert!(text.contains("<skill_instructions>\nAdd one line.\n</skill_instructions>"), "{text}");
 }
 
 #[test]

@@ -55,4 +55,22 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A client identified itself and the result shape chosen for it (recorded in the log).
     fn client_seen(&self, _caller: &Caller, _protocol: &str, _results: &str) {}
+
+    /// The prompts offered to the client (the workspace's skills), sorted by name.
+    fn prompts(&self) -> Vec<PromptEntry> {
+        Vec::new()
+    }
+
+    /// The text of prompt `name` (a skill's instructions in their envelope); `Ok(None)` when
+    /// there is no such prompt.
+    fn prompt(&self, _name: &str) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+}
+
+/// A prompt as `prompts/list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptEntry {
+    pub name: String,
+    pub description: String,
 }

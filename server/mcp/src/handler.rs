@@ -271,8 +271,11 @@ fn progress_ticker(
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        let capabilities =
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .build();
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -399,6 +402,47 @@ impl ServerHandler for McpServer {
             ticker.abort();
         }
         Ok(response)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let prompts = self
+            .backend
+            .prompts()
+            .into_iter()
+            .map(|p| rmcp::model::Prompt::new(p.name, Some(p.description), None))
+            .collect();
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        match self.backend.prompt(&request.name) {
+            Ok(Some(text)) => {
+                let message = rmcp::model::PromptMessage::new_text(rmcp::model::Role::User, text);
+                let description = self
+                    .backend
+                    .prompts()
+                    .into_iter()
+                    .find(|p| p.name == request.name)
+                    .map(|p| p.description);
+                let mut result = rmcp::model::GetPromptResult::new(vec![message]);
+                if let Some(description) = description {
+                    result = result.with_description(description);
+                }
+                Ok(result.into())
+            }
+            Ok(None) => {
+                Err(McpError::invalid_params(format!("unknown prompt \"{}\"", request.name), None))
+            }
+            Err(err) => Err(McpError::internal_error(err, None)),
+        }
     }
 
     fn accepted_subscription_filter(

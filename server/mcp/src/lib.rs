@@ -17,7 +17,7 @@ pub mod handler;
 pub mod results;
 pub mod transport;
 
-pub use backend::{Backend, BackendError, Caller, ToolCall};
+pub use backend::{Backend, BackendError, Caller, PromptEntry, ToolCall};
 pub use config::McpConfig;
 pub use handler::McpServer;
 pub use results::ResultsMode;

@@ -412,6 +412,27 @@ impl Backend for McpBackend {
         self.changes.subscribe()
     }
 
+    fn prompts(&self) -> Vec<toolhost_mcp::PromptEntry> {
+        let catalog = crate::skills::SkillDirs::new(&[self.root.clone()], &self.config.skill_dirs);
+        toolhost_contract::SkillCatalog::skills(&catalog)
+            .into_iter()
+            .map(|s| toolhost_mcp::PromptEntry { name: s.name, description: s.description })
+            .collect()
+    }
+
+    fn prompt(&self, name: &str) -> Result<Option<String>, String> {
+        let catalog = crate::skills::SkillDirs::new(&[self.root.clone()], &self.config.skill_dirs);
+        let Some(skill) = toolhost_contract::SkillCatalog::load(&catalog, name)? else {
+            return Ok(None);
+        };
+        // The same envelope the `skill` tool gives the model.
+        Ok(Some(toolhost_tools_interact::skill::envelope(
+            &skill.entry.name,
+            skill.resource_base.as_ref(),
+            &skill.content,
+        )))
+    }
+
     fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {
         if let Ok(mut slot) = self.client.lock() {
             *slot = Some((caller.clone(), protocol.to_owned(), results.to_owned()));

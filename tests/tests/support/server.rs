@@ -144,6 +144,9 @@ impl Env {
     /// Writes a workspace file (relative path).
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.root.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
         std::fs::write(&path, text).unwrap();
         path
     }

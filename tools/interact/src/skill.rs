@@ -134,6 +134,19 @@ fn resource_hints(base: Option<&ResourceBase>) -> Vec<String> {
     }
 }
 
+/// A skill's `<skill_content>` envelope: the name as an attribute, where its resources are, and
+/// its instructions (what the `skill` tool returns, and `toolhost mcp`'s prompt of the skill).
+pub fn envelope(name: &str, resource_base: Option<&ResourceBase>, content: &str) -> String {
+    let hints: Vec<String> = resource_hints(resource_base).iter().map(|l| escape_text(l)).collect();
+    format!(
+        "<skill_content name=\"{}\">\n<skill_resources>\n{}\n</skill_resources>\n\n\
+         <skill_instructions>\n{}\n</skill_instructions>\n</skill_content>",
+        escape_attribute(name),
+        hints.join("\n"),
+        escape_text(content.trim_end()),
+    )
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillArgs {
@@ -202,14 +215,10 @@ impl Tool for SkillTool {
     }
 
     fn render(&self, _args: &SkillArgs, output: &SkillOutput) -> Vec<ContentBlock> {
-        let hints: Vec<String> =
-            resource_hints(output.resource_base.as_ref()).iter().map(|l| escape_text(l)).collect();
-        vec![ContentBlock::text(format!(
-            "<skill_content name=\"{}\">\n<skill_resources>\n{}\n</skill_resources>\n\n\
-             <skill_instructions>\n{}\n</skill_instructions>\n</skill_content>",
-            escape_attribute(&output.name),
-            hints.join("\n"),
-            escape_text(output.content.trim_end()),
+        vec![ContentBlock::text(envelope(
+            &output.name,
+            output.resource_base.as_ref(),
+            &output.content,
         ))]
     }
 }
