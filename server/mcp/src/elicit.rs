@@ -216,7 +216,7 @@ impl<T> Suspended<T> {
         answer: tokio::sync::oneshot::Sender<Result<ElicitResult, QuestionError>>,
         cancel: CancellationToken,
     ) -> String {
-        let handle = format!("toolhost-{:032x}", rand_u128());
+        let handle = format!("toolhost-{:032x}", rand::random::<u128>());
         let call = SuspendedCall { task, questions, answer, cancel, since: Instant::now() };
         if let Ok(mut calls) = self.calls.lock() {
             // Calls whose client never came back are cancelled (their bodies end and are logged).
@@ -235,18 +235,6 @@ impl<T> Suspended<T> {
     pub fn take(&self, handle: &str) -> Option<SuspendedCall<T>> {
         self.calls.lock().ok()?.remove(handle)
     }
-}
-
-fn rand_u128() -> u128 {
-    // Unguessable enough for a handle only this process's client sees; no extra dependency.
-    use std::hash::{BuildHasher, Hasher};
-    let mut value = 0u128;
-    for _ in 0..2 {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(value ^ Instant::now().elapsed().as_nanos());
-        value = (value << 64) | u128::from(hasher.finish());
-    }
-    value
 }
 
 #[cfg(test)]

@@ -212,3 +212,70 @@ fn session_last_continues_the_newest_session_so_a_read_authorizes_the_next_edit(
     assert_eq!(body["sessionId"], second["sessionId"], "the held session must be skipped");
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn skills_lists_the_workspace_skills_by_name() {
+    let (_dir, ws, state) = setup();
+    let skill = ws.join(".claude/skills/fix-ci");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: fix-ci\ndescription: Fix a red CI run\n---\nSteps.\n",
+    )
+    .unwrap();
+    let manual = ws.join(".toolhost/skills/deploy");
+    std::fs::create_dir_all(&manual).unwrap();
+    std::fs::write(
+        manual.join("SKILL.md"),
+        "---\ndescription: Deploy\ndisable-model-invocation: true\n---\nOnly people.\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["skills", "--json"])
+        .current_dir(&ws)
+        .env("HOME", &state)
+        .env("XDG_STATE_HOME", &state)
+        .env("XDG_CONFIG_HOME", state.join("config"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skills = listed["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 2, "{listed}");
+    assert_eq!(skills[0]["name"], "deploy");
+    assert_eq!(skills[0]["modelInvocable"], false);
+    assert_eq!(skills[1]["name"], "fix-ci");
+    assert_eq!(skills[1]["description"], "Fix a red CI run");
+    assert_eq!(skills[1]["provider"], "workspace");
+}
+
+#[test]
+fn a_structured_schema_makes_the_session_one_run_that_ends_with_its_value() {
+    let (_dir, ws, state) = setup();
+    let schema = r#"{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}"#;
+    let call = |tool: &str, args: &str, schema: &str| {
+        let out = toolhost(
+            &ws,
+            &state,
+            &["call", tool, args, "--session", "run", "--structured-schema", schema],
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let (code, text) = call("structured_output", r#"{"ok":"yes"}"#, schema);
+    assert_eq!(code, Some(1));
+    assert_eq!(text, r#"Error: invalid arguments: "ok" must be a boolean"#);
+    assert_eq!(
+        call("structured_output", r#"{"ok":true}"#, schema),
+        (Some(0), "Structured output recorded.".to_owned())
+    );
+    let (code, text) = call("read", r#"{"file_path":"a.txt"}"#, schema);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        text,
+        "Error: structured output already recorded: the run is complete, so `read` is not executed"
+    );
+    // Another schema is another run.
+    assert_eq!(call("read", r#"{"file_path":"a.txt"}"#, r#"{"type":"object"}"#).0, Some(0));
+    let bad = toolhost(&ws, &state, &["call", "read", "{}", "--structured-schema", "{nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
