@@ -238,6 +238,30 @@ impl Asker for EditorAsker {
     }
 }
 
+/// The `toolhost/askUser` params of `request`, shown with its call's `(title, caller)`.
+pub fn ask_params(
+    request: QuestionRequest,
+    label: Option<(String, Option<String>)>,
+) -> AskUserParams {
+    AskUserParams {
+        call_id: request.call_id,
+        title: label.as_ref().map_or_else(|| request.tool.clone(), |(title, _)| title.clone()),
+        caller: label.and_then(|(_, caller)| caller),
+        tool: request.tool,
+        intent: request.intent,
+        questions: request.questions,
+        plan: request.plan,
+    }
+}
+
+/// The answers of a `toolhost/askUser` result; a dismissal fails `ASK_CANCELLED`.
+pub fn answers_of(result: AskUserResult) -> Result<Vec<Answer>, QuestionError> {
+    if result.dismissed {
+        return Err(QuestionError::Cancelled("the user dismissed the question".to_owned()));
+    }
+    Ok(result.answers)
+}
+
 /// The question channel of one session.
 pub struct SessionQuestions {
     editor: Mutex<Option<Arc<dyn Asker>>>,
@@ -286,20 +310,8 @@ impl SessionQuestions {
         stop: CancellationToken,
     ) -> Result<Vec<Answer>, QuestionError> {
         let label = self.review.call_label(&request.call_id);
-        let params = AskUserParams {
-            call_id: request.call_id,
-            title: label.as_ref().map_or_else(|| request.tool.clone(), |(title, _)| title.clone()),
-            caller: label.and_then(|(_, caller)| caller),
-            tool: request.tool,
-            intent: request.intent,
-            questions: request.questions,
-            plan: request.plan,
-        };
-        match editor.ask(params, stop).await {
-            Ok(result) if result.dismissed => {
-                Err(QuestionError::Cancelled("the user dismissed the question".to_owned()))
-            }
-            Ok(result) => Ok(result.answers),
+        match editor.ask(ask_params(request, label), stop).await {
+            Ok(result) => answers_of(result),
             Err(err) => Err(QuestionError::Cancelled(format!("the editor could not ask: {err}"))),
         }
     }

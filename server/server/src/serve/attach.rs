@@ -24,8 +24,8 @@ use toolhost_contract::{
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
-    Answer, AskUserParams, AskUserResult, AttachParams, AttachResult, CallOutputParams,
-    CallToolParams, ListToolsResult, methods,
+    Answer, AskUserResult, AttachParams, AttachResult, CallOutputParams, CallToolParams,
+    ListToolsResult, methods,
 };
 
 type Replies = Arc<Mutex<HashMap<i64, tokio::sync::oneshot::Sender<Result<Value, ErrorObject>>>>>;
@@ -49,16 +49,8 @@ impl UserQuestions for AttachAsker {
             let label =
                 self.state.host().ok().and_then(|host| host.review().call_label(&request.call_id));
             let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut params = serde_json::to_value(AskUserParams {
-                call_id: request.call_id,
-                title: label.as_ref().map_or_else(|| request.tool.clone(), |(t, _)| t.clone()),
-                caller: label.and_then(|(_, caller)| caller),
-                tool: request.tool,
-                intent: request.intent,
-                questions: request.questions,
-                plan: request.plan,
-            })
-            .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
+            let mut params = serde_json::to_value(crate::interact::ask_params(request, label))
+                .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
             params["requestId"] = Value::from(id);
             let body = message::encode_request(&Id::Number(id), methods::ASK_USER, &params)
                 .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
@@ -84,15 +76,10 @@ impl UserQuestions for AttachAsker {
                 }
             };
             match reply {
-                Ok(value) => {
-                    let result: AskUserResult = serde_json::from_value(value)
-                        .map_err(|e| QuestionError::Cancelled(format!("unexpected answer: {e}")))?;
-                    if result.dismissed {
-                        Err(QuestionError::Cancelled("the user dismissed the question".to_owned()))
-                    } else {
-                        Ok(result.answers)
-                    }
-                }
+                Ok(value) => crate::interact::answers_of(
+                    serde_json::from_value::<AskUserResult>(value)
+                        .map_err(|e| QuestionError::Cancelled(format!("unexpected answer: {e}")))?,
+                ),
                 // The agent's client turned out unable to ask: the editor may.
                 Err(error) if error.code == codes::METHOD_NOT_FOUND => {
                     Err(QuestionError::NoProvider(error.message))
