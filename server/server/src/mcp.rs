@@ -233,6 +233,11 @@ pub struct McpBackend {
 }
 
 impl McpBackend {
+    /// The skills of the workspace, offered as prompts (read afresh on every look-up).
+    fn skills(&self) -> crate::skills::SkillDirs {
+        crate::skills::SkillDirs::new(std::slice::from_ref(&self.root), &self.config.skill_dirs)
+    }
+
     /// Attaches to the editor's toolhost for `root` unless `standalone`.
     pub async fn new(
         config: Config,
@@ -413,16 +418,14 @@ impl Backend for McpBackend {
     }
 
     fn prompts(&self) -> Vec<toolhost_mcp::PromptEntry> {
-        let catalog = crate::skills::SkillDirs::new(&[self.root.clone()], &self.config.skill_dirs);
-        toolhost_contract::SkillCatalog::skills(&catalog)
+        toolhost_contract::SkillCatalog::skills(&self.skills())
             .into_iter()
             .map(|s| toolhost_mcp::PromptEntry { name: s.name, description: s.description })
             .collect()
     }
 
     fn prompt(&self, name: &str) -> Result<Option<String>, String> {
-        let catalog = crate::skills::SkillDirs::new(&[self.root.clone()], &self.config.skill_dirs);
-        let Some(skill) = toolhost_contract::SkillCatalog::load(&catalog, name)? else {
+        let Some(skill) = toolhost_contract::SkillCatalog::load(&self.skills(), name)? else {
             return Ok(None);
         };
         // The same envelope the `skill` tool gives the model.
