@@ -78,7 +78,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
             }
             Step::StructuredOutput { structured_output } => {
                 let params = serde_json::from_value(structured_output.clone()).unwrap();
-                host.interaction().structured(params).await;
+                host.interaction().structured(params).await.unwrap();
             }
             Step::Tool { tool, args, expect, review, ask_user } => {
                 *reviewer.script.lock().unwrap() = review.as_deref().cloned();

@@ -334,7 +334,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
             if let Some(schema) = schema {
-                host.interaction().ensure_run(schema).await;
+                host.interaction()
+                    .ensure_run(schema)
+                    .await
+                    .map_err(|e| Failure::usage(format!("--structured-schema: {e}")))?;
             }
             run_one_call(&host, &opened, &tool, args, json).await
         }

@@ -104,14 +104,21 @@ impl SessionInteraction {
         PlanModeState { active: *lock(&self.plan) }
     }
 
-    /// `toolhost/structuredOutput`: the run's state; a schema or `reset` starts a new run.
-    pub async fn structured(&self, params: StructuredOutputParams) -> StructuredOutputState {
+    /// `toolhost/structuredOutput`: the run's state; a schema or `reset` starts a new run. A
+    /// schema that is not a usable JSON Schema object is refused (nothing changes).
+    pub async fn structured(
+        &self,
+        params: StructuredOutputParams,
+    ) -> Result<StructuredOutputState, String> {
         if params.schema.is_some() || params.reset {
             let schema = params.schema.filter(|s| !s.is_null());
+            if let Some(schema) = &schema {
+                check_schema(schema)?;
+            }
             *lock(&self.run) = Run { schema: schema.clone(), recorded: None };
             self.append(STRUCTURED_RUN, json!({ "schema": schema })).await;
         }
-        self.structured_state()
+        Ok(self.structured_state())
     }
 
     pub fn structured_state(&self) -> StructuredOutputState {
@@ -125,16 +132,14 @@ impl SessionInteraction {
 
     /// Starts a new run with `schema` unless the current run already has exactly that schema
     /// (the CLI's `--structured-schema` on every call of one session).
-    pub async fn ensure_run(&self, schema: Value) {
+    pub async fn ensure_run(&self, schema: Value) -> Result<(), String> {
         let schema = Some(schema).filter(|s| !s.is_null());
         if lock(&self.run).schema == schema {
-            return;
+            return Ok(());
         }
-        self.structured(StructuredOutputParams {
-            schema: Some(schema.unwrap_or(Value::Null)),
-            reset: true,
-        })
-        .await;
+        let params =
+            StructuredOutputParams { schema: Some(schema.unwrap_or(Value::Null)), reset: true };
+        self.structured(params).await.map(drop)
     }
 
     /// Applies what call `call_id` staged, now that its result is final: only a success ends
@@ -155,6 +160,16 @@ impl SessionInteraction {
     fn recorded(&self) -> bool {
         lock(&self.run).recorded.is_some()
     }
+}
+
+/// A structured-output schema must be a JSON Schema object that compiles.
+fn check_schema(schema: &Value) -> Result<(), String> {
+    if !schema.is_object() {
+        return Err("the structured output schema must be a JSON Schema object".to_owned());
+    }
+    toolhost_contract::CompiledSchema::compile("structured_output", "schema", schema.clone())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 impl InteractionState for SessionInteraction {

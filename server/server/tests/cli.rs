@@ -278,4 +278,7 @@ fn a_structured_schema_makes_the_session_one_run_that_ends_with_its_value() {
     assert_eq!(call("read", r#"{"file_path":"a.txt"}"#, r#"{"type":"object"}"#).0, Some(0));
     let bad = toolhost(&ws, &state, &["call", "read", "{}", "--structured-schema", "{nope"]);
     assert_eq!(bad.status.code(), Some(2));
+    let unusable = toolhost(&ws, &state, &["call", "read", "{}", "--structured-schema", "[1]"]);
+    assert_eq!(unusable.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unusable.stderr).contains("must be a JSON Schema object"));
 }

@@ -379,8 +379,9 @@ async fn answer(
         methods::STRUCTURED_OUTPUT => {
             let p: toolhost_protocol::lsp_ext::StructuredOutputParams =
                 serde_json::from_value(params).map_err(invalid)?;
-            serde_json::to_value(host.interaction().structured(p).await)
-                .map_err(|e| ErrorObject::internal(e.to_string()))
+            let state =
+                host.interaction().structured(p).await.map_err(ErrorObject::invalid_params)?;
+            serde_json::to_value(state).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         other => {
             Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}")))

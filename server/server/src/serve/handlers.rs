@@ -114,7 +114,12 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::STRUCTURED_OUTPUT => {
             spawn(state, id, async move {
                 let p: toolhost_protocol::lsp_ext::StructuredOutputParams = params(raw, true)?;
-                Ok(task_state.host()?.interaction().structured(p).await)
+                task_state
+                    .host()?
+                    .interaction()
+                    .structured(p)
+                    .await
+                    .map_err(ErrorObject::invalid_params)
             });
         }
         methods::CANCEL_CALL => {
