@@ -126,9 +126,9 @@ impl JsonSchema for CardKind {
         schemars::json_schema!({
             "type": "string",
             "description": "The view a client draws. Known kinds: diff, read, search, terminal, \
-                todo, question, fetch, structured, generic; any other name is a tool's own kind \
-                (clients that do not know it draw the generic view).",
-            "examples": ["diff", "read", "search", "terminal", "todo", "question", "fetch",
+                todo, question, plan, fetch, structured, generic; any other name is a tool's own \
+                kind (clients that do not know it draw the generic view).",
+            "examples": ["diff", "read", "search", "terminal", "todo", "question", "plan", "fetch",
                 "structured", "generic"]
         })
     }

@@ -333,6 +333,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 );
             }
             let host = open_host(&config, &root, Some(&opened), Some(id))?;
+            // A person at a terminal answers the call's questions there.
+            if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+                host.questions().set_editor(Some(Arc::new(crate::terminal_ask::TerminalAsker)));
+            }
             if let Some(schema) = schema {
                 host.interaction()
                     .ensure_run(schema)

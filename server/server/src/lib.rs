@@ -15,6 +15,7 @@ pub mod review;
 pub mod serve;
 pub mod session;
 pub mod skills;
+pub mod terminal_ask;
 #[cfg(feature = "test-tools")]
 pub mod test_tools;
 pub mod transport;

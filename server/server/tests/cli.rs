@@ -282,3 +282,28 @@ fn a_structured_schema_makes_the_session_one_run_that_ends_with_its_value() {
     assert_eq!(unusable.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unusable.stderr).contains("must be a JSON Schema object"));
 }
+
+#[test]
+fn a_person_at_a_terminal_answers_the_question_there() {
+    let (_dir, ws, state) = setup();
+    // `script` (util-linux) gives the call a terminal; the person types "2".
+    let command = format!(
+        "{} call ask_user_question '{}'",
+        env!("CARGO_BIN_EXE_toolhost"),
+        r#"{"questions":[{"id":"db","question":"Which database?","header":"DB","options":[{"label":"Postgres"},{"label":"SQLite"}]}]}"#
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&ws)
+        .env("XDG_STATE_HOME", &state)
+        .env("XDG_CONFIG_HOME", state.join("config"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("`script` (util-linux) runs the call on a terminal");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"2\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("? DB: Which database?") && text.contains("2. SQLite"), "{text}");
+    assert!(text.contains(r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#), "{text}");
+}
