@@ -10,6 +10,10 @@
 // Last, review mode: Set Review Mode… ask, an edit with two hunks from Call Tool…, and with the
 // keyboard only the first hunk accepted and the second rejected in the review diff; the file then
 // holds exactly the accepted hunk and the card names the rejected one.
+// Then questions: `ask_user_question` from Call Tool… shows its form in the panel and a
+// notification; "toolhost: Answer Question" puts the focus in the form and the keyboard alone
+// answers it (a number key, Enter); the card then shows the answer. A `todo_write` call shows the
+// session's todo list pinned above the cards, and Enter / Exit Plan Mode show in the status bar.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
@@ -878,6 +882,90 @@ async function reviewMode(page, frame) {
   });
 }
 
+/** Runs a tool from the palette (Call Tool…): the tool, then its arguments as JSON. */
+async function callFromPalette(page, tool, args) {
+  await palette(page, 'toolhost: Call Tool…');
+  await pick(page, tool);
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.waitForFunction(() => /^\{/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+  await input.fill(JSON.stringify(args));
+  await page.keyboard.press('Enter');
+}
+
+/** Questions (`toolhost/askUser`) answered with the keyboard in the panel's form, the pinned todo
+ * list, and plan mode's commands. */
+async function questionsAndTodos(page, frame) {
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+  const question = { questions: [{ id: 'db', question: 'Which database?', header: 'DB', options: [{ label: 'Postgres' }, { label: 'SQLite' }] }] };
+  const asked = {};
+  await check('Call Tool… ask_user_question: the question appears in the panel as a form (radio options, Other field) with its pending card, and a notification says who asks', async () => {
+    await callFromPalette(page, 'ask_user_question', question);
+    const form = frame.locator('#questions form[data-ask]');
+    await form.waitFor({ timeout: 20_000 });
+    asked.callId = await form.getAttribute('data-ask');
+    assertEqual(await form.locator('input.ask-input').evaluateAll((els) => els.map((e) => `${e.type}:${e.value}`)), ['radio:Postgres', 'radio:SQLite']);
+    assertEqual(await form.locator('input.ask-other').count(), 1, 'the Other field');
+    const text = (await form.textContent()) ?? '';
+    assert(text.includes('Which database?') && text.includes('DB'), `the form: ${text}`);
+    await frame.locator(`article[data-call-id="${asked.callId}"][data-status="pending"][data-kind="question"]`).waitFor({ timeout: 10_000 });
+    await page.locator('.notifications-toasts .notification-toast', { hasText: 'Agent asks: Which database?' }).first().waitFor({ timeout: 10_000 });
+    const status = page.locator('.statusbar-item', { hasText: '1 question' }).first();
+    await status.waitFor({ state: 'visible', timeout: 10_000 });
+  });
+  await shot(page, '15-question-form');
+
+  await check('keyboard only: "toolhost: Answer Question" focuses the form, 2 picks SQLite, Enter submits; the call completes with {"answers":[{"id":"db","selected":["SQLite"]}]}', async () => {
+    assert(asked.callId, 'the question form');
+    await palette(page, 'toolhost: Answer Question');
+    await frame.waitForFunction(() => document.activeElement?.closest('#questions form[data-ask]') !== null && document.hasFocus(), null, { timeout: 10_000 });
+    await page.keyboard.press('2');
+    await frame.waitForFunction(() => document.querySelector('#questions input.ask-input[value="SQLite"]')?.checked === true, null, { timeout: 5000 });
+    // ArrowUp / Space move and choose too: up to Postgres, then back down with j
+    await page.keyboard.press('ArrowUp');
+    await frame.waitForFunction(() => document.activeElement?.getAttribute('value') === 'Postgres', null, { timeout: 5000 });
+    await page.keyboard.press('j');
+    await frame.waitForFunction(() => document.activeElement?.getAttribute('value') === 'SQLite', null, { timeout: 5000 });
+    await page.keyboard.press('Space');
+    await shot(page, '15b-question-chosen');
+    await page.keyboard.press('Enter');
+    const done = frame.locator(`article[data-call-id="${asked.callId}"][data-status="completed"]`);
+    await done.waitFor({ timeout: 15_000 });
+    const native = (await done.locator('details.native pre').textContent()) ?? '';
+    assertEqual(native, '{"answers":[{"id":"db","selected":["SQLite"]}]}', 'the Native text');
+    const answer = ((await done.locator('.qa-answer').textContent()) ?? '').trim();
+    assertEqual(answer, '→ SQLite', 'the answer on the card');
+    await frame.locator('#questions form[data-ask]').waitFor({ state: 'detached', timeout: 10_000 });
+  });
+  await frame.locator(`article[data-call-id="${asked.callId}"]`).scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, '16-question-answered');
+
+  await check('Call Tool… todo_write: the todo list is pinned above the cards (✓ struck through, in progress highlighted, counts)', async () => {
+    await callFromPalette(page, 'todo_write', { todos: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'in_progress' }] });
+    const pinned = frame.locator('#todos .todos-pinned');
+    await pinned.waitFor({ timeout: 20_000 });
+    const items = await pinned.locator('li.todo').evaluateAll((els) =>
+      els.map((e) => ({ status: e.dataset.status, text: e.querySelector('.todo-text')?.textContent, strike: getComputedStyle(e.querySelector('.todo-text')).textDecorationLine })),
+    );
+    assertEqual(items, [
+      { status: 'completed', text: 'a', strike: 'line-through' },
+      { status: 'in_progress', text: 'b', strike: 'none' },
+    ]);
+    assertEqual(((await pinned.locator('.todos-title .todo-counts').textContent()) ?? '').trim(), '1/2 completed · 1 in progress · 0 pending');
+    const card = frame.locator('article[data-kind="todo"][data-status="completed"]').first();
+    await card.waitFor({ timeout: 10_000 });
+    assertEqual(await card.getAttribute('data-view'), 'todo');
+  });
+  await shot(page, '17-todos');
+
+  await check('"toolhost: Enter Plan Mode" / "Exit Plan Mode": toolhost/setPlanMode, the status bar says "plan mode" while it is on', async () => {
+    await palette(page, 'toolhost: Enter Plan Mode');
+    await page.locator('.statusbar-item', { hasText: 'plan mode' }).first().waitFor({ state: 'visible', timeout: 10_000 });
+    await palette(page, 'toolhost: Exit Plan Mode');
+    await page.waitForFunction(() => !Array.from(document.querySelectorAll('.statusbar-item')).some((e) => /plan mode/.test(e.textContent ?? '')), null, { timeout: 10_000 });
+  });
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -1113,6 +1201,7 @@ async function main() {
     await terminalCards(page, frame);
     await revertCards(page, frame, agentEdit);
     await reviewMode(page, frame);
+    await questionsAndTodos(page, frame);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

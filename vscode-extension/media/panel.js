@@ -4,6 +4,9 @@
 // only concerns the page stays here: the "Show all N lines" toggle of terminal output (kept open
 // while a running card is drawn again), a pressed Stop button, and the 256-colour/truecolor
 // colours of terminal output, set through the CSSOM because the CSP allows no style attributes.
+// Question forms (`toolhost/askUser`, drawn by ask.ts): the page runs their keys and reports the
+// raw state of a form (checked labels, typed text) with the person's decision; the extension turns
+// that into the answer.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -11,6 +14,8 @@
   const banner = /** @type {HTMLElement} */ (document.getElementById('banner'));
   const empty = /** @type {HTMLElement} */ (document.getElementById('empty'));
   const reviews = /** @type {HTMLElement} */ (document.getElementById('reviews'));
+  const questions = /** @type {HTMLElement} */ (document.getElementById('questions'));
+  const todos = /** @type {HTMLElement} */ (document.getElementById('todos'));
 
   function updateEmpty() {
     empty.hidden = feed.children.length > 0;
@@ -148,6 +153,12 @@
           again.focus();
         }
       }
+    } else if (message.type === 'questions') {
+      placeQuestions(Array.isArray(message.forms) ? message.forms : []);
+    } else if (message.type === 'askFocus') {
+      focusQuestion(message.key);
+    } else if (message.type === 'todos') {
+      todos.replaceChildren(fragment(message.html || ''));
     } else if (message.type === 'reset') {
       const node = fragment(message.html);
       decorate(node);
@@ -157,8 +168,304 @@
     updateEmpty();
   });
 
+  // ------------------------------------------------------------------ question forms
+
+  /** @param {string | undefined} key */
+  function findForm(key) {
+    for (const el of questions.querySelectorAll('form[data-ask]')) {
+      if (el instanceof HTMLFormElement && (key === undefined || el.dataset.ask === key)) {
+        return el;
+      }
+    }
+    return undefined;
+  }
+
+  /** Places the forms of the open questions in order. A form still open keeps its element (what
+   * was checked and typed, and the focus); a new one is added; the others go. */
+  function placeQuestions(forms) {
+    const keep = new Map();
+    for (const el of questions.querySelectorAll('form[data-ask]')) {
+      if (el instanceof HTMLElement && el.dataset.ask !== undefined) {
+        keep.set(el.dataset.ask, el);
+      }
+    }
+    const next = [];
+    for (const form of forms) {
+      const existing = keep.get(form.key);
+      if (existing && !existing.classList.contains('sent')) {
+        next.push(existing);
+      } else {
+        const el = fragment(form.html).firstElementChild;
+        if (el) {
+          next.push(el);
+        }
+      }
+    }
+    const hadFocus = questions.contains(document.activeElement);
+    questions.replaceChildren(...next);
+    if (hadFocus && !questions.contains(document.activeElement) && next[0] instanceof HTMLElement) {
+      // The answered form went: on to the next question, if there is one.
+      focusForm(/** @type {HTMLFormElement} */ (next[0]));
+    }
+  }
+
+  /** The places Tab stops at in a question form: per question its option (the checked one, else the
+   * first) and its "Other" field, then the buttons. */
+  function stops(form) {
+    const out = [];
+    for (const fieldset of form.querySelectorAll('fieldset.ask-q')) {
+      const options = Array.from(fieldset.querySelectorAll('input.ask-input'));
+      const checked = options.find((o) => o instanceof HTMLInputElement && o.checked);
+      if (options.length > 0) {
+        out.push(checked ?? options[0]);
+      }
+      const other = fieldset.querySelector('input.ask-other');
+      if (other) {
+        out.push(other);
+      }
+    }
+    out.push(...form.querySelectorAll('button[data-ask-op]'));
+    return out;
+  }
+
+  /** @param {HTMLFormElement} form */
+  function focusForm(form) {
+    if (form.dataset.intent === 'plan-review') {
+      form.focus();
+    } else {
+      const first = stops(form)[0];
+      (first instanceof HTMLElement ? first : form).focus();
+    }
+    form.scrollIntoView({ block: 'nearest' });
+  }
+
+  /** @param {string | undefined} key */
+  function focusQuestion(key) {
+    const form = findForm(key) ?? findForm(undefined);
+    if (form) {
+      focusForm(form);
+    }
+  }
+
+  /** @param {HTMLFormElement} form */
+  function formState(form) {
+    const state = {};
+    for (const fieldset of form.querySelectorAll('fieldset.ask-q')) {
+      if (!(fieldset instanceof HTMLElement) || fieldset.dataset.qid === undefined) {
+        continue;
+      }
+      const other = fieldset.querySelector('input.ask-other');
+      state[fieldset.dataset.qid] = {
+        selected: Array.from(fieldset.querySelectorAll('input.ask-input')).flatMap((i) => (i instanceof HTMLInputElement && i.checked ? [i.value] : [])),
+        custom: other instanceof HTMLInputElement ? other.value : '',
+      };
+    }
+    return state;
+  }
+
+  /** Sends the person's decision once; the extension then takes the form away. */
+  function answerForm(form, op) {
+    if (form.classList.contains('sent')) {
+      return;
+    }
+    form.classList.add('sent');
+    const feedback = form.querySelector('input.ask-feedback');
+    vscode.postMessage({
+      action: 'ask',
+      ask: form.dataset.ask,
+      op,
+      state: op === 'submit' ? formState(form) : undefined,
+      feedback: feedback instanceof HTMLInputElement ? feedback.value : undefined,
+    });
+  }
+
+  /** Single-select: a chosen option and "Other" text exclude each other (the text would replace the
+   * choice), so the form shows what will be sent. */
+  function chose(input) {
+    const fieldset = input.closest('fieldset.ask-q');
+    if (fieldset instanceof HTMLElement && fieldset.dataset.multi !== 'true' && input.checked) {
+      const other = fieldset.querySelector('input.ask-other');
+      if (other instanceof HTMLInputElement) {
+        other.value = '';
+      }
+    }
+  }
+
+  /** Space / a number key on an option: a radio is chosen, a checkbox toggled. */
+  function pickOption(input) {
+    if (!(input instanceof HTMLInputElement)) {
+      return;
+    }
+    input.checked = input.type === 'checkbox' ? !input.checked : true;
+    chose(input);
+    input.focus();
+  }
+
+  function questionKey(event, form, target) {
+    const fieldset = target.closest('fieldset.ask-q') ?? form.querySelector('fieldset.ask-q');
+    const options = fieldset ? Array.from(fieldset.querySelectorAll('input.ask-input')) : [];
+    const other = fieldset?.querySelector('input.ask-other');
+    const typing = target instanceof HTMLInputElement && target.type === 'text';
+    const key = event.key;
+    if (key === 'Escape') {
+      event.preventDefault();
+      answerForm(form, 'dismiss');
+      return;
+    }
+    if (key === 'Enter') {
+      if (target instanceof HTMLButtonElement) {
+        return; // the button's own click
+      }
+      event.preventDefault();
+      answerForm(form, 'submit');
+      return;
+    }
+    if (key === 'Tab') {
+      const all = stops(form);
+      let at = all.indexOf(target);
+      if (at < 0 && target instanceof HTMLInputElement && target.classList.contains('ask-input')) {
+        // an option that is not the group's stop: its group's stop
+        at = all.findIndex((s) => s instanceof HTMLInputElement && s.name === target.name);
+      }
+      const next = at < 0 ? (event.shiftKey ? undefined : all[0]) : all[at + (event.shiftKey ? -1 : 1)];
+      if (next instanceof HTMLElement) {
+        event.preventDefault();
+        next.focus();
+      }
+      return; // past the first or last stop: out of the form as usual
+    }
+    const down = key === 'ArrowDown' || (!typing && key === 'j');
+    const up = key === 'ArrowUp' || (!typing && key === 'k');
+    if (down || up) {
+      event.preventDefault();
+      const ring = [...options, ...(other ? [other] : [])];
+      const at = ring.indexOf(target);
+      if (at < 0) {
+        ring[0]?.focus();
+        return;
+      }
+      const step = at + (down ? 1 : -1);
+      if (step >= 0 && step < ring.length) {
+        ring[step].focus();
+        return;
+      }
+      // past the ends of a question: on to the next (or previous) one
+      const fieldsets = Array.from(form.querySelectorAll('fieldset.ask-q'));
+      const neighbour = fieldsets[fieldsets.indexOf(fieldset) + (down ? 1 : -1)];
+      if (neighbour) {
+        const inputs = Array.from(neighbour.querySelectorAll('input.ask-input, input.ask-other'));
+        (down ? inputs[0] : inputs[inputs.length - 1])?.focus();
+      }
+      return;
+    }
+    if (typing) {
+      return;
+    }
+    if (key === ' ' && options.includes(target)) {
+      event.preventDefault();
+      pickOption(target);
+      return;
+    }
+    if (/^[1-9]$/.test(key) && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      const option = options[Number(key) - 1];
+      if (option) {
+        event.preventDefault();
+        pickOption(option);
+      }
+    }
+  }
+
+  function planKey(event, form, target) {
+    const feedback = form.querySelector('input.ask-feedback');
+    const typing = target === feedback;
+    const key = event.key;
+    if (key === 'Escape') {
+      event.preventDefault();
+      answerForm(form, 'dismiss');
+      return;
+    }
+    if (typing) {
+      if (key === 'Enter') {
+        event.preventDefault();
+        answerForm(form, 'keep');
+      }
+      return;
+    }
+    if (target instanceof HTMLButtonElement && (key === 'Enter' || key === ' ')) {
+      return; // the button's own click
+    }
+    if (event.ctrlKey || event.altKey || event.metaKey) {
+      return;
+    }
+    if (key === 'a') {
+      event.preventDefault();
+      answerForm(form, 'approve');
+    } else if (key === 'k') {
+      event.preventDefault();
+      if (feedback instanceof HTMLElement) {
+        feedback.focus();
+      }
+    } else if (key === 'Enter') {
+      event.preventDefault();
+    }
+  }
+
+  questions.addEventListener('keydown', (event) => {
+    const target = event.target;
+    if (!(target instanceof HTMLElement)) {
+      return;
+    }
+    const form = target.closest('form[data-ask]');
+    if (!(form instanceof HTMLFormElement) || form.classList.contains('sent')) {
+      return;
+    }
+    if (form.dataset.intent === 'plan-review') {
+      planKey(event, form, target);
+    } else {
+      questionKey(event, form, target);
+    }
+  });
+  // The browser would also toggle a checkbox on the release of Space: the keydown did it already.
+  questions.addEventListener('keyup', (event) => {
+    if (event.key === ' ' && event.target instanceof HTMLInputElement && event.target.classList.contains('ask-input')) {
+      event.preventDefault();
+    }
+  });
+  questions.addEventListener('change', (event) => {
+    if (event.target instanceof HTMLInputElement && event.target.classList.contains('ask-input')) {
+      chose(event.target);
+    }
+  });
+  questions.addEventListener('input', (event) => {
+    const input = event.target;
+    if (!(input instanceof HTMLInputElement) || !input.classList.contains('ask-other') || input.value.trim() === '') {
+      return;
+    }
+    const fieldset = input.closest('fieldset.ask-q');
+    if (fieldset instanceof HTMLElement && fieldset.dataset.multi !== 'true') {
+      for (const option of fieldset.querySelectorAll('input.ask-input')) {
+        if (option instanceof HTMLInputElement) {
+          option.checked = false;
+        }
+      }
+    }
+  });
+  // A form is never submitted the browser's way (it would navigate the webview).
+  document.addEventListener('submit', (event) => event.preventDefault());
+
   /** @param {Element} target */
   function send(target) {
+    const ask = target.closest('button[data-ask-op]');
+    if (ask instanceof HTMLElement) {
+      const form = ask.closest('form[data-ask]');
+      if (form instanceof HTMLFormElement) {
+        const op = ask.dataset.askOp;
+        if (op) {
+          answerForm(form, op);
+        }
+      }
+      return true;
+    }
     const local = target.closest('button[data-local]');
     if (local instanceof HTMLElement && local.dataset.local === 'toggleOutput') {
       const output = local.closest('.term-output');

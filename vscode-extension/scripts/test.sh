@@ -11,8 +11,10 @@
 #      server, whose calls must show up as cards labelled "claude-code", then running `bash`
 #      (live output in the running terminal card, ANSI colours, the exit pill, Stop, spilled
 #      output, a background job's notice), and last reverting the agent's edit from its card
-#      (the file's bytes back, the revert's own card, a refused revert), and review mode (an edit's
-#      two hunks accepted and rejected with the keyboard in the review diff)
+#      (the file's bytes back, the revert's own card, a refused revert), review mode (an edit's
+#      two hunks accepted and rejected with the keyboard in the review diff), and a question
+#      (`ask_user_question`) answered with the keyboard in the panel's form, the pinned todo list
+#      and plan mode's commands
 #      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #

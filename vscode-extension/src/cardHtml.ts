@@ -5,11 +5,13 @@
 // lines). A call another agent made through `toolhost mcp` ends its title line with ` · <caller>`,
 // shown as a badge. A terminal card (`bash`) shows its command, its output with the ANSI styles
 // (collapsed to the last lines), the exit pill and links to spilled output; every pending card
-// offers Stop, every completed diff card Revert and Revert since here. A card kind without a view
-// here (todo, …, or a tool's own kind) is drawn as generic: its Native text. Pure: no `vscode`
-// import.
+// offers Stop, every completed diff card Revert and Revert since here. Todo, question, plan and
+// structured cards are drawn from their `data` (dataCards.ts); a kind without a view here (fetch, or
+// a tool's own kind), or data of the wrong shape, is drawn as generic: its Native text. Pure: no
+// `vscode` import.
 
 import { lineHtml, parseAnsi } from './ansi';
+import { dataCardHtml, isDataView, type DataView } from './dataCards';
 import { escapeHtml } from './html';
 import type { Card, Hunk, ReadView, SearchView, TerminalView } from './protocol';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
@@ -227,13 +229,17 @@ function nativeHtml(text: string, collapsible: boolean, failed: boolean): string
 }
 
 /** The views the panel draws. */
-export type CardView = 'diff' | 'read' | 'search' | 'terminal' | 'generic';
+export type CardView = 'diff' | 'read' | 'search' | 'terminal' | DataView | 'generic';
 
 /** The view a card is drawn with (the branches of `card::to_text`): diff, read, search and terminal
- * when the card carries what they show; every other kind — todo, question, fetch, structured,
+ * when the card carries what they show; todo, question, plan and structured when their `data` has
+ * its shape (also when failed: the error goes under what was asked); every other kind — fetch,
  * generic, or a kind only its tool knows — is generic (the Native text), and so is a terminal card
  * without its `terminal` view (an older server) or a failed one (the error is its text). */
 export function cardView(card: Card): CardView {
+  if (isDataView(card.kind) && dataCardHtml(card) !== undefined) {
+    return card.kind;
+  }
   if (card.kind === 'diff' && card.hunks) {
     return 'diff';
   }
@@ -262,6 +268,11 @@ function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: bool
   }
   if (view === 'terminal' && card.terminal) {
     return { body: terminalHtml(card, card.terminal), nativeShown: false };
+  }
+  if (isDataView(view)) {
+    const body = dataCardHtml(card) ?? '';
+    // A failure says why right under what was asked (`card.rendered` does the same).
+    return card.status === 'failed' ? { body: body + nativeHtml(card.text, false, true), nativeShown: true } : { body, nativeShown: false };
   }
   return { body: nativeHtml(card.text, false, card.status === 'failed'), nativeShown: true };
 }
@@ -349,6 +360,10 @@ export interface PageOptions {
   bannerHtml?: string;
   /** The summaries of the open reviews (review.ts `reviewSummaryHtml`), if any. */
   reviewsHtml?: string;
+  /** The forms of the open questions (ask.ts `askFormHtml`), if any. */
+  questionsHtml?: string;
+  /** The session's todo list (dataCards.ts `pinnedTodosHtml`), if any. */
+  todosHtml?: string;
 }
 
 /** The whole webview document: strict CSP (no remote anything, scripts only with the nonce). */
@@ -371,7 +386,9 @@ export function renderPage(options: PageOptions): string {
 </head>
 <body>
 <div id="banner" role="status" aria-live="polite">${options.bannerHtml ?? ''}</div>
+<section id="questions" aria-label="questions for you">${options.questionsHtml ?? ''}</section>
 <section id="reviews" aria-label="open reviews" aria-live="polite">${options.reviewsHtml ?? ''}</section>
+<div id="todos">${options.todosHtml ?? ''}</div>
 <p id="empty" class="empty-state">No tool calls yet. Run <strong>toolhost: Call Tool…</strong> or replay a session.</p>
 <section id="cards" role="feed" aria-label="toolhost cards">${options.cardsHtml}</section>
 <script nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(options.scriptUri)}"></script>

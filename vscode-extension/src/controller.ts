@@ -1,8 +1,9 @@
 // The language client of `toolhost serve`: starts the binary over stdio with the workspace
 // folders and initializationOptions from settings, feeds `toolhost/card` and `toolhost/callOutput`
 // notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
-// output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI, and
-// reports its state and the session's review mode (status bar, API).
+// output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and
+// `toolhost/askUser` to the question forms, switches plan mode, and reports its state, the
+// session's review and plan modes and what waits for the person (status bar, API).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -17,7 +18,8 @@ import {
 } from 'vscode-languageclient/node';
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
-import { asCallOutput, asCard, asNotice, isObject, methods, type NoticeParams } from './protocol';
+import type { AskUserResult } from './ask';
+import { asCallOutput, asCard, asNotice, asPlanModeState, isObject, methods, type NoticeParams, type PlanModeState, type SetPlanModeParams } from './protocol';
 import { asReviewSettings, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { resolveServerPath, type Resolved } from './serverPath';
 
@@ -35,7 +37,12 @@ export interface ClientOverrides {
   lspProvider?: boolean;
   /** Whether to advertise `experimental.toolhost.review` (default: yes). */
   review?: boolean;
+  /** Whether to advertise `experimental.toolhost.askUser` (default: yes). */
+  askUser?: boolean;
 }
+
+/** Answers one `toolhost/askUser` request (the question forms, or a script in tests). */
+export type AskHandler = (params: unknown, token: vscode.CancellationToken) => Promise<AskUserResult>;
 
 /** Answers one `toolhost/review` request (review mode's UI, or a script in tests). */
 export type ReviewHandler = (params: unknown, token: vscode.CancellationToken) => Promise<ReviewResult>;
@@ -89,6 +96,10 @@ export class ToolhostController implements vscode.Disposable {
    * a server without review mode). */
   private reviewSettingsValue: ReviewSettings | undefined;
   private pendingReviews = 0;
+  private askHandler: AskHandler | undefined;
+  private pendingQuestions = 0;
+  /** The session's plan mode as the server last reported it (undefined: not known). */
+  private planModeValue: boolean | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
   readonly onDidNotice = this.noticeEmitter.event;
@@ -131,6 +142,34 @@ export class ToolhostController implements vscode.Disposable {
   /** Who answers `toolhost/review` (the extension's review UI). */
   setReviewHandler(handler: ReviewHandler | undefined): void {
     this.reviewHandler = handler;
+  }
+
+  /** Who answers `toolhost/askUser` (the panel's question forms). */
+  setAskHandler(handler: AskHandler | undefined): void {
+    this.askHandler = handler;
+  }
+
+  /** How many questions wait for the person (shown in the status bar). */
+  setPendingQuestions(count: number): void {
+    this.pendingQuestions = count;
+    this.render();
+  }
+
+  get planMode(): boolean | undefined {
+    return this.planModeValue;
+  }
+
+  /** `toolhost/setPlanMode`: switches the session's plan mode (`{}` only reads it) and shows it in
+   * the status bar. */
+  async setPlanMode(params: SetPlanModeParams): Promise<PlanModeState> {
+    const raw = await this.request<unknown>(methods.setPlanMode, params);
+    const state = asPlanModeState(raw);
+    if (!state) {
+      throw new Error(`unexpected toolhost/setPlanMode result: ${JSON.stringify(raw)}`);
+    }
+    this.planModeValue = state.active;
+    this.render();
+    return state;
   }
 
   /** How many reviews wait for the person (shown in the status bar). */
@@ -185,7 +224,10 @@ export class ToolhostController implements vscode.Disposable {
         item.text = '$(sync~spin) toolhost';
         break;
       case 'running':
-        item.text = `$(tools) toolhost${this.reviewSettingsValue?.mode === 'ask' ? ' · review: ask' : ''}${this.pendingReviews > 0 ? ` (${this.pendingReviews} to review)` : ''}`;
+        item.text =
+          `$(tools) toolhost${this.planModeValue ? ' · plan mode' : ''}${this.reviewSettingsValue?.mode === 'ask' ? ' · review: ask' : ''}` +
+          `${this.pendingReviews > 0 ? ` (${this.pendingReviews} to review)` : ''}` +
+          `${this.pendingQuestions > 0 ? ` (${this.pendingQuestions} ${this.pendingQuestions === 1 ? 'question' : 'questions'})` : ''}`;
         break;
       case 'failed':
         item.text = '$(error) toolhost';
@@ -200,6 +242,12 @@ export class ToolhostController implements vscode.Disposable {
     const review = this.reviewSettingsValue;
     if (review && this.stateValue === 'running') {
       lines.push(`review mode: ${review.mode} (timeout ${review.timeoutMs} ms, then ${review.fallback})`);
+    }
+    if (this.planModeValue && this.stateValue === 'running') {
+      lines.push('plan mode: on (changes wait until a plan is approved)');
+    }
+    if (this.pendingQuestions > 0) {
+      lines.push(`${this.pendingQuestions} ${this.pendingQuestions === 1 ? 'question waits' : 'questions wait'} for your answer`);
     }
     if (this.pendingReviews > 0) {
       lines.push(`${this.pendingReviews} ${this.pendingReviews === 1 ? 'review waits' : 'reviews wait'} for you`);
@@ -309,13 +357,21 @@ export class ToolhostController implements vscode.Disposable {
     const lspEnabled = () => this.overrides.lspProvider ?? config.get<boolean>('lspProvider', true);
     client.registerFeature(new LspProviderFeature(lspEnabled));
     const review = this.overrides.review ?? true;
+    const askUser = this.overrides.askUser ?? true;
     client.registerFeature({
       fillClientCapabilities: (caps) => {
+        const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
+        const toolhost = (experimental.toolhost ?? {}) as Record<string, unknown>;
+        // Review mode: the server asks `toolhost/review` before a write/edit is written.
         if (review) {
-          // Review mode: the server asks `toolhost/review` before a write/edit is written.
-          const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
-          const toolhost = (experimental.toolhost ?? {}) as Record<string, unknown>;
-          experimental.toolhost = { ...toolhost, review: true };
+          toolhost.review = true;
+        }
+        // Questions (`ask_user_question`, `exit_plan_mode`) come as `toolhost/askUser`.
+        if (askUser) {
+          toolhost.askUser = true;
+        }
+        if (review || askUser) {
+          experimental.toolhost = toolhost;
           caps.experimental = experimental;
         }
         this.lastClientCapabilities = JSON.parse(JSON.stringify(caps)) as unknown;
@@ -350,6 +406,13 @@ export class ToolhostController implements vscode.Disposable {
       }
       return handler(params, token);
     });
+    client.onRequest(methods.askUser, (params: unknown, token: vscode.CancellationToken) => {
+      const handler = this.askHandler;
+      if (!handler) {
+        throw new ResponseError(-32601, 'toolhost/askUser: nobody answers questions in this editor');
+      }
+      return handler(params, token);
+    });
     client.onDidChangeState((event) => {
       if (this.client !== client) {
         return;
@@ -368,6 +431,7 @@ export class ToolhostController implements vscode.Disposable {
     try {
       await client.start();
       this.reviewSettingsValue = undefined;
+      this.planModeValue = undefined;
       this.setState('running');
       this.output.appendLine(`[toolhost] running, session ${this.sessionId ?? '?'}`);
       // The review mode of this session (toolhost.toml may turn it on) for the status bar; a server
@@ -380,6 +444,16 @@ export class ToolhostController implements vscode.Disposable {
           }
         },
         (err: unknown) => this.output.appendLine(`[toolhost] review mode unknown: ${err instanceof Error ? err.message : String(err)}`),
+      );
+      // Likewise plan mode (`[plan] active = true` starts sessions in it).
+      void client.sendRequest<unknown>(methods.setPlanMode, {}).then(
+        (raw) => {
+          if (this.client === client) {
+            this.planModeValue = asPlanModeState(raw)?.active;
+            this.render();
+          }
+        },
+        (err: unknown) => this.output.appendLine(`[toolhost] plan mode unknown: ${err instanceof Error ? err.message : String(err)}`),
       );
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

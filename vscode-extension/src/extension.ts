@@ -1,8 +1,10 @@
-// Entry point: wires the card store, the panel, the language client, review mode, the
-// `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
+// Entry point: wires the card store, the panel, the language client, review mode, the question
+// forms (`toolhost/askUser`), plan mode, the `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
 import * as vscode from 'vscode';
+import type { AskUserResult } from './ask';
+import { AskController, type AskResponder, type AskSnapshot } from './askView';
 import { CardStore } from './cardStore';
 import { resolveServerCommand, ToolhostController, type ClientOverrides, type ServerState } from './controller';
 import { CardDiffProvider, DIFF_SCHEME, goToLocation } from './diffView';
@@ -27,7 +29,11 @@ import {
   type ListToolsResult,
   type LspQueryResult,
   type NoticeParams,
+  type PlanModeState,
   type ReplaySessionResult,
+  type SetPlanModeParams,
+  type StructuredOutputParams,
+  type StructuredOutputState,
   type SessionInfo,
   type ToolDescriptor,
 } from './protocol';
@@ -68,6 +74,20 @@ export interface ToolhostApi {
     /** Asks the review UI as a `toolhost/review` request would (`token`: its withdrawal). */
     ask(params: unknown, token?: vscode.CancellationToken): Promise<ReviewResult>;
   };
+  /** `toolhost/setPlanMode` (`{}` reads it); the status bar shows plan mode. */
+  setPlanMode(params: SetPlanModeParams): Promise<PlanModeState>;
+  /** `toolhost/structuredOutput` (`{}` reads the run's state). */
+  structuredOutput(params: StructuredOutputParams): Promise<StructuredOutputState>;
+  /** Questions (`toolhost/askUser`): the open ones, scripted answers instead of the forms (the
+   * conformance runner's `askUser` steps; undefined: back to the forms), and asking the forms as
+   * a request would (`token`: its withdrawal). */
+  readonly questions: {
+    open(): AskSnapshot[];
+    setResponder(responder: AskResponder | undefined): void;
+    ask(params: unknown, token?: vscode.CancellationToken): Promise<AskUserResult>;
+    /** What the Answer button of the notification does: the panel, focus in the form. */
+    focus(key?: string): Promise<void>;
+  };
 }
 
 let running: ToolhostController | undefined;
@@ -81,6 +101,9 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const diffs = new CardDiffProvider();
   const reviews = new ReviewController(output);
   controller.setReviewHandler((params, token) => reviews.handle(params, token));
+  // (The panel is created below; the form is focused only once someone asks for it.)
+  const asks: AskController = new AskController(output, (key): Promise<void> => panel.focusQuestion(key));
+  controller.setAskHandler((params, token) => asks.handle(params, token));
 
   const findCard = (callId: string): Card => {
     const card = store.find(callId);
@@ -135,10 +158,27 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
         await vscode.commands.executeCommand(command, key);
       }
     },
+    ask: (key, action): Promise<boolean> => Promise.resolve(asks.answer(key, action)),
   });
   const showReviews = () => {
     panel.setReviews(reviewSummaryHtml(reviews.book.all(), controller.reviewSettings));
     controller.setPendingReviews(reviews.book.size);
+  };
+  const showQuestions = () => {
+    panel.setQuestions(asks.forms());
+    controller.setPendingQuestions(asks.book.size);
+  };
+
+  /** Plan mode on or off: `toolhost/setPlanMode`, and the new state in the status bar. */
+  const setPlanModeCommand = async (active: boolean): Promise<PlanModeState | undefined> => {
+    try {
+      const state = await controller.setPlanMode({ active });
+      vscode.window.setStatusBarMessage(`toolhost: plan mode ${state.active ? 'on: changes wait until a plan is approved' : 'off'}`, 5000);
+      return state;
+    } catch (err) {
+      void vscode.window.showErrorMessage(`toolhost: cannot ${active ? 'enter' : 'exit'} plan mode: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
   };
 
   /** Off or ask, from a QuickPick (or the command's argument); the status bar shows the result. */
@@ -263,12 +303,16 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     controller,
     reviews,
     reviews.onDidChange(showReviews),
+    asks,
+    asks.onDidChange(showQuestions),
     controller.onDidChangeState((state) => {
-      // A stopped server waits for no answer: its reviews close.
+      // A stopped server waits for no answer: its reviews and questions close.
       if (state !== 'running') {
         reviews.withdrawAll();
+        asks.withdrawAll();
       }
       showReviews();
+      showQuestions();
     }),
     panel,
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
@@ -304,6 +348,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
         return undefined;
       }
     }),
+    vscode.commands.registerCommand('toolhost.ui.enterPlanMode', () => setPlanModeCommand(true)),
+    vscode.commands.registerCommand('toolhost.ui.exitPlanMode', () => setPlanModeCommand(false)),
     ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
@@ -382,6 +428,14 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       open: () => reviews.snapshots(),
       setResponder: (responder) => reviews.setResponder(responder),
       ask: (params, token) => reviews.handle(params, token ?? new vscode.CancellationTokenSource().token),
+    },
+    setPlanMode: (params) => controller.setPlanMode(params),
+    structuredOutput: (params) => request<StructuredOutputState>(methods.structuredOutput, params),
+    questions: {
+      open: () => asks.snapshots(),
+      setResponder: (responder) => asks.setResponder(responder),
+      ask: (params, token) => asks.handle(params, token ?? new vscode.CancellationTokenSource().token),
+      focus: (key) => panel.focusQuestion(key),
     },
   };
 }

@@ -1,13 +1,15 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
 // first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
 // every piece of live output; media/panel.js places it and turns clicks and keys into action
-// messages (Stop, open a spilled output file, Revert, …). Above the cards, the summaries of the
-// open reviews (review mode) with their buttons.
+// messages (Stop, open a spilled output file, Revert, …). Above the cards: the forms of the open
+// questions (`toolhost/askUser`), the summaries of the open reviews (review mode) with their
+// buttons, and the session's todo list (the latest todo card's, pinned).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { makeNonce, renderCard, renderPage, replayBanner } from './cardHtml';
 import type { CardStore } from './cardStore';
+import { pinnedTodosHtml } from './dataCards';
 import type { Card } from './protocol';
 import { isObject } from './protocol';
 
@@ -25,11 +27,23 @@ export interface PanelActions {
   revert(card: Card, since: boolean): Promise<unknown>;
   /** A review summary's button: `op` (open, acceptAll, rejectAll, submit) on review `key`. */
   review(key: string, op: string): Promise<unknown>;
+  /** A question form's answer (`op`: submit, dismiss, approve, keep) for question `key`. */
+  ask(key: string, action: { op: string; state?: unknown; feedback?: unknown }): Promise<unknown>;
+}
+
+/** One open question's form (ask.ts `askFormHtml`) under its key. */
+export interface QuestionForm {
+  key: string;
+  html: string;
 }
 
 export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private reviewsHtml = '';
+  private questionForms: QuestionForm[] = [];
+  private todosHtml = '';
+  /** A question to focus once the page listens (asked before the view was resolved). */
+  private focusAfterReady: string | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly resolvedEmitter = new vscode.EventEmitter<void>();
   readonly onDidResolve = this.resolvedEmitter.event;
@@ -49,8 +63,19 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         } else {
           void this.postReset();
         }
+        this.updateTodos();
       }),
     );
+    this.todosHtml = pinnedTodosHtml(store.visible());
+  }
+
+  /** The pinned todo list follows the cards on show (live or a replay). */
+  private updateTodos(): void {
+    const html = pinnedTodosHtml(this.store.visible());
+    if (html !== this.todosHtml) {
+      this.todosHtml = html;
+      void this.post({ type: 'todos', html });
+    }
   }
 
   get isResolved(): boolean {
@@ -74,6 +99,26 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
+  /** Shows the forms of the open questions, oldest first. The page keeps a form that is still
+   * open as it is (what the person has typed or checked), adds the new ones and drops the rest. */
+  setQuestions(forms: QuestionForm[]): void {
+    this.questionForms = forms;
+    void this.post({ type: 'questions', forms });
+  }
+
+  /** Shows the panel with the keyboard focus in question `key`'s form (the first one when none is
+   * named). */
+  async focusQuestion(key?: string): Promise<void> {
+    const target = key ?? this.questionForms[0]?.key;
+    if (this.view) {
+      this.view.show(false);
+      await this.post({ type: 'askFocus', key: target });
+    } else {
+      this.focusAfterReady = target ?? '';
+      await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+    }
+  }
+
   private cardsHtml(): string {
     return this.store
       .visible()
@@ -90,6 +135,8 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
   private async postReset(): Promise<void> {
     await this.post({ type: 'reset', html: this.cardsHtml(), banner: this.bannerHtml() });
     await this.post({ type: 'reviews', html: this.reviewsHtml });
+    await this.post({ type: 'questions', forms: this.questionForms });
+    await this.post({ type: 'todos', html: this.todosHtml });
   }
 
   private async post(message: unknown): Promise<void> {
@@ -110,6 +157,8 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       cardsHtml: this.cardsHtml(),
       bannerHtml: this.bannerHtml(),
       reviewsHtml: this.reviewsHtml,
+      questionsHtml: this.questionForms.map((f) => f.html).join(''),
+      todosHtml: this.todosHtml,
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
@@ -129,6 +178,17 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     if (message.action === 'ready') {
       // Anything posted before the script listened is lost: send the whole state again.
       await this.postReset();
+      if (this.focusAfterReady !== undefined) {
+        const key = this.focusAfterReady;
+        this.focusAfterReady = undefined;
+        await this.post({ type: 'askFocus', key: key === '' ? undefined : key });
+      }
+      return;
+    }
+    if (message.action === 'ask') {
+      if (typeof message.ask === 'string' && typeof message.op === 'string') {
+        await this.actions.ask(message.ask, { op: message.op, state: message.state, feedback: message.feedback });
+      }
       return;
     }
     if (message.action === 'live') {

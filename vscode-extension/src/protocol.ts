@@ -14,12 +14,39 @@ export const methods = {
   lspQuery: 'toolhost/lspQuery',
   review: 'toolhost/review',
   setReview: 'toolhost/setReview',
+  askUser: 'toolhost/askUser',
+  setPlanMode: 'toolhost/setPlanMode',
+  structuredOutput: 'toolhost/structuredOutput',
 } as const;
+
+/** `toolhost/setPlanMode` params (`{}` only reads) and result. */
+export interface SetPlanModeParams {
+  active?: boolean;
+}
+export interface PlanModeState {
+  active: boolean;
+}
+
+/** `toolhost/setPlanMode` result, or undefined when it is not one. */
+export function asPlanModeState(raw: unknown): PlanModeState | undefined {
+  return isObject(raw) && typeof raw.active === 'boolean' ? { active: raw.active } : undefined;
+}
+
+/** `toolhost/structuredOutput` params (`{}` only reads) and result. */
+export interface StructuredOutputParams {
+  schema?: unknown;
+  reset?: boolean;
+}
+export interface StructuredOutputState {
+  schema: unknown;
+  recorded: boolean;
+  value?: unknown;
+}
 
 export type CardStatus = 'pending' | 'completed' | 'failed';
 
 /** The kinds the protocol names (docs/schemas/Card.json, `CardKind.examples`). */
-export const KNOWN_CARD_KINDS = ['diff', 'read', 'search', 'terminal', 'todo', 'question', 'fetch', 'structured', 'generic'] as const;
+export const KNOWN_CARD_KINDS = ['diff', 'read', 'search', 'terminal', 'todo', 'question', 'plan', 'fetch', 'structured', 'generic'] as const;
 export type KnownCardKind = (typeof KNOWN_CARD_KINDS)[number];
 
 /** A card's kind is an open string: one of {@link KNOWN_CARD_KINDS} or any name a tool invents.
@@ -132,8 +159,10 @@ export interface Card {
   read?: ReadView | null;
   search?: SearchView | null;
   terminal?: TerminalView | null;
-  /** For kinds without a view in the protocol (todo, question, fetch, structured, a
-   * tool's own kind): the call's presentation meta, for clients that draw that kind. */
+  /** For kinds without a view in the protocol: the result's meta or, while pending and when the
+   * call failed, the call-time data its tool declared. `todo`: `{todos, counts}`; `question`:
+   * `{questions, answers?}`; `plan`: `{plan, approved?}`; `structured`: `{value}`; a tool's own
+   * kind: its meta (dataCards.ts draws the four). */
   data?: unknown;
 }
 

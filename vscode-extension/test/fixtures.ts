@@ -452,3 +452,114 @@ export const failedRevertCard: Card = {
     'revert Revert call_11d418f8bd96 · failed\na.txt changed since call_11d418f8bd96 and the reverse change conflicts at lines 2-2; nothing was written',
   locations: [{ path: '/w/a.txt', line: 1 }],
 };
+
+// ---- cards drawn from their data (todo_write, ask_user_question, exit_plan_mode,
+// structured_output), as the real server sends them
+
+export const todoCard: Card = {
+  callId: 'call_02a4165d50d8',
+  tool: 'todo_write',
+  status: 'completed',
+  kind: 'todo',
+  title: 'Todos (1/3 done)',
+  text: 'Updated todo list: 1 pending, 1 in progress, 1 completed.',
+  rendered: 'todo_write Todos (1/3 done) · completed\n[x] a\n[>] b <x>\n[ ] c',
+  locations: [],
+  data: {
+    todos: [
+      { content: 'a', status: 'completed' },
+      { content: 'b <x>', status: 'in_progress' },
+      { content: 'c', status: 'pending' },
+    ],
+    counts: { pending: 1, inProgress: 1, completed: 1 },
+  },
+};
+
+export const laterTodoCard: Card = {
+  callId: 'call_todo_later',
+  tool: 'todo_write',
+  status: 'completed',
+  kind: 'todo',
+  title: 'Todos (3/3 done)',
+  text: 'Updated todo list: 0 pending, 0 in progress, 3 completed.',
+  rendered: 'todo_write Todos (3/3 done) · completed\n[x] a\n[x] b <x>\n[x] c',
+  locations: [],
+  data: {
+    todos: [
+      { content: 'a', status: 'completed' },
+      { content: 'b <x>', status: 'completed' },
+      { content: 'c', status: 'completed' },
+    ],
+    counts: { pending: 0, inProgress: 0, completed: 3 },
+  },
+};
+
+const dbQuestion = { id: 'db', question: 'Which database?', header: 'DB', options: [{ label: 'Postgres' }, { label: 'SQLite <3', description: 'one "file"' }], multiSelect: false };
+
+export const pendingQuestionCard: Card = {
+  callId: 'call_ask',
+  tool: 'ask_user_question',
+  status: 'pending',
+  kind: 'question',
+  title: 'Ask: DB',
+  text: '',
+  rendered: 'ask_user_question Ask: DB · pending\n? Which database?',
+  locations: [],
+  data: { questions: [dbQuestion] },
+};
+
+export const questionCard: Card = {
+  ...pendingQuestionCard,
+  status: 'completed',
+  text: '{"answers":[{"id":"db","selected":["SQLite <3"]},{"id":"why","selected":[],"custom":"it is <small>"}]}',
+  rendered: 'ask_user_question Ask: DB (+1) · completed\n? Which database?\n→ SQLite <3\n? Why?\n→ "it is <small>"',
+  title: 'Ask: DB (+1)',
+  data: {
+    questions: [dbQuestion, { id: 'why', question: 'Why?', multiSelect: false }],
+    answers: [
+      { id: 'db', selected: ['SQLite <3'] },
+      { id: 'why', selected: [], custom: 'it is <small>' },
+    ],
+  },
+};
+
+export const failedQuestionCard: Card = {
+  ...pendingQuestionCard,
+  status: 'failed',
+  text: 'Error: the user dismissed the question',
+  rendered: 'ask_user_question Ask: DB · failed\n? Which database?\nError: the user dismissed the question',
+};
+
+const plan = '# Move to <SQLite>\n\n1. Add the **driver**\n2. Port `schema.sql`\n   - keep the _old_ one\n\n```sh\nrm -rf <old> && echo "done"\n```\n\n<script>alert(1)</script>';
+
+export const planCard: Card = {
+  callId: 'call_plan',
+  tool: 'exit_plan_mode',
+  status: 'completed',
+  kind: 'plan',
+  title: 'Plan: Move to <SQLite>',
+  text: 'Plan approved — plan mode exited; carry out the plan starting with your next step.',
+  rendered: `exit_plan_mode Plan: Move to <SQLite> · completed\n${plan}\n→ Approved`,
+  locations: [],
+  data: { plan, approved: true },
+};
+
+export const refusedPlanCard: Card = {
+  ...planCard,
+  status: 'failed',
+  text: 'Error: the user wants more planning: <use a migration tool>',
+  rendered: `exit_plan_mode Plan: Move to <SQLite> · failed\n${plan}\nError: the user wants more planning: <use a migration tool>`,
+  data: { plan },
+};
+
+export const structuredCard: Card = {
+  callId: 'call_6ffd6f9c59c3',
+  tool: 'structured_output',
+  status: 'completed',
+  kind: 'structured',
+  title: 'Structured output',
+  text: 'Structured output recorded.',
+  rendered: 'structured_output Structured output · completed\n{\n  "name": "<x>",\n  "n": [\n    1,\n    2\n  ]\n}',
+  locations: [],
+  data: { value: { name: '<x>', n: [1, 2] } },
+};

@@ -10,6 +10,8 @@ import { describe, it } from 'node:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv';
 import { asCallOutput, asCard, asNotice, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
+import { askFormHtml, AskBook, parseAskUserParams, resultOf } from '../src/ask';
+import { asPlanModeState, methods } from '../src/protocol';
 import { asReviewSettings, parseReviewParams, ReviewBook } from '../src/review';
 import * as fixtures from './fixtures';
 
@@ -161,6 +163,83 @@ describe('wire types against docs/schemas', () => {
     assert.deepEqual(propertyNames(settings), ['fallback', 'mode', 'timeoutMs']);
     const read = asReviewSettings({ mode: 'ask', timeoutMs: 120000, fallback: 'deny' });
     assertValid(validator('ReviewSettings'), read, 'settings');
+  });
+
+  it('questions (toolhost/askUser): the params the extension reads and every answer its forms send', () => {
+    const params = loadSchema('AskUserParams');
+    assert.deepEqual(propertyNames(params), ['callId', 'caller', 'intent', 'plan', 'questions', 'title', 'tool']);
+    assert.deepEqual(propertyNames(def(params, 'Question')), ['header', 'id', 'multiSelect', 'options', 'question']);
+    assert.deepEqual(propertyNames(def(params, 'QuestionOption')), ['description', 'label']);
+    assert.deepEqual(
+      (def(params, 'QuestionIntent').oneOf as { const: string }[]).map((v) => v.const),
+      ['question', 'plan-review'],
+    );
+    const question = {
+      requestId: 3,
+      callId: 'call_ask',
+      tool: 'ask_user_question',
+      title: 'Ask: DB (+1)',
+      intent: 'question',
+      questions: [
+        { id: 'db', question: 'Which database?', header: 'DB', options: [{ label: 'Postgres' }, { label: 'SQLite', description: 'one file' }], multiSelect: false },
+        { id: 'langs', question: 'Which languages?', options: [{ label: 'Rust' }, { label: 'Go' }], multiSelect: true },
+        { id: 'name', question: 'What name?', multiSelect: false },
+      ],
+    };
+    const plan = {
+      requestId: 4,
+      callId: 'call_plan',
+      tool: 'exit_plan_mode',
+      title: 'Plan: X',
+      caller: 'claude-code',
+      intent: 'plan-review',
+      questions: [{ id: 'plan', question: 'Approve this plan?', header: 'Plan', options: [{ label: 'Approve' }, { label: 'Keep planning' }], multiSelect: false }],
+      plan: '# X',
+    };
+    const validateParams = validator('AskUserParams');
+    const validateResult = validator('AskUserResult');
+    for (const raw of [question, plan]) {
+      assertValid(validateParams, raw, `the wire params of ${raw.tool} (requestId besides)`);
+      const parsed = parseAskUserParams(raw);
+      assertValid(validateParams, parsed, `parsed ${raw.tool} params`);
+      assert.ok(askFormHtml(new AskBook().open(parsed, () => undefined)).length > 0);
+    }
+    const q = parseAskUserParams(question);
+    const p = parseAskUserParams(plan);
+    const sent = [
+      resultOf(q, { op: 'submit', state: { db: { selected: ['SQLite'] }, langs: { selected: ['Rust', 'Go'], custom: 'Zig' }, name: { custom: 'x' } } }),
+      resultOf(q, { op: 'submit', state: { db: { selected: ['SQLite'], custom: 'DuckDB' } } }),
+      resultOf(q, { op: 'submit', state: {} }),
+      resultOf(q, { op: 'dismiss' }),
+      resultOf(p, { op: 'approve' }),
+      resultOf(p, { op: 'keep' }),
+      resultOf(p, { op: 'keep', feedback: 'more tests' }),
+      resultOf(p, { op: 'dismiss' }),
+    ];
+    for (const result of sent) {
+      assert.ok(result);
+      assertValid(validateResult, result, JSON.stringify(result));
+    }
+    assert.deepEqual(propertyNames(loadSchema('AskUserResult')), ['answers', 'dismissed']);
+    assert.deepEqual(propertyNames(def(loadSchema('AskUserResult'), 'Answer')), ['custom', 'id', 'selected']);
+    assert.equal(methods.askUser, 'toolhost/askUser');
+  });
+
+  it('plan mode and structured output: the requests the extension sends and the states it reads', () => {
+    assert.deepEqual(propertyNames(loadSchema('SetPlanModeParams')), ['active']);
+    for (const sent of [{}, { active: true }, { active: false }]) {
+      assertValid(validator('SetPlanModeParams'), sent, JSON.stringify(sent));
+    }
+    assert.deepEqual(propertyNames(loadSchema('PlanModeState')), ['active']);
+    const state = asPlanModeState({ active: true });
+    assertValid(validator('PlanModeState'), state, 'plan mode state');
+    assert.equal(asPlanModeState({ active: 'yes' }), undefined);
+    assert.deepEqual(propertyNames(loadSchema('StructuredOutputParams')), ['reset', 'schema']);
+    for (const sent of [{}, { reset: true }, { schema: { type: 'object' } }, { schema: null }]) {
+      assertValid(validator('StructuredOutputParams'), sent, JSON.stringify(sent));
+    }
+    assert.deepEqual(propertyNames(loadSchema('StructuredOutputState')), ['recorded', 'schema', 'value']);
+    assertValid(validator('StructuredOutputState'), { schema: null, recorded: true, value: { a: 1 } }, 'a recorded run');
   });
 
   it('tool descriptors: annotations with MCP\'s defaults', () => {

@@ -7,6 +7,9 @@
 // Review mode: a `setReview` step sends `toolhost/setReview`; a tool step's `review` script answers
 // the server's `toolhost/review` for that call instead of the person (after its `external` write),
 // or never answers (`ignore`), and the step fails when a question it scripts never came.
+// Questions likewise: a tool step's `askUser` is the `toolhost/askUser` result its call's question
+// is answered with (`{answers}` or `{dismissed: true}`; `{ignore: true}` never answers). Plan mode
+// and structured output: `setPlanMode` and `structuredOutput` steps send those requests.
 import { isDeepStrictEqual } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -43,10 +46,15 @@ interface ReviewScript {
   external?: External;
 }
 
+/** The scripted `toolhost/askUser` result (sent as it is), or `{ignore: true}`: never answer. */
+type AskScript = Record<string, Json> & { ignore?: boolean };
+
 type Step =
   | { external: External }
   | { setReview: Record<string, Json> }
-  | { tool: string; args: Json; expect: Expect; review?: ReviewScript };
+  | { setPlanMode: Record<string, Json> }
+  | { structuredOutput: Record<string, Json> }
+  | { tool: string; args: Json; expect: Expect; review?: ReviewScript; askUser?: AskScript };
 
 export interface Scenario {
   name: string;
@@ -263,12 +271,23 @@ export async function runScenario(api: ToolhostApiLike, scenario: Scenario): Pro
       applyExternal(root, step.external);
       continue;
     }
-    if ('setReview' in step) {
+    const sent: [string, string, Json] | undefined =
+      'setReview' in step
+        ? ['setReview', 'toolhost/setReview', step.setReview]
+        : 'setPlanMode' in step
+          ? ['setPlanMode', 'toolhost/setPlanMode', step.setPlanMode]
+          : 'structuredOutput' in step
+            ? ['structuredOutput', 'toolhost/structuredOutput', step.structuredOutput]
+            : undefined;
+    if (sent) {
       try {
-        await api.request('toolhost/setReview', substitute(step.setReview, root));
+        await api.request(sent[1], substitute(sent[2], root));
       } catch (err) {
-        problems.push(`step ${idx} (setReview): ${err instanceof Error ? err.message : String(err)}`);
+        problems.push(`step ${idx} (${sent[0]}): ${err instanceof Error ? err.message : String(err)}`);
       }
+      continue;
+    }
+    if (!('tool' in step)) {
       continue;
     }
     steps += 1;
@@ -294,11 +313,25 @@ export async function runScenario(api: ToolhostApiLike, scenario: Scenario): Pro
       }
       return Promise.resolve(result);
     });
+    // Likewise every question: the step's scripted result, sent exactly as written, or an error.
+    const questioned: { callId: string }[] = [];
+    const answer = step.askUser;
+    api.questions.setResponder((params) => {
+      questioned.push({ callId: params.callId });
+      if (!answer) {
+        return Promise.reject(new Error('no answer was scripted for this step'));
+      }
+      if (answer.ignore === true) {
+        return new Promise<never>(() => undefined);
+      }
+      return Promise.resolve(answer as never);
+    });
     let response: CallToolResult;
     try {
       response = await api.callTool(step.tool, substitute(step.args, root));
     } finally {
       api.reviews.setResponder(undefined);
+      api.questions.setResponder(undefined);
     }
     if (script && script.ignore !== true && asked.length === 0) {
       problems.push(`step ${idx} (${step.tool}): review: the server never sent toolhost/review`);
@@ -306,6 +339,14 @@ export async function runScenario(api: ToolhostApiLike, scenario: Scenario): Pro
     for (const q of asked) {
       if (q.callId !== response.callId) {
         problems.push(`step ${idx} (${step.tool}): review: asked for call ${q.callId}, the step's call is ${response.callId}`);
+      }
+    }
+    if (answer && answer.ignore !== true && questioned.length === 0) {
+      problems.push(`step ${idx} (${step.tool}): askUser: the server never sent toolhost/askUser`);
+    }
+    for (const q of questioned) {
+      if (q.callId !== response.callId) {
+        problems.push(`step ${idx} (${step.tool}): askUser: asked for call ${q.callId}, the step's call is ${response.callId}`);
       }
     }
     for (const p of checkStep(step.expect, response.result, response.card, root)) {

@@ -2,6 +2,8 @@
 // lives on globalThis).
 import * as vscode from 'vscode';
 // The wire shapes are the extension's own (type-only: nothing of src/ is bundled).
+import type { AskUserResult } from '../../../src/ask';
+import type { AskResponder, AskSnapshot } from '../../../src/askView';
 import type { McpDefinitionResult } from '../../../src/mcpDefinition';
 import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
 import type { ReviewResult, ReviewSettings, SetReviewParams } from '../../../src/review';
@@ -18,7 +20,7 @@ export interface ToolhostApiLike {
     onChange(listener: (event: { type: string; card?: Card }) => void): { dispose(): void };
     clear(): void;
   };
-  controller: { lastClientCapabilities: unknown };
+  controller: { lastClientCapabilities: unknown; planMode: boolean | undefined };
   state(): string;
   sessionId(): string | undefined;
   request<R>(method: string, params?: unknown): Promise<R>;
@@ -34,6 +36,7 @@ export interface ToolhostApiLike {
     serverArgs?: string[];
     lspProvider?: boolean;
     review?: boolean;
+    askUser?: boolean;
   }): Promise<void>;
   answerLspQuery(params: unknown): Promise<LspQueryResult>;
   openDiff(callId: string, path?: string): Promise<{ left: vscode.Uri; right: vscode.Uri } | undefined>;
@@ -43,6 +46,14 @@ export interface ToolhostApiLike {
     open(): ReviewSnapshot[];
     setResponder(responder: ReviewResponder | undefined): void;
     ask(params: unknown, token?: vscode.CancellationToken): Promise<ReviewResult>;
+  };
+  setPlanMode(params: { active?: boolean }): Promise<{ active: boolean }>;
+  structuredOutput(params: { schema?: unknown; reset?: boolean }): Promise<{ schema: unknown; recorded: boolean; value?: unknown }>;
+  questions: {
+    open(): AskSnapshot[];
+    setResponder(responder: AskResponder | undefined): void;
+    ask(params: unknown, token?: vscode.CancellationToken): Promise<AskUserResult>;
+    focus(key?: string): Promise<void>;
   };
 }
 

@@ -1,6 +1,7 @@
 // Main e2e suite, run in the extension host at startup: the installed extension, the real server,
-// the editor-backed lsp provider on VS Code's TypeScript support, unsaved buffers, and the
-// conformance scenarios replayed through the extension's own language client.
+// the editor-backed lsp provider on VS Code's TypeScript support, unsaved buffers, review mode,
+// questions (`toolhost/askUser`: withdrawal, a cancelled call), plan mode, and the conformance
+// scenarios replayed through the extension's own language client.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -90,6 +91,90 @@ describe('toolhost extension in VS Code', function () {
   it('advertises capabilities.experimental.toolhost.review = true', () => {
     const caps = api.controller.lastClientCapabilities as { experimental?: { toolhost?: { review?: boolean } } };
     assert.equal(caps.experimental?.toolhost?.review, true);
+  });
+
+  it('advertises capabilities.experimental.toolhost.askUser = true', () => {
+    const caps = api.controller.lastClientCapabilities as { experimental?: { toolhost?: { askUser?: boolean; review?: boolean; lspProvider?: boolean } } };
+    assert.deepEqual(caps.experimental?.toolhost, { lspProvider: true, review: true, askUser: true });
+  });
+
+  describe('questions (toolhost/askUser) and plan mode', function () {
+    this.timeout(60_000);
+    const raw = (requestId: number) => ({
+      requestId,
+      callId: `call_synthetic_ask_${requestId}`,
+      tool: 'ask_user_question',
+      title: 'Ask: DB',
+      intent: 'question',
+      questions: [{ id: 'db', question: 'Which database?', header: 'DB', options: [{ label: 'Postgres' }, { label: 'SQLite' }], multiSelect: false }],
+    });
+
+    it('a question opens a form; its withdrawal ($/cancelRequest → the token) removes it without an answer', async () => {
+      const cts = new vscode.CancellationTokenSource();
+      let settled = false;
+      void api.questions.ask(raw(801), cts.token).then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      const open = await waitFor('the open question', () => api.questions.open().find((q) => q.requestId === 801), 5000);
+      assert.deepEqual(open, { key: 'call_synthetic_ask_801', requestId: 801, callId: 'call_synthetic_ask_801', intent: 'question', title: 'Ask: DB', questions: ['Which database?'] });
+      cts.cancel();
+      await waitFor('the withdrawn question to go', () => api.questions.open().length === 0 || undefined, 5000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(settled, false, 'no answer for a withdrawn question');
+    });
+
+    it('params nobody can answer are refused (-32602) instead of waiting', async () => {
+      await assert.rejects(api.questions.ask({ requestId: 1, callId: 'c', tool: 't', questions: [] }), (err: { code?: number }) => err.code === -32602);
+    });
+
+    it('a real server: ask_user_question waits for the form; cancelling the call withdraws it (ASK_ABORTED)', async () => {
+      const call = api.callTool('ask_user_question', { questions: [{ id: 'x', question: 'Cancel me?' }] });
+      const open = await waitFor('the question form', () => api.questions.open().find((q) => q.questions[0] === 'Cancel me?'), 10_000);
+      assert.deepEqual(await api.cancelCall(open.callId), { cancelled: true });
+      const response = await call;
+      assert.equal(response.callId, open.callId);
+      assert.equal(response.result.isError, true);
+      assert.equal(response.result.error?.info?.code, 'ASK_ABORTED', JSON.stringify(response.result));
+      assert.equal(response.card.kind, 'question');
+      await waitFor('the withdrawn form to go', () => api.questions.open().length === 0 || undefined, 5000);
+    });
+
+    it('a real server: plan mode refuses a write; exit_plan_mode asks for approval (plan-review) and, approved, ends plan mode', async () => {
+      try {
+        assert.deepEqual(await api.setPlanMode({ active: true }), { active: true });
+        assert.equal(api.controller.planMode, true);
+        const refused = await api.callTool('write', { file_path: 'plan-mode.txt', content: 'no\n' });
+        assert.equal(refused.result.isError, true);
+        assert.match(refused.result.error?.message ?? '', /plan mode is active/);
+        assert.ok(!fs.existsSync(path.join(ws(), 'plan-mode.txt')));
+        const asked: { intent: string; plan?: string }[] = [];
+        api.questions.setResponder((params) => {
+          asked.push({ intent: params.intent, plan: params.plan });
+          return Promise.resolve({ answers: [{ id: params.questions[0]?.id ?? 'plan', selected: ['Approve'] }] });
+        });
+        const approved = await api.callTool('exit_plan_mode', { plan: '# Write plan-mode.txt\n\n1. write it' });
+        assert.equal(approved.result.isError, false, JSON.stringify(approved.result));
+        assert.deepEqual(asked, [{ intent: 'plan-review', plan: '# Write plan-mode.txt\n\n1. write it' }]);
+        assert.equal(approved.card.kind, 'plan');
+        assert.deepEqual(approved.card.data, { plan: '# Write plan-mode.txt\n\n1. write it', approved: true });
+        assert.deepEqual(await api.setPlanMode({}), { active: false });
+      } finally {
+        api.questions.setResponder(undefined);
+        await api.setPlanMode({ active: false }).catch(() => undefined);
+      }
+    });
+
+    it('a real server: toolhost/structuredOutput reads the run; structured_output records the value', async () => {
+      const fresh = await api.structuredOutput({ reset: true });
+      assert.equal(fresh.recorded, false);
+      const recorded = await api.callTool('structured_output', { answer: 42 });
+      assert.equal(recorded.result.isError, false, JSON.stringify(recorded.result));
+      assert.equal(recorded.card.kind, 'structured');
+      const state = await api.structuredOutput({});
+      assert.deepEqual({ recorded: state.recorded, value: state.value }, { recorded: true, value: { answer: 42 } });
+      await api.structuredOutput({ reset: true });
+    });
   });
 
   describe('review mode UI (a toolhost/review request handed to the UI through the API)', function () {
