@@ -10,9 +10,10 @@
 --   filetypes           nil: toolhost is filetype-agnostic; `root_dir` picks the buffers (file
 --                       buffers under a marker root, or under the root of a running client)
 --   capabilities        experimental.toolhost.lspProvider = true (answers toolhost/lspQuery),
---                       experimental.toolhost.review = true (answers toolhost/review)
+--                       experimental.toolhost.review = true (answers toolhost/review),
+--                       experimental.toolhost.askUser = true (answers toolhost/askUser)
 --   handlers            toolhost/card, toolhost/callOutput, toolhost/notice, toolhost/lspQuery,
---                       toolhost/review and $/cancelRequest (the plugin's own)
+--                       toolhost/review, toolhost/askUser and $/cancelRequest (the plugin's own)
 --   on_init, on_attach  session id, resumed cards; on_exit forgets the client
 -- The plugin's automatic start (plugin/toolhost.lua) reuses the client this config starts for a
 -- root and starts buffers without a filetype from this config too: never a second client.

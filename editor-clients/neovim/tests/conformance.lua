@@ -5,6 +5,10 @@
 -- Review mode: a `{"setReview": {…}}` step sends `toolhost/setReview`; a tool step's `review`
 -- script answers the `toolhost/review` question of its call through the plugin's own handler
 -- (lua/toolhost/review.lua, its `responder` hook), bypassing the review buffer.
+-- Questions: a tool step's `askUser` (an AskUserResult, or `{ignore: true}`) answers the
+-- `toolhost/askUser` question of its call through lua/toolhost/ask.lua's `responder` hook,
+-- bypassing the pickers; `{"setPlanMode": {…}}` and `{"structuredOutput": {…}}` steps send those
+-- requests. A step's `args` are sent as written in steps.json (their keys in the file's order).
 --
 -- Run: TOOLHOST_BIN=… nvim --clean --headless -l tests/conformance.lua [scenario dir]
 -- Prints `N passed, N failed`; exits non-zero on any failure.
@@ -166,6 +170,129 @@ local function show(v)
   return ok and s or vim.inspect(v)
 end
 
+--- The raw JSON text of each step's `args` in steps.json (by step index), so arguments go to the
+--- server with their keys in the file's order, as the Rust runners send them: a Lua table has no
+--- key order, and the server keeps the order it is given (a structured_output value's rendering
+--- follows it).
+---@param text string the whole steps.json
+---@return table<integer, string>
+local function raw_step_args(text)
+  local pos = 1
+  local function space()
+    pos = text:find('[^ \t\r\n]', pos) or (#text + 1)
+  end
+  local function skip_string()
+    local i = pos + 1
+    while true do
+      local c = text:sub(i, i)
+      if c == '\\' then
+        i = i + 2
+      elseif c == '"' then
+        pos = i + 1
+        return
+      elseif c == '' then
+        error('steps.json: unterminated string')
+      else
+        i = i + 1
+      end
+    end
+  end
+  local skip_value
+  --- Walks an object or array at `pos`; `on_member(key_text, value_start, value_end)` for members.
+  local function walk(on_member)
+    local open = text:sub(pos, pos)
+    local close = open == '{' and '}' or ']'
+    pos = pos + 1
+    space()
+    if text:sub(pos, pos) == close then
+      pos = pos + 1
+      return
+    end
+    while true do
+      space()
+      local key
+      if open == '{' then
+        local k = pos
+        skip_string()
+        key = text:sub(k, pos - 1)
+        space()
+        pos = pos + 1 -- the colon
+      end
+      space()
+      local start = pos
+      skip_value()
+      if on_member then
+        on_member(key, start, pos - 1)
+      end
+      space()
+      local c = text:sub(pos, pos)
+      pos = pos + 1
+      if c == close then
+        return
+      elseif c ~= ',' then
+        error('steps.json: unexpected ' .. c)
+      end
+    end
+  end
+  skip_value = function()
+    space()
+    local c = text:sub(pos, pos)
+    if c == '"' then
+      skip_string()
+    elseif c == '{' or c == '[' then
+      walk(nil)
+    else
+      pos = text:find('[,%]}%s]', pos) or (#text + 1) -- a number or literal
+    end
+  end
+  local out, idx = {}, 0
+  space()
+  if text:sub(pos, pos) ~= '[' then
+    return out
+  end
+  pos = pos + 1
+  space()
+  while pos <= #text and text:sub(pos, pos) ~= ']' do
+    idx = idx + 1
+    space()
+    if text:sub(pos, pos) == '{' then
+      walk(function(key, a, b)
+        if key == '"args"' then
+          out[idx] = text:sub(a, b)
+        end
+      end)
+    else
+      skip_value()
+    end
+    space()
+    if text:sub(pos, pos) == ',' then
+      pos = pos + 1
+    end
+    space()
+  end
+  return out
+end
+
+--- Runs `send` with the JSON of `arguments` in every message it encodes replaced by `raw`.
+---@param arguments string a placeholder passed as the arguments
+---@param raw string
+---@param send fun()
+local function with_raw_arguments(arguments, raw, send)
+  local encode = vim.json.encode
+  local placeholder = encode(arguments)
+  vim.json.encode = function(...)
+    local text = encode(...)
+    local i, j = text:find(placeholder, 1, true)
+    if i then
+      text = text:sub(1, i - 1) .. raw .. text:sub(j + 1)
+    end
+    return text
+  end
+  local ok, err = pcall(send)
+  vim.json.encode = encode
+  assert(ok, err)
+end
+
 --- scenario.rs `check_step`.
 local function check_step(expect, result, card, ws)
   local spill = spill_locator(result)
@@ -252,6 +379,8 @@ end
 --- Runs one scenario; returns its problems.
 local function run_scenario(sdir, scratch)
   local steps = assert(read_json(sdir .. '/steps.json'), 'missing steps.json')
+  local ok_raw, raw_args = pcall(raw_step_args, H.read(sdir .. '/steps.json') or '')
+  raw_args = ok_raw and raw_args or {}
   vim.fn.mkdir(scratch .. '/workspace', 'p')
   vim.fn.mkdir(scratch .. '/sessions', 'p')
   local root = assert(uv.fs_realpath(scratch .. '/workspace'))
@@ -279,6 +408,17 @@ local function run_scenario(sdir, scratch)
       return client.initialized
     end, 'initialize')
     local review = require('toolhost.review')
+    local ask = require('toolhost.ask')
+    --- Sends a request step (`setReview`, `setPlanMode`, `structuredOutput`) and records a failure.
+    local function request_step(idx, name, method, params)
+      if type(params) ~= 'table' or next(params) == nil then
+        params = vim.empty_dict() -- `{}` reads the state; an empty Lua table would be `[]`
+      end
+      local err = require('toolhost.client').request_sync(client, method, params, 10000)
+      if err then
+        table.insert(problems, ('step %d (%s): %s'):format(idx - 1, name, err))
+      end
+    end
     for idx, step in ipairs(steps) do
       -- As the Rust runner: the step's script answers its call's question; a question no step
       -- scripted is answered with an error (the server's fallback applies).
@@ -300,32 +440,51 @@ local function run_scenario(sdir, scratch)
         end
         return { result = answer }
       end
+      local ask_script, ask_asked = step.askUser, false
+      ask.responder = function()
+        ask_asked = true
+        if type(ask_script) ~= 'table' then
+          return { error = 'no askUser answer was scripted for this step' }
+        end
+        if ask_script.ignore == true then
+          return { ignore = true }
+        end
+        return { result = ask_script }
+      end
       if step.external then
         apply_external(root, step.external)
       elseif step.setReview then
-        local params = step.setReview
-        if type(params) ~= 'table' or next(params) == nil then
-          params = vim.empty_dict()
-        end
-        local err = require('toolhost.client').request_sync(client, 'toolhost/setReview', params, 10000)
-        if err then
-          table.insert(problems, ('step %d (setReview): %s'):format(idx - 1, err))
-        end
+        request_step(idx, 'setReview', 'toolhost/setReview', step.setReview)
+      elseif step.setPlanMode then
+        request_step(idx, 'setPlanMode', 'toolhost/setPlanMode', step.setPlanMode)
+      elseif step.structuredOutput then
+        request_step(idx, 'structuredOutput', 'toolhost/structuredOutput', step.structuredOutput)
       else
         local done, call_err, res = false, nil, nil
-        require('toolhost').call(
-          step.tool,
-          substitute(step.args, root),
-          { client = client, echo = false },
-          function(e, r)
-            done, call_err, res = true, e, r
-          end
-        )
+        local function on_done(e, r)
+          done, call_err, res = true, e, r
+        end
+        local raw = raw_args[idx]
+        if raw then
+          local ws = vim.json.encode(root):sub(2, -2) -- the root as it stands inside a JSON string
+          raw = raw:gsub('%${WORKSPACE}', function()
+            return ws
+          end)
+          local placeholder = 'toolhost-conformance-arguments-' .. idx
+          with_raw_arguments(placeholder, raw, function()
+            require('toolhost').call(step.tool, placeholder, { client = client, echo = false }, on_done)
+          end)
+        else
+          require('toolhost').call(step.tool, substitute(step.args, root), { client = client, echo = false }, on_done)
+        end
         H.wait(function()
           return done
         end, 'toolhost/callTool ' .. step.tool, 30000)
         if type(script) == 'table' and script.ignore ~= true and not asked then
           table.insert(problems, ('step %d (%s): the scripted review was never asked'):format(idx - 1, step.tool))
+        end
+        if type(ask_script) == 'table' and ask_script.ignore ~= true and not ask_asked then
+          table.insert(problems, ('step %d (%s): the scripted askUser question never came'):format(idx - 1, step.tool))
         end
         if call_err then
           table.insert(problems, ('step %d (%s): %s'):format(idx - 1, step.tool, call_err))
@@ -346,6 +505,7 @@ local function run_scenario(sdir, scratch)
     end
   end)
   require('toolhost.review').responder = nil
+  require('toolhost.ask').responder = nil
   client:stop()
   vim.wait(5000, function()
     return client:is_stopped()

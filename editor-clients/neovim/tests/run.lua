@@ -107,6 +107,15 @@ test('plugin loads lazily and works without setup()', function()
     'hl-ToolhostExitOk',
     'hl-ToolhostExitError',
     'hl-ToolhostExitWarn',
+    'toolhost-ask',
+    'toolhost-ask-pickers',
+    'toolhost-plan-review',
+    'toolhost-plan-mode',
+    'toolhost-todo',
+    ':Toolhost-plan-mode',
+    'hl-ToolhostTodoActive',
+    'hl-ToolhostQuestion',
+    'hl-ToolhostPlanHeading',
   }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
@@ -144,6 +153,7 @@ test('start on a workspace: one client per root, every file buffer attached', fu
   H.eq(c.workspace_folders[1].uri, vim.uri_from_fname(ws), 'workspace folder')
   H.eq(c.config.capabilities.experimental.toolhost.lspProvider, true, 'lspProvider capability advertised')
   H.eq(c.config.capabilities.experimental.toolhost.review, true, 'review capability advertised')
+  H.eq(c.config.capabilities.experimental.toolhost.askUser, true, 'askUser capability advertised')
   H.check(c.server_capabilities.experimental.toolhost.sessionId ~= nil, 'server reports its session')
   H.eq(
     require('toolhost.client').state(c.id).session_id,
@@ -1278,6 +1288,7 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
     H.eq(out.lsp_provider, true, variant .. ': lspProvider')
     H.eq(out.handlers, {
       '$/cancelRequest',
+      'toolhost/askUser',
       'toolhost/callOutput',
       'toolhost/card',
       'toolhost/lspQuery',
@@ -1376,6 +1387,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'call',
     'cards',
     'clear',
+    'plan-mode',
     'replay',
     'revert',
     'revert-since',
@@ -1395,6 +1407,9 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     { 'replay', 'revert', 'revert-since', 'review', 'review-mode' },
     'subcommands starting with re'
   )
+  H.eq(th.complete('', 'Toolhost plan-mode '), { 'on', 'off' }, 'plan-mode words')
+  H.eq(th.complete('o', 'Toolhost plan-mode o'), { 'on', 'off' }, 'plan-mode prefix')
+  H.eq(th.complete('', 'Toolhost plan-mode on '), {}, 'one word')
   local tools
   th.tools(function(err, t)
     tools = err or t
@@ -2970,6 +2985,555 @@ test('review: several pending at once (two roots); :Toolhost review picks one; u
     H.eq(H.read(ws1 .. '/a.txt'), ALPHA0, 'a: nothing written')
     H.eq(#R.pending(), 0, 'none left')
   end, 1)
+end)
+
+-- Questions for the person (|toolhost-ask|): `toolhost/askUser` answered through vim.ui.select /
+-- vim.ui.input, here replaced by scripted pickers.
+
+--- Replaces vim.ui.select and vim.ui.input with a script: each step is `{select = fn}` (given the
+--- items, their formatted texts and the opts, returns the choice; nil dismisses) or `{input = text}`
+--- (`false`: <Esc>), or `{hold = true}` (never calls back; the callback is kept in `held`). Every
+--- call is recorded in `calls`. Restored by the returned function.
+---@param steps table[]
+---@return {calls: table[], held: function?, remaining: fun(): integer} picks
+---@return fun() restore
+local function scripted_pickers(steps)
+  local picks = { calls = {} }
+  local orig_select, orig_input = vim.ui.select, vim.ui.input
+  local i = 0
+  local function step(kind)
+    i = i + 1
+    local st = steps[i]
+    if not st then
+      error(('picker %d (%s): the script has no step for it'):format(i, kind))
+    end
+    return st
+  end
+  vim.ui.select = function(items, opts, cb)
+    local texts = vim.tbl_map(opts.format_item or tostring, items)
+    table.insert(picks.calls, { kind = 'select', prompt = opts.prompt, texts = texts, items = items, opts = opts })
+    local st = step('select')
+    if st.hold then
+      picks.held = cb
+      return
+    end
+    H.check(st.select ~= nil, ('picker %d is a select, the script expected %s'):format(i, vim.inspect(st)))
+    cb(st.select(items, texts, opts))
+  end
+  vim.ui.input = function(opts, cb)
+    table.insert(picks.calls, { kind = 'input', prompt = opts.prompt, default = opts.default })
+    local st = step('input')
+    if st.hold then
+      picks.held = cb
+      return
+    end
+    H.check(st.input ~= nil, ('picker %d is an input, the script expected %s'):format(i, vim.inspect(st)))
+    cb(st.input ~= false and st.input or nil)
+  end
+  picks.remaining = function()
+    return #steps - i
+  end
+  return picks, function()
+    vim.ui.select, vim.ui.input = orig_select, orig_input
+  end
+end
+
+--- A select step choosing the item whose formatted text is `text`.
+---@param text string
+local function pick(text)
+  return {
+    select = function(items, texts)
+      for k, t in ipairs(texts) do
+        if t == text then
+          return items[k]
+        end
+      end
+      error(('no entry %q among %s'):format(text, vim.inspect(texts)))
+    end,
+  }
+end
+
+local ask_request_id = 0
+
+--- Runs the plugin's `toolhost/askUser` handler as Neovim's LSP client does (in a coroutine it
+--- resumes), with scripted pickers; waits for its result.
+---@param params table
+---@param steps table[]
+---@param opts? {inspect?: fun(picks: table), client_id?: integer}
+---@return table result
+---@return table picks
+local function ask_with(params, steps, opts)
+  opts = opts or {}
+  ask_request_id = ask_request_id + 1
+  params = vim.tbl_extend('keep', params, {
+    requestId = ask_request_id,
+    callId = 'call-' .. ask_request_id,
+    tool = 'ask_user_question',
+    title = 'Ask',
+  })
+  local picks, restore = scripted_pickers(steps)
+  local out = {}
+  local co = coroutine.create(function()
+    out.result, out.err = require('toolhost.ask').handle(params, { client_id = opts.client_id or 9999 })
+    out.done = true
+  end)
+  local ok, err = coroutine.resume(co)
+  local wait_ok, wait_err = pcall(function()
+    assert(ok, err)
+    if opts.inspect then
+      opts.inspect(picks, params)
+    end
+    H.wait(function()
+      return out.done
+    end, 'the askUser answer')
+  end)
+  restore()
+  assert(wait_ok, wait_err)
+  H.eq(out.err, nil, 'no error reply')
+  H.eq(picks.remaining(), 0, 'every scripted picker was used')
+  return out.result, picks
+end
+
+local DB_QUESTION = {
+  id = 'db',
+  question = 'Which database?',
+  header = 'DB',
+  options = { { label = 'Postgres', description = 'the production one' }, { label = 'SQLite' } },
+}
+
+test('ask: a single-select question is one vim.ui.select over its options, then Other…', function()
+  local res, picks = ask_with({ questions = { DB_QUESTION } }, { pick('SQLite') })
+  H.eq(res, { answers = { { id = 'db', selected = { 'SQLite' } } } }, 'the answer')
+  H.eq(picks.calls[1].texts, { 'Postgres — the production one', 'SQLite', 'Other…' }, 'the entries')
+  H.eq(picks.calls[1].prompt, 'DB: Which database?', 'the prompt')
+  H.eq(picks.calls[1].opts.kind, 'toolhost-ask', 'a kind pickers can match')
+  -- The answer goes over the wire as JSON: `selected` is an array even when empty.
+  H.eq(vim.json.encode({ selected = {} }), '{"selected":[]}', 'an empty list encodes as an array')
+end)
+
+test('ask: Other… asks for free text (custom, nothing selected); <Esc> there goes back to the options', function()
+  local res, picks = ask_with(
+    { questions = { DB_QUESTION } },
+    { pick('Other…'), { input = false }, pick('Other…'), { input = 'MySQL, please' } }
+  )
+  H.eq(res, { answers = { { id = 'db', selected = {}, custom = 'MySQL, please' } } }, 'the answer')
+  H.eq(
+    vim.tbl_map(function(c)
+      return c.kind
+    end, picks.calls),
+    { 'select', 'input', 'select', 'input' },
+    'Esc in the text input showed the options again'
+  )
+end)
+
+test('ask: a multi-select question toggles [x] marks until Done; Other… adds free text', function()
+  local q = {
+    id = 'os',
+    question = 'Which platforms?',
+    options = { { label = 'Linux' }, { label = 'macOS' }, { label = 'Windows' } },
+    multiSelect = true,
+  }
+  local res, picks = ask_with({ questions = { q } }, {
+    pick('[ ] Linux'),
+    pick('[ ] Windows'),
+    pick('[x] Linux'),
+    pick('[ ] macOS'),
+    pick('Other…'),
+    { input = 'BeOS' },
+    pick('Done (2 selected)'),
+  })
+  H.eq(res, { answers = { { id = 'os', selected = { 'macOS', 'Windows' }, custom = 'BeOS' } } }, 'in option order')
+  H.eq(picks.calls[1].texts, { '[ ] Linux', '[ ] macOS', '[ ] Windows', 'Done', 'Other…' }, 'first entries')
+  H.eq(
+    picks.calls[#picks.calls].texts,
+    { '[ ] Linux', '[x] macOS', '[x] Windows', 'Done (2 selected)', 'Other… ("BeOS")' },
+    'last entries'
+  )
+end)
+
+test('ask: a question without options is a vim.ui.input; several questions come one after another', function()
+  local res, picks = ask_with({
+    questions = {
+      DB_QUESTION,
+      { id = 'name', question = 'What is the project called?' },
+      { id = 'ok', question = 'Ship it?', options = { { label = 'Yes' }, { label = 'No' } }, multiSelect = true },
+    },
+  }, { pick('Postgres — the production one'), { input = 'toolhost' }, pick('Done') })
+  H.eq(res, {
+    answers = {
+      { id = 'db', selected = { 'Postgres' } },
+      { id = 'name', selected = {}, custom = 'toolhost' },
+      { id = 'ok', selected = {} },
+    },
+  }, 'one answer per question, in order')
+  H.eq(picks.calls[1].prompt, 'DB: Which database? (1/3)', 'numbered prompts')
+  H.eq(picks.calls[2].prompt, 'What is the project called? (2/3) ', 'the input prompt')
+end)
+
+test('ask: picking nothing dismisses the whole question ({dismissed = true})', function()
+  local res = ask_with({ questions = { DB_QUESTION } }, {
+    {
+      select = function()
+        return nil
+      end,
+    },
+  })
+  H.eq(res, { dismissed = true }, 'Esc in the select')
+  res = ask_with(
+    { questions = { DB_QUESTION, { id = 'name', question = 'Name?' } } },
+    { pick('SQLite'), { input = false } }
+  )
+  H.eq(res, { dismissed = true }, 'Esc in a later question dismisses all of it')
+  H.eq(#require('toolhost.ask').pending(), 0, 'nothing pending')
+end)
+
+local PLAN = '# Bump the version\n\n1. Change a.txt to version 2\n2. Run the tests'
+
+local function plan_params()
+  return {
+    tool = 'exit_plan_mode',
+    title = 'Plan: Bump the version',
+    intent = 'plan-review',
+    plan = PLAN,
+    questions = {
+      {
+        id = 'plan',
+        question = 'Approve this plan?',
+        header = 'Plan',
+        options = {
+          { label = 'Approve', description = 'Leave plan mode; the agent carries out the plan.' },
+          { label = 'Keep planning', description = 'Stay in plan mode; say what to change.' },
+        },
+      },
+    },
+  }
+end
+
+--- The window showing a markdown plan buffer, or nil.
+local function plan_window()
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    local b = vim.api.nvim_win_get_buf(w)
+    if vim.api.nvim_buf_get_name(b):find('toolhost://plan/', 1, true) then
+      return w, b
+    end
+  end
+end
+
+test('ask: a plan review shows the plan (markdown) while asking Approve / Keep planning; approve', function()
+  local seen
+  local wins = #vim.api.nvim_list_wins()
+  local res, picks = ask_with(plan_params(), {
+    {
+      select = function(items, texts)
+        local win, buf = plan_window()
+        seen = {
+          win = win ~= nil,
+          filetype = buf and vim.bo[buf].filetype,
+          text = buf and H.buf_text(buf),
+          current = win and vim.api.nvim_get_current_win() == win,
+        }
+        return items[1]
+      end,
+    },
+  })
+  H.eq(res, { answers = { { id = 'plan', selected = { 'Approve' } } } }, 'approved')
+  H.eq(seen, { win = true, filetype = 'markdown', text = PLAN, current = false }, 'the plan, shown beside')
+  H.eq(picks.calls[1].texts, {
+    'Approve — Leave plan mode; the agent carries out the plan.',
+    'Keep planning — Stay in plan mode; say what to change.',
+  }, 'no Other… in a plan review')
+  H.eq(picks.calls[1].opts.kind, 'toolhost-plan-review', 'its own picker kind')
+  H.eq(plan_window(), nil, 'the plan window closed after the answer')
+  H.eq(#vim.api.nvim_list_wins(), wins, 'no window left behind')
+end)
+
+test('ask: a plan review, keep planning with feedback (vim.ui.input)', function()
+  local res, picks = ask_with(plan_params(), {
+    pick('Keep planning — Stay in plan mode; say what to change.'),
+    { input = 'also update the changelog' },
+  })
+  H.eq(
+    res,
+    { answers = { { id = 'plan', selected = { 'Keep planning' }, custom = 'also update the changelog' } } },
+    'feedback as custom'
+  )
+  H.eq(picks.calls[2].kind, 'input', 'feedback asked with vim.ui.input')
+  H.eq(plan_window(), nil, 'the plan window closed')
+end)
+
+test('ask: $/cancelRequest naming requestId withdraws the question: its windows close, no reply', function()
+  local A = require('toolhost.ask')
+  local picks, restore = scripted_pickers({ { hold = true } })
+  local ok, err = pcall(function()
+    -- A picker that opens a floating window and returns (as telescope and friends do).
+    local orig = vim.ui.select
+    local float
+    vim.ui.select = function(items, opts, cb)
+      local b = vim.api.nvim_create_buf(false, true)
+      float = vim.api.nvim_open_win(b, true, { relative = 'editor', row = 1, col = 1, width = 20, height = 3 })
+      orig(items, opts, cb)
+    end
+    local out = {}
+    local params = vim.tbl_extend('force', plan_params(), { requestId = 4242, callId = 'withdrawn-call' })
+    local co = coroutine.create(function()
+      out.result, out.err = A.handle(params, { client_id = 77 })
+      out.done = true
+    end)
+    assert(coroutine.resume(co))
+    H.wait(function()
+      return picks.held ~= nil
+    end, 'the picker')
+    vim.ui.select = orig
+    H.check(plan_window() ~= nil, 'the plan is shown')
+    H.eq(#A.pending(), 1, 'pending')
+    A.on_cancel(77, { id = 999 }) -- another request's id: ignored
+    H.eq(#A.pending(), 1, 'another id changes nothing')
+    A.on_cancel(78, { id = 4242 }) -- another client's: ignored
+    H.eq(#A.pending(), 1, 'another client changes nothing')
+    with_messages(function(msgs)
+      A.on_cancel(77, { id = 4242 })
+      H.check(said(msgs, 'question withdrawn'), 'the person is told')
+    end)
+    H.eq(#A.pending(), 0, 'withdrawn')
+    H.check(not vim.api.nvim_win_is_valid(float), "the picker's window closed")
+    H.eq(plan_window(), nil, 'the plan window closed')
+    -- A late pick (the picker closed by its own means) answers nothing.
+    picks.held({ label = 'Approve' })
+    vim.wait(50)
+    H.eq(out.done, nil, 'the handler never returned: nothing is sent')
+    H.eq(coroutine.status(co), 'suspended', 'left suspended (collected with the question)')
+  end)
+  restore()
+  assert(ok, err)
+end)
+
+--- The line highlight of each row (1-based) of a cards buffer.
+---@param buf integer
+---@return table<integer, string>
+local function line_groups(buf)
+  local groups = {}
+  local ns = require('toolhost.cards').namespace
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    groups[m[2] + 1] = m[4].line_hl_group
+  end
+  return groups
+end
+
+test('ask: a picker that fails answers an error (the call fails at once, not at the timeout)', function()
+  local orig = vim.ui.select
+  vim.ui.select = function()
+    error('broken picker')
+  end
+  local out = {}
+  local ok, err = pcall(function()
+    with_messages(function(msgs)
+      local co = coroutine.create(function()
+        out.result, out.err = require('toolhost.ask').handle(
+          { requestId = 'broken', callId = 'c', tool = 't', title = 'T', questions = { DB_QUESTION } },
+          { client_id = 9999 }
+        )
+        out.done = true
+      end)
+      assert(coroutine.resume(co))
+      H.wait(function()
+        return out.done
+      end, 'the error reply')
+      H.check(said(msgs, 'broken picker'), 'reported')
+    end)
+  end)
+  vim.ui.select = orig
+  assert(ok, err)
+  H.eq(out.result, nil, 'no result')
+  H.eq(out.err.code, vim.lsp.protocol.ErrorCodes.InternalError, 'an error reply')
+  H.check(out.err.message:find('broken picker', 1, true) ~= nil, out.err.message)
+  H.eq(#require('toolhost.ask').pending(), 0, 'nothing pending')
+end)
+
+--- The Native text of a callTool result.
+local function native_text(res)
+  local out = {}
+  for _, b in ipairs(res.result.content or {}) do
+    if b.type == 'text' then
+      table.insert(out, b.text)
+    end
+  end
+  return table.concat(out, '\n')
+end
+
+test('ask (real server): ask_user_question answered with the scripted vim.ui.select; the question card', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  H.eq(c.config.capabilities.experimental.toolhost.askUser, true, 'askUser capability advertised')
+  local picks, restore = scripted_pickers({ pick('SQLite') })
+  local ok, res = pcall(H.call, 'ask_user_question', {
+    questions = {
+      {
+        id = 'db',
+        question = 'Which database?',
+        header = 'DB',
+        options = { { label = 'Postgres' }, { label = 'SQLite' } },
+      },
+    },
+  }, c)
+  restore()
+  assert(ok, res)
+  H.eq(picks.calls[1].texts, { 'Postgres', 'SQLite', 'Other…' }, 'the entries')
+  H.eq(res.result.isError, false, 'answered')
+  H.eq(native_text(res), '{"answers":[{"id":"db","selected":["SQLite"]}]}', 'the Native text')
+  local buf = assert(require('toolhost').cards())
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  H.eq(lines[1], 'ask_user_question Ask: DB · completed', 'the card title')
+  H.eq(lines[2], '? [DB] Which database?', 'the question')
+  H.eq(lines[3], '→ SQLite', 'the answer')
+end)
+
+test('ask (real server): todo_write twice: the cards buffer shows one todo list, up to date', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local buf = assert(require('toolhost').cards())
+  H.call('todo_write', {
+    todos = { { content = 'a', status = 'completed' }, { content = 'b', status = 'in_progress' } },
+  }, c)
+  local function count(lines, text)
+    local n = 0
+    for _, l in ipairs(lines) do
+      n = n + (l == text and 1 or 0)
+    end
+    return n
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  H.eq(vim.list_slice(lines, 1, 3), { 'Todos · 1/2 completed · 1 in progress · 0 pending', '[x] a', '[>] b' }, 'pinned')
+  H.call('todo_write', {
+    todos = {
+      { content = 'a', status = 'completed' },
+      { content = 'b', status = 'completed' },
+      { content = 'c', status = 'in_progress' },
+      { content = 'd', status = 'pending' },
+    },
+  }, c)
+  lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  io.stdout:write('     todo: cards buffer:\n       ' .. table.concat(lines, '\n       ') .. '\n')
+  H.eq(
+    vim.list_slice(lines, 1, 5),
+    { 'Todos · 2/4 completed · 1 in progress · 1 pending', '[x] a', '[x] b', '[>] c', '[ ] d' },
+    'the pinned list is the latest'
+  )
+  H.eq(count(lines, '[>] b'), 0, 'the old list is gone')
+  H.eq(count(lines, '[x] a'), 1, 'one list')
+  H.eq(count(lines, '[>] c'), 1, 'one list')
+  local todo_cards = 0
+  for _, l in ipairs(lines) do
+    if l:match('^todo_write ') then
+      todo_cards = todo_cards + 1
+    end
+  end
+  H.eq(todo_cards, 2, 'both calls keep a card (collapsed to their counts)')
+  local groups = line_groups(buf)
+  H.eq(groups[4], 'ToolhostTodoActive', 'the item in progress is highlighted')
+  H.eq(groups[2], 'ToolhostTodoDone', 'done items')
+end)
+
+test('ask (real server): :Toolhost plan-mode on, exit_plan_mode approved with the pickers, the plan card', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  with_messages(function(msgs)
+    vim.cmd('Toolhost plan-mode on')
+    H.wait(function()
+      return said(msgs, 'plan mode on')
+    end, 'the plan-mode message')
+    local w = H.call('write', { file_path = ws .. '/a.txt', content = 'b\n' }, c)
+    H.eq(w.result.isError, true, 'plan mode refuses a write')
+    -- keep planning first, then approve
+    local _, restore = scripted_pickers({
+      pick('Keep planning — Stay in plan mode; say what to change.'),
+      { input = 'add tests' },
+    })
+    local ok, res = pcall(H.call, 'exit_plan_mode', { plan = PLAN }, c)
+    restore()
+    assert(ok, res)
+    H.eq(res.result.isError, true, 'keep planning: the call fails')
+    H.check(native_text(res):find('Their feedback: add tests', 1, true) ~= nil, native_text(res))
+    local seen_plan
+    _, restore = scripted_pickers({
+      {
+        select = function(items)
+          local _, b = plan_window()
+          seen_plan = b and H.buf_text(b)
+          return items[1]
+        end,
+      },
+    })
+    ok, res = pcall(H.call, 'exit_plan_mode', { plan = PLAN }, c)
+    restore()
+    assert(ok, res)
+    H.eq(res.result.isError, false, 'approved')
+    H.eq(seen_plan, PLAN, 'the plan was shown while asking')
+    local buf = assert(require('toolhost').cards())
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq(lines[1], 'exit_plan_mode Plan: Bump the version · completed', 'the plan card')
+    H.eq(lines[2], '# Bump the version', 'its markdown')
+    H.eq(lines[6], '→ Approved', 'approved')
+    local groups = line_groups(buf)
+    H.eq(groups[2], 'ToolhostPlanHeading', 'the heading highlighted')
+    H.eq(groups[6], 'ToolhostExitOk', 'Approved highlighted')
+    local failed_row
+    for i, l in ipairs(lines) do
+      if l:find('Their feedback: add tests', 1, true) then
+        failed_row = i
+      end
+    end
+    H.check(failed_row and groups[failed_row] == 'ToolhostExitError', 'the refused plan says why')
+    local state
+    require('toolhost').set_plan_mode(nil, { client = c, quiet = true }, function(_, r)
+      state = r
+    end)
+    H.wait(function()
+      return state
+    end, 'toolhost/setPlanMode {}')
+    H.eq(state.active, false, 'approving ended plan mode')
+  end)
+end)
+
+test('ask (real server): a cancelled call withdraws its question; the picker closes, nothing answered', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local A = require('toolhost.ask')
+  local picks, restore = scripted_pickers({ { hold = true } })
+  local ok, err = pcall(function()
+    with_messages(function(msgs)
+      local call = start_call(c, 'ask_user_question', { questions = { { id = 'q', question = 'Proceed?' } } })
+      H.wait(function()
+        return picks.held ~= nil
+      end, 'the question', 30000)
+      H.eq(#A.pending(), 1, 'pending')
+      local stopped
+      require('toolhost').stop_call(function(e, cancelled)
+        stopped = { e, cancelled }
+      end)
+      H.wait(function()
+        return stopped
+      end, 'toolhost/cancelCall')
+      H.wait(function()
+        return #A.pending() == 0
+      end, 'the server withdrew the question')
+      H.check(said(msgs, 'question withdrawn'), 'reported')
+      local res = call.response()
+      H.eq(res.result.isError, true, 'the call failed')
+      H.eq(res.result.error.info.code, 'ASK_ABORTED', 'ASK_ABORTED: ' .. vim.inspect(res.result.error))
+      picks.held('too late')
+      vim.wait(100)
+    end)
+  end)
+  restore()
+  assert(ok, err)
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

@@ -1,4 +1,5 @@
---- toolhost.cards: Cards: the store of a session and the cards scratch buffer
+--- toolhost.cards: Cards: the store of a session and the cards scratch buffer (with the
+--- session's todo list pinned at the top)
 
 ---@class toolhost.CardLocation
 ---@field path string Absolute path.
@@ -32,7 +33,7 @@
 ---@field callId string
 ---@field tool string
 ---@field status 'pending'|'completed'|'failed'
----@field kind string Open: diff, read, search, terminal, todo, question, fetch, structured, generic
+---@field kind string Open: diff, read, search, terminal, todo, question, plan, fetch, structured, generic
 ---  or a tool's own kind; a kind without a view here is drawn as generic (its `rendered` text).
 ---@field title string
 ---@field caller? string Who made the call when it was not this editor: the agent's MCP
@@ -46,11 +47,14 @@
 ---@field read? table read cards: {path, offset, lines, totalLines, lang?}
 ---@field search? table search cards: {shape, paths?, files?, locations?, truncated, total}
 ---@field terminal? toolhost.TerminalView terminal cards (`bash`)
----@field data? any presentation meta of kinds without a view of their own here
+---@field data? any what todo, question and plan cards are drawn from (|M.data_view|), the
+---  recorded value of a structured card, or the meta of other kinds
 
 ---@class toolhost.LineRole
 ---@field role string lines of `rendered`: 'title', 'file', 'header', '+', '-', ' ', 'text'; of a terminal view
----  (|M.terminal_view|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn'
+---  (|M.terminal_view|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn';
+---  of a data view (|M.data_view|) also 'counts', 'todo-done', 'todo-active', 'todo-pending', 'question',
+---  'answer', 'option', 'waiting', 'approved', 'error', 'md-heading', 'md-code', 'md-quote'
 ---@field hunk? toolhost.Hunk the hunk of a diff line (of a `file` line: that file's first hunk)
 ---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
@@ -62,7 +66,9 @@
 ---@field card toolhost.Card
 ---@field index integer 1-based line index inside the card's `rendered` (a terminal card: inside
 ---  its terminal view, see |M.terminal_view|)
----@field role? toolhost.LineRole the line's role when it is not read off `rendered` (terminal cards)
+---@field role? toolhost.LineRole the line's role when it is not read off `rendered` (terminal
+---  cards, cards drawn from their data, the pinned todo list)
+---@field pinned? boolean a line of the todo list pinned at the top (|M.pinned_view|)
 
 ---@class toolhost.LiveOutput
 ---@field text string the `toolhost/callOutput` text received so far (its tail, see LIVE_CAP)
@@ -124,6 +130,15 @@ function M.define_highlights()
     ToolhostReviewRejected = 'DiagnosticError',
     ToolhostReviewUndecided = 'DiagnosticWarn',
     ToolhostReviewInfo = 'Comment',
+    ToolhostTodoDone = 'Comment',
+    ToolhostTodoActive = 'DiagnosticWarn',
+    ToolhostCardInfo = 'Comment',
+    ToolhostTodoCounts = 'Comment',
+    ToolhostQuestion = 'Question',
+    ToolhostAnswer = 'DiagnosticOk',
+    ToolhostPlanHeading = 'Title',
+    ToolhostPlanCode = 'String',
+    ToolhostPlanQuote = 'Comment',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -420,22 +435,263 @@ function M.terminal_view(card, live)
   return lines, roles
 end
 
---- The lines a cards buffer shows: each card's `rendered`, one blank line between cards; a
---- terminal card is drawn as its terminal view (|M.terminal_view|) instead.
+--- The todos of a todo card's data (`{todos = {{content, status}}}`), or nil when its data does
+--- not have that shape (the card is then drawn from `rendered`).
+---@param card toolhost.Card
+---@return {content: string, status: string}[]?
+function M.todos(card)
+  local data = card.data
+  if card.kind ~= 'todo' or type(data) ~= 'table' or type(data.todos) ~= 'table' then
+    return nil
+  end
+  local out = {}
+  for _, t in ipairs(data.todos) do
+    if type(t) == 'table' then
+      local status = (t.status == 'completed' or t.status == 'in_progress') and t.status or 'pending'
+      table.insert(out, { content = tostring(t.content or ''), status = status })
+    end
+  end
+  return out
+end
+
+--- `1/3 completed · 1 in progress · 1 pending` (counted here: a pending card's call-time data
+--- has no counts).
+---@param todos {status: string}[]
+---@return string
+function M.todo_counts(todos)
+  local c = { completed = 0, in_progress = 0, pending = 0 }
+  for _, t in ipairs(todos) do
+    c[t.status] = c[t.status] + 1
+  end
+  return ('%d/%d completed · %d in progress · %d pending'):format(c.completed, #todos, c.in_progress, c.pending)
+end
+
+local TODO_MARKS = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
+local TODO_ROLES = { completed = 'todo-done', in_progress = 'todo-active', pending = 'todo-pending' }
+
+--- Appends a checklist (`[x]` done, `[>]` in progress, `[ ]` pending).
+---@param todos {content: string, status: string}[]
+---@param add fun(line: string, role: string)
+local function checklist(todos, add)
+  if #todos == 0 then
+    add('(the todo list is empty)', 'todo-pending')
+  end
+  for _, t in ipairs(todos) do
+    for i, l in ipairs(M.split(t.content)) do
+      add((i == 1 and TODO_MARKS[t.status] .. ' ' or '    ') .. l, TODO_ROLES[t.status])
+    end
+  end
+end
+
+--- The latest todo list among `cards` (newest first): the newest completed todo card with a list.
+--- A failed `todo_write` changed nothing and a pending one is about to be replaced by its result.
 ---@param cards toolhost.Card[]
+---@return toolhost.Card? card
+---@return {content: string, status: string}[]? todos
+function M.latest_todos(cards)
+  for _, card in ipairs(cards) do
+    if card.kind == 'todo' and card.status == 'completed' then
+      local todos = M.todos(card)
+      if todos then
+        return card, todos
+      end
+    end
+  end
+  return nil
+end
+
+--- The todo list pinned at the top of a cards buffer: a session has one todo list, which every
+--- `todo_write` replaces, so only its latest state is drawn in full (the todo cards below show
+--- their counts).
+---@param card toolhost.Card
+---@param todos {content: string, status: string}[]
+---@return string[] lines
+---@return toolhost.LineRole[] roles
+function M.pinned_view(card, todos)
+  local lines, roles = {}, {}
+  local function add(line, role)
+    table.insert(lines, line)
+    table.insert(roles, { role = role })
+  end
+  add('Todos · ' .. M.todo_counts(todos), 'title')
+  checklist(todos, add)
+  return lines, roles
+end
+
+--- Appends the Native text of a failed card (its error), line by line.
+---@param card toolhost.Card
+---@param add fun(line: string, role: string)
+local function failure(card, add)
+  if card.status == 'failed' and type(card.text) == 'string' and card.text ~= '' then
+    for _, l in ipairs(M.split(card.text)) do
+      add(l, 'error')
+    end
+  end
+end
+
+--- A markdown line's role (cheap: headings, fences and what they hold, quotes).
+---@param line string
+---@param in_code boolean inside a fenced block before this line
+---@return string role
+---@return boolean in_code after this line
+local function markdown_role(line, in_code)
+  if line:match('^%s*```') or line:match('^%s*~~~') then
+    return 'md-code', not in_code
+  elseif in_code then
+    return 'md-code', true
+  elseif line:match('^#+%s') then
+    return 'md-heading', false
+  elseif line:match('^%s*>') then
+    return 'md-quote', false
+  end
+  return 'text', false
+end
+
+--- The view of a card drawn from its `data` (docs/protocol.md, the `toolhost/card` table): a
+--- todo card's counts (`full`: and its checklist), a question card's questions with their
+--- options while unanswered and their answers, a plan card's markdown with `→ Approved` or the
+--- reason it was not. Nil for other kinds and for data of another shape: the card is drawn from
+--- `rendered` (a structured card's `rendered` is already its value as pretty JSON).
+---@param card toolhost.Card
+---@param full? boolean a todo card with its whole list (echo), not only its counts
+---@param pinned_id? string the call whose todo list is pinned at the top of the buffer
+---@return string[]? lines
+---@return toolhost.LineRole[]? roles
+function M.data_view(card, full, pinned_id)
+  local data = card.data
+  if type(data) ~= 'table' then
+    return nil
+  end
+  local lines, roles = {}, {}
+  local function add(line, role)
+    table.insert(lines, line)
+    table.insert(roles, { role = role })
+  end
+  local title = M.split(card.rendered or '')[1] or ''
+  if card.kind == 'todo' then
+    local todos = M.todos(card)
+    if not todos then
+      return nil
+    end
+    add(title, 'title')
+    if full or card.status == 'failed' then
+      add(M.todo_counts(todos), 'counts')
+      checklist(todos, add)
+    else
+      local where = ''
+      if pinned_id == card.callId then
+        where = ' (the list is at the top)'
+      elseif pinned_id and card.status == 'completed' then
+        where = ' (replaced by a later list)'
+      end
+      add(M.todo_counts(todos) .. where, 'counts')
+    end
+  elseif card.kind == 'question' then
+    if type(data.questions) ~= 'table' then
+      return nil
+    end
+    add(title, 'title')
+    local answers = type(data.answers) == 'table' and data.answers or {}
+    for _, q in ipairs(data.questions) do
+      if type(q) == 'table' then
+        local head = (type(q.header) == 'string' and q.header ~= '') and ('[' .. q.header .. '] ') or ''
+        add('? ' .. head .. table.concat(M.split(tostring(q.question or '')), ' '), 'question')
+        local answer
+        for _, a in ipairs(answers) do
+          if type(a) == 'table' and a.id == q.id then
+            answer = a
+          end
+        end
+        if answer then
+          local chosen = {}
+          for _, label in ipairs(type(answer.selected) == 'table' and answer.selected or {}) do
+            table.insert(chosen, tostring(label))
+          end
+          if type(answer.custom) == 'string' then
+            table.insert(chosen, '"' .. answer.custom .. '"')
+          end
+          add('→ ' .. (#chosen > 0 and table.concat(chosen, ', ') or '(no answer)'), 'answer')
+        elseif card.status == 'pending' then
+          for _, o in ipairs(type(q.options) == 'table' and q.options or {}) do
+            if type(o) == 'table' then
+              local desc = (type(o.description) == 'string' and o.description ~= '') and (' — ' .. o.description) or ''
+              add((q.multiSelect and '  [ ] ' or '  - ') .. tostring(o.label) .. desc, 'option')
+            end
+          end
+        end
+      end
+    end
+    if card.status == 'pending' then
+      add('waiting for the answer…', 'waiting')
+    end
+    failure(card, add)
+  elseif card.kind == 'plan' then
+    if type(data.plan) ~= 'string' then
+      return nil
+    end
+    add(title, 'title')
+    local in_code = false
+    for _, l in ipairs(M.split((data.plan:gsub('%s+$', '')))) do
+      local role
+      role, in_code = markdown_role(l, in_code)
+      add(l, role)
+    end
+    if data.approved == true then
+      add('→ Approved', 'approved')
+    elseif card.status == 'pending' then
+      add('waiting for the review…', 'waiting')
+    end
+    failure(card, add)
+  else
+    return nil
+  end
+  for i, l in ipairs(lines) do
+    lines[i] = l:gsub('\n', ' ')
+  end
+  return lines, roles
+end
+
+--- The lines of a card and their roles when it is not drawn from `rendered` alone: a terminal
+--- card's terminal view, a todo/question/plan card's data view; else nil.
+---@param card toolhost.Card
+---@param client_id? integer
+---@param full? boolean see |M.data_view|
+---@param pinned_id? string see |M.data_view|
+---@return string[]? lines
+---@return toolhost.LineRole[]? roles
+function M.view(card, client_id, full, pinned_id)
+  if M.is_terminal(card) then
+    return M.terminal_view(card, M.live_output(client_id, card.callId))
+  end
+  return M.data_view(card, full, pinned_id)
+end
+
+--- The lines a cards buffer shows: the latest todo list pinned at the top (|M.pinned_view|),
+--- then each card's `rendered`, one blank line between cards; a terminal card is drawn as its
+--- terminal view (|M.terminal_view|), a todo, question or plan card from its data
+--- (|M.data_view|).
+---@param cards toolhost.Card[] newest first
 ---@param client_id? integer the client whose live output running terminal cards show
 ---@return string[] lines
 ---@return toolhost.LineInfo[] info
 function M.lines(cards, client_id)
   local lines, info = {}, {}
-  for i, card in ipairs(cards) do
-    if i > 1 then
+  local pinned, todos = M.latest_todos(cards)
+  if pinned and todos then
+    local plines, roles = M.pinned_view(pinned, todos)
+    for idx, l in ipairs(plines) do
+      table.insert(lines, l)
+      table.insert(info, { card = pinned, index = idx, role = roles[idx], pinned = true })
+    end
+  end
+  for _, card in ipairs(cards) do
+    if #lines > 0 then
       table.insert(lines, '')
       table.insert(info, false)
     end
-    if M.is_terminal(card) then
-      local tlines, roles = M.terminal_view(card, M.live_output(client_id, card.callId))
-      for idx, l in ipairs(tlines) do
+    local vlines, roles = M.view(card, client_id, false, pinned and pinned.callId or nil)
+    if vlines and roles then
+      for idx, l in ipairs(vlines) do
         table.insert(lines, l)
         table.insert(info, { card = card, index = idx, role = roles[idx] })
       end
@@ -540,7 +796,27 @@ local role_groups = {
   ['exit-ok'] = 'ToolhostExitOk',
   ['exit-error'] = 'ToolhostExitError',
   ['exit-warn'] = 'ToolhostExitWarn',
+  ['todo-done'] = 'ToolhostTodoDone',
+  ['todo-active'] = 'ToolhostTodoActive',
+  counts = 'ToolhostTodoCounts',
+  question = 'ToolhostQuestion',
+  answer = 'ToolhostAnswer',
+  option = 'ToolhostCardInfo',
+  waiting = 'ToolhostCardInfo',
+  approved = 'ToolhostExitOk',
+  error = 'ToolhostExitError',
+  ['md-heading'] = 'ToolhostPlanHeading',
+  ['md-code'] = 'ToolhostPlanCode',
+  ['md-quote'] = 'ToolhostPlanQuote',
 }
+
+--- What a line belongs to, for keeping the cursor there: its card, or the pinned todo list (the
+--- same card drawn twice).
+---@param li toolhost.LineInfo
+---@return string
+local function row_key(li)
+  return li.pinned and ('\0pinned') or li.card.callId
+end
 
 --- Fills a cards buffer and its highlights.
 ---@param buf integer
@@ -556,7 +832,7 @@ function M.render(buf, cards, client_id)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     local pos = vim.api.nvim_win_get_cursor(win)
     local li = old_info[pos[1]]
-    cursors[win] = { pos = pos, call_id = li and li.card.callId or nil, index = li and li.index or nil }
+    cursors[win] = { pos = pos, key = li and row_key(li) or nil, index = li and li.index or nil }
   end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -564,17 +840,17 @@ function M.render(buf, cards, client_id)
   vim.bo[buf].modified = false
   local first_rows = {}
   for row, li in ipairs(info) do
-    if li and not first_rows[li.card.callId] then
-      first_rows[li.card.callId] = row
+    if li and not first_rows[row_key(li)] then
+      first_rows[row_key(li)] = row
     end
   end
   for win, cur in pairs(cursors) do
     local row = cur.pos[1]
-    local first = cur.call_id and first_rows[cur.call_id]
+    local first = cur.key and first_rows[cur.key]
     if first then
       -- The same line of that card, or its last line when the card got shorter.
       row = first + cur.index - 1
-      while row > first and not (info[row] and info[row].card.callId == cur.call_id) do
+      while row > first and not (info[row] and row_key(info[row]) == cur.key) do
         row = row - 1
       end
     end
@@ -937,10 +1213,8 @@ end
 --- Echoes a card with the same highlights as the cards buffer.
 ---@param card toolhost.Card
 function M.echo(card)
-  local lines, layout
-  if M.is_terminal(card) then
-    lines, layout = M.terminal_view(card)
-  else
+  local lines, layout = M.view(card, nil, true)
+  if not (lines and layout) then
     lines, layout = M.split(card.rendered or ''), M.layout(card)
   end
   local chunks = {}

@@ -173,16 +173,22 @@ local function init_options(cfg)
 end
 
 --- The client capabilities toolhost reads (`experimental.toolhost`): the editor-backed lsp
---- provider (`lspProvider`) and review mode (`review`: this editor answers `toolhost/review`).
+--- provider (`lspProvider`), review mode (`review`: this editor answers `toolhost/review`) and
+--- questions for the person (`askUser`: this editor answers `toolhost/askUser`).
 ---@param cfg toolhost.Config
 ---@return table
 local function capabilities(cfg)
-  return { experimental = { toolhost = { lspProvider = cfg.lsp_provider, review = cfg.review } } }
+  return {
+    experimental = {
+      toolhost = { lspProvider = cfg.lsp_provider, review = cfg.review, askUser = cfg.ask_user },
+    },
+  }
 end
 
 --- The handlers of a toolhost client: cards and the live output of running calls, the server's
---- notices, the editor-backed lsp provider, review mode and the server's `$/cancelRequest` of a
---- request it no longer waits for (a query or a review).
+--- notices, the editor-backed lsp provider, review mode, questions for the person and the
+--- server's `$/cancelRequest` of a request it no longer waits for (a query, a review or a
+--- question).
 ---@return table<string, function>
 function M.handlers()
   return {
@@ -204,14 +210,20 @@ function M.handlers()
     ['toolhost/review'] = function(_, params, ctx)
       return require('toolhost.review').handle(params, ctx)
     end,
+    ['toolhost/askUser'] = function(_, params, ctx)
+      return require('toolhost.ask').handle(params, ctx)
+    end,
     ['$/cancelRequest'] = function(_, params, ctx)
       -- Runs in the RPC reader (a fast event): only schedule. The request's handler was
-      -- scheduled before, so it has registered its id by the time this runs. The id names
-      -- either a query or a review; each module ignores ids it does not know.
+      -- scheduled before, so it has registered its id by the time this runs. The id names a
+      -- query, a review or a question; each module ignores ids it does not know.
       vim.schedule(function()
         require('toolhost.provider').on_cancel(ctx.client_id, params)
         if package.loaded['toolhost.review'] then
           require('toolhost.review').on_cancel(ctx.client_id, params)
+        end
+        if package.loaded['toolhost.ask'] then
+          require('toolhost.ask').on_cancel(ctx.client_id, params)
         end
       end)
     end,
@@ -261,6 +273,9 @@ function M.forget(client_id)
     require('toolhost.provider').forget(client_id)
     if package.loaded['toolhost.review'] then
       require('toolhost.review').forget(client_id)
+    end
+    if package.loaded['toolhost.ask'] then
+      require('toolhost.ask').forget(client_id)
     end
     states[client_id] = nil
   end)

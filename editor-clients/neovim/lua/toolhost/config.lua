@@ -40,6 +40,8 @@
 ---  notification.
 ---@field review_keys boolean|toolhost.ReviewKeys Keys of review buffers: `true` (default) the
 ---  defaults, a table overrides some, `false` none (map the <Plug> mappings yourself).
+---@field ask_user boolean Answer `toolhost/askUser` with |vim.ui.select()| / |vim.ui.input()|
+---  (advertise `experimental.toolhost.askUser`).
 
 local M = {}
 
@@ -60,6 +62,7 @@ M.defaults = {
   review = true,
   review_open = 'split',
   review_keys = true,
+  ask_user = true,
 }
 
 ---@type toolhost.Keymaps
@@ -126,6 +129,7 @@ function M.problems(cfg)
   check('keymaps', cfg.keymaps, { 'boolean', 'table' })
   check('review', cfg.review, 'boolean')
   check('review_keys', cfg.review_keys, { 'boolean', 'table' })
+  check('ask_user', cfg.ask_user, 'boolean')
   if not vim.tbl_contains({ 'split', 'focus', 'notify' }, cfg.review_open) then
     table.insert(
       out,

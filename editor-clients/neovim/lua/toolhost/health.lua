@@ -108,6 +108,22 @@ function M.check()
     end
   end
 
+  health.start('toolhost: questions (ask_user_question, plan review)')
+  if not cfg.ask_user then
+    health.info(
+      'questions are not advertised (ask_user = false): ask_user_question and exit_plan_mode fail NO_PROVIDER'
+    )
+  else
+    health.ok(
+      'askUser advertised (capabilities.experimental.toolhost.askUser); asked with vim.ui.select / vim.ui.input'
+    )
+  end
+  if package.loaded['toolhost.ask'] then
+    for _, a in ipairs(require('toolhost.ask').pending()) do
+      health.info(('pending question: %s (%s)'):format(require('toolhost.ask').label(a), a.params.callId))
+    end
+  end
+
   health.start('toolhost: language servers (editor-backed lsp provider)')
   if not cfg.lsp_provider then
     health.info('the lsp provider is disabled (lsp_provider = false)')

@@ -514,6 +514,35 @@ function M.set_review(settings, opts, cb)
   end)
 end
 
+--- Switches the session's plan mode on or off (`active` nil: reads it) with
+--- `toolhost/setPlanMode` and reports it. In plan mode the server refuses the tools that change
+--- things until the person approves a plan (`exit_plan_mode`, |toolhost-ask|). `cb(err, state)`
+--- gets `{active}` after the change.
+---@param active? boolean
+---@param opts? {client?: vim.lsp.Client, quiet?: boolean}
+---@param cb? fun(err: string?, state: {active: boolean}?)
+function M.set_plan_mode(active, opts, cb)
+  opts = opts or {}
+  local c = opts.client or current()
+  if not c then
+    return cb and cb('no toolhost server')
+  end
+  local params = active == nil and vim.empty_dict() or { active = active }
+  require('toolhost.client').request(c, 'toolhost/setPlanMode', params, function(err, res)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+    elseif type(res) == 'table' then
+      require('toolhost.client').state(c.id).plan_mode = res.active
+      if not opts.quiet then
+        notify(res.active and 'plan mode on (changes wait for an approved plan)' or 'plan mode off')
+      end
+    end
+    if cb then
+      cb(err, res)
+    end
+  end)
+end
+
 --- Parses the arguments of `:Toolhost review-mode`: `[off|ask] [timeout={ms}] [fallback={deny|accept}]`.
 ---@param args string
 ---@return toolhost.ReviewSettings? settings nil when invalid
@@ -663,6 +692,29 @@ M.subcommands = {
           or (key ~= 'mode' and typed:find(key .. '=', 1, true))
         return vim.startswith(w, arg_lead) and not used
       end, words)
+    end,
+  },
+  ['plan-mode'] = {
+    desc = 'plan-mode [on|off]: refuse changes until a plan is approved (no argument: show)',
+    run = function(args)
+      local word = vim.trim(args)
+      local active
+      if word == 'on' then
+        active = true
+      elseif word == 'off' then
+        active = false
+      elseif word ~= '' then
+        return notify(('unexpected %q; usage: :Toolhost plan-mode [on|off]'):format(word), vim.log.levels.ERROR)
+      end
+      M.set_plan_mode(active)
+    end,
+    complete = function(arg_lead, line)
+      if line:match('^%s*%S+%s+%S+%s+%S+%s') then
+        return {}
+      end
+      return vim.tbl_filter(function(w)
+        return vim.startswith(w, arg_lead)
+      end, { 'on', 'off' })
     end,
   },
   sessions = {
