@@ -5,6 +5,11 @@
 //! is atomic and never replaces, so a reader never sees a partial blob and an existing blob with
 //! the same hash (same content) simply means success. Files are 0600 and the folder 0700.
 //!
+//! Keyed entries (a tool's cache, e.g. `web_fetch`'s pages): the bytes are an ordinary blob and
+//! `blobs/keys/<sha256 of the key>` holds that blob's hash. The pointer is replaced atomically
+//! (temp file + rename), so a reader sees the old entry or the new one, and the index survives
+//! the process: a resumed session, or the next `toolhost call --session`, finds it.
+//!
 //! Log convention: an image block's `data` in a `tool/result` line is `blob:sha256:<hex>` (see
 //! [`blob_reference`]); the blob holds the decoded image bytes.
 
@@ -18,6 +23,9 @@ use toolhost_contract::BoxFuture;
 use toolhost_contract::spill::{
     RETRIEVAL_HINT, SpillError, SpillReceipt, SpillRequest, SpillStore, SpillStream,
 };
+
+/// The folder (inside the blob folder) of keyed entries' pointers.
+const KEYS_DIR: &str = "keys";
 
 /// Prefix of a blob reference in the log.
 pub const BLOB_REF_PREFIX: &str = "blob:sha256:";
@@ -90,6 +98,41 @@ impl BlobStore {
         linked?;
         sync_dir(&self.dir)?;
         Ok(hash)
+    }
+
+    /// Stores `bytes` under `key` (replacing what the key held); returns the blob's hash.
+    pub fn put_keyed(&self, key: &str, bytes: &[u8]) -> Result<String, SessionError> {
+        let hash = self.put_bytes(bytes)?;
+        let keys = self.dir.join(KEYS_DIR);
+        create_private_dir_all(&keys)?;
+        let pointer = keys.join(blob_hash(key.as_bytes()));
+        let tmp = keys.join(format!(".tmp-{:016x}", rand::random::<u64>()));
+        let written = write_new_file(&tmp, hash.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &pointer))
+            .map_err(|e| SessionError::io(format!("cannot write {}", pointer.display()), e));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
+        sync_dir(&keys)?;
+        Ok(hash)
+    }
+
+    /// The bytes last stored under `key`, if any.
+    pub fn get_keyed(&self, key: &str) -> Result<Option<Vec<u8>>, SessionError> {
+        let pointer = self.dir.join(KEYS_DIR).join(blob_hash(key.as_bytes()));
+        let hash = match std::fs::read_to_string(&pointer) {
+            Ok(hash) => hash,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(SessionError::io(format!("cannot read {}", pointer.display()), e));
+            }
+        };
+        match self.get_bytes(hash.trim()) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(SessionError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The bytes of the blob with `hash`.

@@ -59,6 +59,31 @@ fn spill_into_blobs_is_content_addressed_and_private() {
     assert_eq!(store.get_bytes(&"0".repeat(64)).unwrap_err().code(), "SESSION_NOT_FOUND");
 }
 
+#[test]
+fn keyed_entries_replace_atomically_and_outlive_the_store_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::new(dir.path().join("blobs"));
+    assert_eq!(store.get_keyed("https://example.test/").unwrap(), None);
+    store.put_keyed("https://example.test/", b"first").unwrap();
+    store.put_keyed("https://example.test/", b"second").unwrap();
+    store.put_keyed("https://other.test/", b"other").unwrap();
+    // A new handle on the same folder (the next process) sees the latest entry per key.
+    let reopened = BlobStore::new(dir.path().join("blobs"));
+    assert_eq!(reopened.get_keyed("https://example.test/").unwrap().unwrap(), b"second");
+    assert_eq!(reopened.get_keyed("https://other.test/").unwrap().unwrap(), b"other");
+    let keys = dir.path().join("blobs/keys");
+    assert_eq!(mode(&keys), 0o700);
+    let names: Vec<String> = std::fs::read_dir(&keys)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "no temp files left: {names:?}");
+    // A pointer whose blob is gone reads as a miss, not an error.
+    let hash = reopened.put_keyed("gone", b"gone").unwrap();
+    std::fs::remove_file(reopened.path_of(&hash).unwrap()).unwrap();
+    assert_eq!(reopened.get_keyed("gone").unwrap(), None);
+}
+
 fn make_session(sessions: &Path, root: &Path, id: &str, calls: usize) -> SessionLog {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let (log, _) = SessionLog::open(sessions, root, id, true).unwrap();
