@@ -7,6 +7,7 @@
 //! (`presentation_meta`, direct calls only). Results are sealed to the execution that produced
 //! them, so a wrapper's authored or cached result is re-normalized under the active declaration.
 
+pub mod cache;
 mod capabilities;
 mod context;
 mod error;
@@ -23,6 +24,7 @@ mod snapshot;
 pub mod spill;
 mod tool;
 
+pub use cache::{BlobCache, BlobCacheHandle, MemoryBlobCache};
 pub use capabilities::Capabilities;
 pub use context::{AdditionalContext, ToolContext};
 pub use error::{RegistrationError, ToolError};
