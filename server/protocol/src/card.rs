@@ -632,6 +632,9 @@ pub fn to_text(card: &Card) -> String {
     out
 }
 
+/// How many lines of a fetched page a fetch card shows.
+const FETCH_PREVIEW_LINES: usize = 12;
+
 /// The body of a todo, question, plan or structured card, from its data; `false` when the
 /// kind has no such view or the data is not its shape (the Native text is shown instead).
 fn data_lines(card: &Card, data: &Value, body: &mut Vec<String>) -> bool {
@@ -677,6 +680,49 @@ fn data_lines(card: &Card, data: &Value, body: &mut Vec<String>) -> bool {
             body.extend(plan.trim_end().lines().map(str::to_owned));
             if data.get("approved").and_then(Value::as_bool) == Some(true) {
                 body.push("→ Approved".to_owned());
+            }
+            true
+        }
+        CardKind::Fetch if data.get("sources").is_some() => {
+            let Some(sources) = data.get("sources").and_then(Value::as_array) else {
+                return false;
+            };
+            if sources.is_empty() {
+                body.push("No results found.".to_owned());
+            }
+            for source in sources {
+                let url = str_of(source, "url").unwrap_or_default();
+                let title = str_of(source, "title").filter(|t| !t.is_empty());
+                body.push(format!("- {} <{url}>", title.as_deref().unwrap_or(&url)));
+            }
+            if data.get("truncated").and_then(Value::as_bool) == Some(true) {
+                body.push("(more sources were left out)".to_owned());
+            }
+            true
+        }
+        CardKind::Fetch if card.status == CardStatus::Completed => {
+            let Some(url) = str_of(data, "url") else { return false };
+            let mut head = vec![url];
+            if let Some(status) = data.get("statusCode").and_then(Value::as_u64) {
+                head.push(format!("HTTP {status}"));
+            }
+            if let Some(title) = str_of(data, "title").filter(|t| !t.is_empty()) {
+                head.push(format!("\"{title}\""));
+            }
+            if let Some(size) = data.get("size").and_then(Value::as_u64) {
+                head.push(format!("{size} bytes"));
+            }
+            for flag in ["truncated", "cached"] {
+                if data.get(flag).and_then(Value::as_bool) == Some(true) {
+                    head.push(flag.to_owned());
+                }
+            }
+            body.push(head.join(" · "));
+            // A preview: the page itself is in the Native text, too long for a card.
+            let text: Vec<&str> = card.text.lines().skip(1).skip_while(|l| l.is_empty()).collect();
+            body.extend(text.iter().take(FETCH_PREVIEW_LINES).map(|l| (*l).to_owned()));
+            if text.len() > FETCH_PREVIEW_LINES {
+                body.push("…".to_owned());
             }
             true
         }
