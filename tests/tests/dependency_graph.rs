@@ -19,7 +19,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-tools-fs", tools.clone()),
         ("toolhost-tools-nav", tools.clone()),
         ("toolhost-tools-shell", tools.clone()),
-        ("toolhost-tools-interact", tools),
+        ("toolhost-tools-interact", tools.clone()),
+        ("toolhost-tools-web", tools),
         ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
         (
             "toolhost-lsp-host",
@@ -39,6 +40,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-tools-nav",
                 "toolhost-tools-shell",
                 "toolhost-tools-interact",
+                "toolhost-tools-web",
                 "toolhost-session",
                 "toolhost-lsp-host",
             ],

@@ -5,7 +5,9 @@
 //! `UPDATE_DOCS=1 cargo test -p toolhost-tests --test tools_doc` rewrites the blocks.
 //!
 //! The lsp example needs clangd on `PATH` (`cargo xtask test` installs it); without it the test
-//! fails rather than silently documenting less.
+//! fails rather than silently documenting less. The web examples never leave the machine: they
+//! fetch from and search through a small server on 127.0.0.1 the test starts, opened by the
+//! example host's `[web] allow` (its port is written as 8080 in the reference).
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
@@ -87,6 +89,8 @@ fn examples() -> Vec<Example> {
         Example { tool: "job_output", args: json!({"job_id": "bash-1", "wait": true}) },
         Example { tool: "job_list", args: json!({}) },
         Example { tool: "job_kill", args: json!({"job_id": "bash-1"}) },
+        Example { tool: "web_fetch", args: json!({"url": "http://127.0.0.1:8080/guide"}) },
+        Example { tool: "web_search", args: json!({"queries": ["greet function in C"]}) },
         Example {
             tool: "todo_write",
             args: json!({"todos": [
@@ -109,6 +113,68 @@ fn examples() -> Vec<Example> {
             args: json!({"summary": "greet says Hi", "files": ["src/greet.c"]}),
         },
     ]
+}
+
+/// The page `web_fetch` reads in its example.
+const GUIDE: &str = "<!DOCTYPE html><html><head><title>Greeting guide</title></head><body>\
+    <nav><a href=\"/\">Home</a></nav><article><h1>Greeting guide</h1>\
+    <p>A greeting function takes a name and prints a short message. Keep the message short and \
+    friendly, and always end it with a newline so the terminal prompt starts on its own line.</p>\
+    <p>In C that is one call: <code>printf</code> with a <code>%s</code> conversion for the name.</p>\
+    <p>Prefer one greeting per program: several greetings in a row read as noise to the person \
+    running it, and a test that checks the output has to know all of them.</p>\
+    </article><footer>Example footer</footer></body></html>";
+
+/// SearXNG's JSON for the `web_search` example.
+const SEARCH: &str = r#"{"query": "greet function in C", "results": [
+    {"url": "https://example.com/c/greet", "title": "Writing a greet function in C", "content": "printf with a %s conversion prints the name.", "publishedDate": "2026-10-01"},
+    {"url": "https://example.org/stdio", "title": "stdio.h reference", "content": "printf writes formatted output to stdout."}
+], "answers": []}"#;
+
+/// A one-page web on 127.0.0.1 for the web examples; returns its port.
+async fn example_web() -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let (kind, body) = if head.starts_with(b"GET /search") {
+                    ("application/json", SEARCH)
+                } else {
+                    ("text/html; charset=utf-8", GUIDE)
+                };
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// The examples' configuration: the defaults, with the example web opened and searchable.
+fn example_config(port: u16) -> Config {
+    let mut config = Config::default();
+    config.web.allow =
+        vec![toolhost_tools_web::AllowEntry::parse(&format!("127.0.0.1:{port}")).unwrap()];
+    config.web.providers = vec![toolhost_tools_web::ProviderConfig {
+        kind: toolhost_tools_web::ProviderKind::Searxng,
+        url: Some(format!("http://127.0.0.1:{port}")),
+        api_key_env: None,
+        api_key: None,
+    }];
+    config
 }
 
 /// The person in the examples: picks each question's first option (`Approve` for a plan).
@@ -137,9 +203,9 @@ impl toolhost_server::interact::Asker for FirstOption {
 }
 
 /// The host the examples run in: the binary's tools and defaults, no session.
-fn example_host(root: &Path) -> Host {
+fn example_host(root: &Path, config: &Config) -> Host {
     let host = Host::new(
-        &Config::default(),
+        config,
         HostOptions {
             roots: vec![root.to_path_buf()],
             read_only_roots: Vec::new(),
@@ -156,22 +222,22 @@ fn example_host(root: &Path) -> Host {
 
 /// Runs the examples in one host (in order: edit needs the read before it) and returns, per
 /// tool, its example section.
-async fn run_examples(root: &Path) -> Vec<(String, String)> {
-    let host = example_host(root);
+async fn run_examples(root: &Path, port: u16) -> Vec<(String, String)> {
+    let host = example_host(root, &example_config(port));
     let root_text = root.display().to_string();
-    let scrub = |text: &str| text.replace(&root_text, "/w");
+    let web = format!("127.0.0.1:{port}");
+    let scrub = |text: &str| text.replace(&root_text, "/w").replace(&web, "127.0.0.1:8080");
     let mut out = Vec::new();
     for (i, example) in examples().into_iter().enumerate() {
         if example.tool == "exit_plan_mode" {
             host.interaction().set_plan_mode(Some(true)).await;
         }
+        let args: Value = serde_json::from_str(
+            &example.args.to_string().replace("127.0.0.1:8080", &format!("127.0.0.1:{port}")),
+        )
+        .unwrap();
         let outcome = host
-            .call(
-                &format!("call_{i}"),
-                example.tool,
-                example.args.clone(),
-                CancellationToken::new(),
-            )
+            .call(&format!("call_{i}"), example.tool, args, CancellationToken::new())
             .await
             .unwrap();
         let result = &outcome.finalized.result;
@@ -328,8 +394,9 @@ async fn the_tools_reference_matches_the_registry_and_real_calls() {
     std::fs::create_dir(&root).unwrap();
     let root = root.canonicalize().unwrap();
     example_workspace(&root);
-    let descriptors = example_host(&root).registry().descriptors();
-    let examples = run_examples(&root).await;
+    let port = example_web().await;
+    let descriptors = example_host(&root, &example_config(port)).registry().descriptors();
+    let examples = run_examples(&root, port).await;
     let blocks: Vec<(String, String)> = descriptors
         .iter()
         .map(|tool| {
@@ -377,6 +444,17 @@ fn every_error_code_is_documented() {
         "SEARCH_ABORTED",
         "SEARCH_RAW_OUTPUT_OVERFLOW",
         "SEARCH_FAILED",
+        "WEB_INVALID_URL",
+        "WEB_UNSUPPORTED_SCHEME",
+        "WEB_SSRF_DENIED",
+        "WEB_DNS_FAILED",
+        "WEB_TOO_MANY_REDIRECTS",
+        "WEB_BAD_REDIRECT",
+        "WEB_TIMEOUT",
+        "WEB_REQUEST_FAILED",
+        "WEB_BINARY_CONTENT",
+        "WEB_PROVIDER_UNAVAILABLE",
+        "WEB_PROVIDER_FAILED",
     ]
     .into_iter()
     .map(str::to_owned)

@@ -43,6 +43,23 @@ pub struct HostOptions {
     pub session: Option<Arc<SessionLog>>,
 }
 
+/// A keyed cache over the session's blob store: the bytes are blobs, the key → blob index is a
+/// pointer file per key beside them, so a resumed session (or the next `toolhost call
+/// --session`) finds what an earlier process cached.
+struct BlobStoreCache(toolhost_session::BlobStore);
+
+impl toolhost_contract::BlobCache for BlobStoreCache {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.get_keyed(key).ok().flatten()
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) {
+        if let Err(err) = self.0.put_keyed(key, bytes) {
+            tracing::debug!("cache entry not stored: {err}");
+        }
+    }
+}
+
 /// A call with its presentation, ready to run.
 pub struct PreparedCall {
     pub call_id: String,
@@ -151,6 +168,9 @@ impl Host {
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
         let _ = toolhost_tools_interact::register(&registry, config.interact)?;
+        // The web tools build their own HTTP clients from `[web]` (the SSRF guard's allow list
+        // and proxy came through the trust rule); docs/design.md, ARCHITECTURE.md invariants.
+        let _ = toolhost_tools_web::register(&registry, config.web.clone())?;
         let shell = if config.shell_enabled {
             let mut shell = config.shell.clone();
             // Confined commands start through this very binary (`toolhost sandbox-exec`).
@@ -211,6 +231,12 @@ impl Host {
         let skills: toolhost_contract::SkillsHandle =
             Arc::new(crate::skills::SkillDirs::new(&options.roots, &config.skill_dirs));
         capabilities.insert(skills);
+        // `web_fetch`'s page cache: the session's blob store, or memory without a session.
+        let cache: toolhost_contract::BlobCacheHandle = match &options.session {
+            Some(log) => Arc::new(BlobStoreCache(log.blobs().clone())),
+            None => Arc::new(toolhost_contract::MemoryBlobCache::new()),
+        };
+        capabilities.insert(cache);
         registry.add_guard(Arc::new(crate::interact::RunCompleteGuard(Arc::clone(&interaction))));
         registry.add_guard(Arc::new(crate::interact::PlanModeGuard {
             state: Arc::clone(&interaction),
