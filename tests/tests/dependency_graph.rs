@@ -20,7 +20,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-tools-nav", tools.clone()),
         ("toolhost-tools-shell", tools.clone()),
         ("toolhost-tools-interact", tools.clone()),
-        ("toolhost-tools-web", tools),
+        ("toolhost-tools-web", tools.clone()),
+        ("toolhost-tools-mcp", tools),
         ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
         (
             "toolhost-lsp-host",

@@ -162,6 +162,12 @@ fn install_deps() -> Result<()> {
     if !npm_tools.join(INSPECTOR_CLI_ENTRY).is_file() {
         npm_packages.push(INSPECTOR_CLI);
     }
+    // The MCP bridge's tests run the reference servers over stdio and streamable HTTP.
+    for (package, bin) in MCP_REFERENCE_SERVERS {
+        if !npm_tools.join("node_modules/.bin").join(bin).is_file() {
+            npm_packages.push(package);
+        }
+    }
     if !npm_packages.is_empty() {
         run(Command::new("npm")
             .args(["install", "--prefix"])
@@ -173,7 +179,9 @@ fn install_deps() -> Result<()> {
     for agent in AGENTS {
         install_agent(agent)?;
     }
-    for program in ["rg", "clangd", "pyright-langserver"] {
+    for program in
+        ["rg", "clangd", "pyright-langserver", "mcp-server-everything", "mcp-server-filesystem"]
+    {
         if !have(program) && !have_for_tests(program) {
             bail!("required test program `{program}` is missing after installation");
         }
@@ -184,6 +192,11 @@ fn install_deps() -> Result<()> {
 /// The MCP Inspector CLI (1.0.3 is the last release that runs on Node 20).
 const INSPECTOR_CLI: &str = "@modelcontextprotocol/inspector-cli@1.0.3";
 const INSPECTOR_CLI_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
+/// MCP reference servers from npm and the program each installs.
+const MCP_REFERENCE_SERVERS: &[(&str, &str)] = &[
+    ("@modelcontextprotocol/server-everything@2026.8.31", "mcp-server-everything"),
+    ("@modelcontextprotocol/server-filesystem@2026.8.31", "mcp-server-filesystem"),
+];
 /// The Python MCP SDK the client test drives, in its own virtual environment.
 const PYTHON_MCP: &str = "mcp==2.3.0";
 
