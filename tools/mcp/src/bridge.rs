@@ -230,7 +230,7 @@ impl Server {
                     }
                 }
                 Err(error) if attempts == 0 && self.connection_never_established() => {
-                    // The seed's rule: only an established connection is retried.
+                    // Only an established connection is retried.
                     self.set_state("failed", Some(error), 0);
                     break;
                 }

@@ -1,6 +1,6 @@
 //! Turning fetched bytes into text the model reads: what kind of content it is (HTML, text or
 //! binary), its character set, HTML → GitHub-flavoured markdown, and cuts counted in UTF-16 units
-//! (the seed counts its caps that way).
+//! (docs/tools.md states the caps in those units).
 
 use encoding_rs::Encoding;
 

@@ -5,8 +5,8 @@ use toolhost_contract::ToolError;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WebError {
-    /// Argument checks the schema cannot express (the seed's wording); a plain failure, so its
-    /// code never reaches the model.
+    /// Argument checks the schema cannot express (worded as docs/tools.md documents); a plain
+    /// failure, so its code never reaches the model.
     #[error("{0}")]
     InvalidArgs(String),
     #[error("invalid URL \"{0}\"")]

@@ -1,6 +1,6 @@
 //! `web_fetch`: one URL through the SSRF guard, its body read under a byte cap, HTML turned into
-//! markdown, text passed through, binary refused; the seed's Native text and truncation notice;
-//! a 15-minute cache keyed by URL in the session's blob store.
+//! markdown, text passed through, binary refused; the Native text and truncation notice as
+//! docs/tools.md documents them; a 15-minute cache keyed by URL in the session's blob store.
 
 use crate::config::WebConfig;
 use crate::convert::{self, Kind};
@@ -121,7 +121,7 @@ impl WebFetchTool {
         let text = convert::decode(&body.bytes, content_type.as_deref(), kind);
         let read = body.bytes.len() as u64;
         drop(body.bytes);
-        // The seed converts at most the cap's worth of source text.
+        // At most the cap's worth of source text is converted (docs/tools.md, web_fetch).
         let cap = self.config.fetch_max_output_chars;
         let source = convert::cut_utf16(&text, cap);
         let source_cut = source.len() < text.len();

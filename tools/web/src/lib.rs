@@ -28,7 +28,7 @@ use std::time::Duration;
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
 use toolhost_contract::{Disposer, RegistrationError, Registry};
 
-/// Appended when `web_fetch` left something out (the seed's wording).
+/// Appended when `web_fetch` left something out (the wording docs/tools.md documents).
 pub const TRUNCATION_NOTICE: &str =
     "\n\n(Content truncated. Fetch a more specific URL or section for the full text.)";
 

@@ -1,6 +1,6 @@
-//! `web_search`: the seed's query rules (1..=max queries, each non-empty, exact duplicates run
-//! once), every query run concurrently through the configured provider (one failure fails the
-//! call), sources merged round-robin by rank, deduplicated by URL and capped; the answer and the
+//! `web_search`: the query rules of docs/tools.md (1..=max queries, each non-empty, exact
+//! duplicates run once), every query run concurrently through the configured provider (one
+//! failure fails the call), sources merged round-robin by rank, deduplicated by URL and capped; the answer and the
 //! `Sources:` list as Native text. Providers (SearXNG, Brave Search, Tavily) sit behind
 //! [`SearchProvider`] and speak their documented JSON.
 
@@ -226,7 +226,7 @@ impl SearchProvider for HttpProvider {
     }
 }
 
-/// The queries to run (trimmed, exact duplicates once), or the seed's validation message.
+/// The queries to run (trimmed, exact duplicates once), or the documented validation message.
 pub fn checked_queries(queries: &[String], max: usize) -> Result<Vec<String>, WebError> {
     if queries.is_empty() {
         return Err(WebError::InvalidArgs("queries must contain at least one query".into()));

@@ -1,6 +1,6 @@
 //! `web_search` against local fakes of SearXNG's, Brave Search's and Tavily's documented JSON:
 //! the request each provider gets (query, key header, body), the round-robin merge with
-//! deduplication and the cap, the exact Native text, the seed's validation messages and the
+//! deduplication and the cap, the exact Native text, the documented validation messages and the
 //! unavailable error.
 
 #[path = "support/server.rs"]
