@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import sys
+import time
 
 STATE = os.environ.get("SCRIPTED_STATE", ".")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
@@ -89,6 +90,9 @@ def call(msg_id, name, args, meta):
             for i in (1, 2):
                 send({"jsonrpc": "2.0", "method": "notifications/progress",
                       "params": {"progressToken": token, "progress": i, "total": 2, "message": f"step {i}"}})
+                # The client handles notifications concurrently (with each other and with
+                # answers), so a pause after each keeps the test about delivery, not races.
+                time.sleep(0.3)
         return {"content": [text("done")]}
     if name == "flood":
         chunk = "x" * 65536 + "\n"

@@ -586,17 +586,17 @@ impl Server {
         let request_id = handle.id.clone();
         let token = handle.progress_token.clone();
         if let Some(events) = cx.capability::<EventsHandle>()
-            && let Ok(mut routes) = self.progress.lock()
+            && let Ok(mut router) = self.progress.lock()
         {
-            routes.insert(token.clone(), (cx.call_id().to_owned(), events, f64::MIN));
+            router.route(token.clone(), cx.call_id().to_owned(), events);
         }
         let timeout = self.config.tool_call_timeout;
         let answer = tokio::select! {
             answer = handle.await_response() => Some(answer),
             () = cx.signal().cancelled() => None,
             () = tokio::time::sleep(timeout) => {
-                if let Ok(mut routes) = self.progress.lock() {
-                    routes.remove(&token);
+                if let Ok(mut router) = self.progress.lock() {
+                    router.unroute(&token);
                 }
                 let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(request_id), Some("timed out".into()))).await;
                 return Err(ToolError::plain(format!(
@@ -605,8 +605,8 @@ impl Server {
                 )));
             }
         };
-        if let Ok(mut routes) = self.progress.lock() {
-            routes.remove(&token);
+        if let Ok(mut router) = self.progress.lock() {
+            router.unroute(&token);
         }
         let Some(answer) = answer else {
             let _ = peer

@@ -12,16 +12,68 @@ use rmcp::model::{
     ErrorData, Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use toolhost_contract::EventsHandle;
 
-/// Where progress of an outstanding call goes: the call's id, the host's events sink and the
-/// highest progress shown so far (notifications are handled concurrently and may arrive out of
-/// order; an older one is dropped rather than shown after a newer one).
-pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, (String, EventsHandle, f64)>>>;
+/// Where progress of outstanding calls goes. A route holds the call's id, the host's events
+/// sink and the highest progress shown so far: notifications are handled concurrently and may
+/// arrive out of order, and an older one is dropped rather than shown after a newer one.
+///
+/// The request is on the wire before its route can be registered (the token is assigned while
+/// sending), so a fast server's first notifications may arrive first; a few unrouted ones are
+/// kept and delivered when their route appears.
+#[derive(Default)]
+pub(crate) struct ProgressRouter {
+    routes: HashMap<ProgressToken, (String, EventsHandle, f64)>,
+    early: VecDeque<ProgressNotificationParam>,
+}
+
+/// How many unrouted notifications are kept for a route that has not been registered yet.
+const EARLY_PROGRESS: usize = 64;
+
+pub(crate) type ProgressRoutes = Arc<Mutex<ProgressRouter>>;
+
+impl ProgressRouter {
+    /// Registers a call's route and delivers what arrived for it before.
+    pub(crate) fn route(&mut self, token: ProgressToken, call_id: String, events: EventsHandle) {
+        let mut route = (call_id, events, f64::MIN);
+        let (early, rest): (Vec<_>, Vec<_>) =
+            self.early.drain(..).partition(|p| p.progress_token == token);
+        self.early = rest.into();
+        for params in early {
+            deliver(&mut route, &params);
+        }
+        self.routes.insert(token, route);
+    }
+
+    pub(crate) fn unroute(&mut self, token: &ProgressToken) {
+        self.routes.remove(token);
+        self.early.retain(|p| &p.progress_token != token);
+    }
+
+    fn notify(&mut self, params: ProgressNotificationParam) {
+        match self.routes.get_mut(&params.progress_token) {
+            Some(route) => deliver(route, &params),
+            None => {
+                if self.early.len() == EARLY_PROGRESS {
+                    self.early.pop_front();
+                }
+                self.early.push_back(params);
+            }
+        }
+    }
+}
+
+fn deliver(route: &mut (String, EventsHandle, f64), params: &ProgressNotificationParam) {
+    let (call_id, events, shown) = route;
+    if params.progress > *shown {
+        *shown = params.progress;
+        events.call_output(call_id, &progress_line(params));
+    }
+}
 
 pub(crate) struct BridgeClient {
     pub(crate) roots: Arc<Vec<PathBuf>>,
@@ -101,23 +153,52 @@ impl ClientHandler for BridgeClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let route = self.progress.lock().ok().and_then(|mut routes| {
-            let (call_id, events, shown) = routes.get_mut(&params.progress_token)?;
-            if params.progress <= *shown {
-                return None;
-            }
-            *shown = params.progress;
-            Some((call_id.clone(), Arc::clone(events)))
-        });
-        if let Some((call_id, events)) = route {
-            events.call_output(&call_id, &progress_line(&params));
+        if let Ok(mut router) = self.progress.lock() {
+            router.notify(params);
         }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use rmcp::model::NumberOrString;
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<String>>);
+
+    impl toolhost_contract::HostEvents for Lines {
+        fn call_output(&self, call_id: &str, text: &str) {
+            self.0.lock().unwrap().push(format!("{call_id}: {text}"));
+        }
+        fn notice(&self, _session_id: Option<&str>, _notice: toolhost_contract::Notice) {}
+    }
+
+    fn progress(token: i64, progress: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), progress)
+    }
+
+    #[test]
+    fn progress_that_overtakes_its_route_is_delivered_once_routed() {
+        let lines = Arc::new(Lines::default());
+        let mut router = ProgressRouter::default();
+        router.notify(progress(7, 1.0));
+        router.notify(progress(8, 1.0));
+        assert!(lines.0.lock().unwrap().is_empty());
+        router.route(ProgressToken(NumberOrString::Number(7)), "a".into(), lines.clone());
+        router.notify(progress(7, 0.5)); // older than what was shown
+        router.notify(progress(7, 2.0));
+        assert_eq!(*lines.0.lock().unwrap(), ["a: progress 1\n", "a: progress 2\n"]);
+        router.unroute(&ProgressToken(NumberOrString::Number(7)));
+        router.notify(progress(7, 3.0));
+        assert_eq!(lines.0.lock().unwrap().len(), 2, "a finished call shows nothing more");
+        assert_eq!(router.early.len(), 2, "token 8 and the late 7");
+        for i in 0..100 {
+            router.notify(progress(100 + i, 1.0));
+        }
+        assert_eq!(router.early.len(), EARLY_PROGRESS, "unrouted notifications stay bounded");
+    }
 
     #[test]
     fn roots_are_file_uris() {
