@@ -23,10 +23,12 @@ with open(os.path.join(STATE, "starts"), "a") as f:
 extra_tools = []
 
 
-def tool(name, description="", output_schema=None):
+def tool(name, description="", output_schema=None, execution=None):
     t = {"name": name, "description": description, "inputSchema": {"type": "object"}}
     if output_schema is not None:
         t["outputSchema"] = output_schema
+    if execution is not None:
+        t["execution"] = execution
     return t
 
 
@@ -50,6 +52,8 @@ def tools():
         tool("crash", "exits"),
         tool("env", "its environment's names"),
         tool("dotted.name", "a name that needs sanitizing"),
+        tool("tasky", "must run as a task", execution={"taskSupport": "required"}),
+        tool("ask", "asks the person through elicitation, answers with what came back"),
     ] + extra_tools
 
 
@@ -112,6 +116,23 @@ def call(msg_id, name, args, meta):
         return {"content": [text(" ".join(sorted(os.environ)))]}
     if name == "dotted.name":
         return {"content": [text("dotted")]}
+    if name == "tasky":
+        return {"content": [text("tasky ran without a task")]}
+    if name == "ask":
+        send({"jsonrpc": "2.0", "id": "elicit-1", "method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": "Pick a color",
+            "requestedSchema": {"type": "object", "properties": {
+                "color": {"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]},
+                "count": {"type": "integer", "title": "How many"},
+            }, "required": ["color"]},
+        }})
+        # Wait for the answer to this request (nothing else is sent meanwhile by the test).
+        for reply in sys.stdin:
+            reply = json.loads(reply)
+            if reply.get("id") == "elicit-1":
+                return {"content": [text(json.dumps(reply.get("result", reply.get("error")), sort_keys=True))]}
+        return None
     return {"content": [text(f"unknown tool {name}")], "isError": True}
 
 

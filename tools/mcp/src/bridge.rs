@@ -3,10 +3,11 @@
 //! re-sync on `tools/list_changed` (the task's own queue serializes syncs), and reconnect with
 //! backoff when an established connection closes. Calls go to whatever connection is current.
 
-use crate::client::{BridgeClient, ProgressRoutes};
+use crate::client::{BridgeClient, ElicitRoutes, InFlight, ProgressRoutes};
 use crate::config::{McpServerConfig, McpTransport, expand_env, scrubbed_env};
 use crate::naming::public_name;
 use crate::result::{self, CallOutcome};
+use crate::tap::{ListingTap, TaskRequired};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
@@ -16,12 +17,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
-use toolhost_contract::{Disposer, EventsHandle, RawTool, Registry, ToolContext, ToolError};
+use toolhost_contract::{
+    Disposer, EventsHandle, QuestionsHandle, RawTool, Registry, ToolContext, ToolError,
+};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, CardKind};
 
@@ -36,7 +40,8 @@ const STDERR_TAIL: usize = 2048;
 pub struct ServerStatus {
     pub name: String,
     pub transport: &'static str,
-    /// `starting`, `ready`, `reconnecting`, `failed` or `stopped`.
+    /// `idle` (lazy, not started yet), `starting`, `ready`, `reconnecting`, `failed` or
+    /// `stopped`.
     pub state: &'static str,
     /// Public names of the registered tools.
     pub tools: Vec<String>,
@@ -48,21 +53,42 @@ pub struct ServerStatus {
     pub attempts: u32,
 }
 
-/// The bridge's view of the host: roots for `roots/list` and stdio working directories.
-#[derive(Clone, Debug, Default)]
+/// The bridge's view of the host: roots for `roots/list` and stdio working directories, and
+/// who answers a server's questions when no call of it is running.
+#[derive(Clone, Default)]
 pub struct BridgeOptions {
     pub roots: Vec<PathBuf>,
+    pub questions: Option<QuestionsHandle>,
 }
 
 /// Every configured server's supervisor.
 pub struct McpBridge {
     servers: Vec<Arc<Server>>,
+    changes: Arc<watch::Sender<u64>>,
 }
 
 impl McpBridge {
-    /// Starts one supervisor per server (on the current tokio runtime). Tools appear in
-    /// `registry` as each server's first sync completes; [`McpBridge::ready`] waits for that.
+    /// Starts one supervisor per server that is not lazy (on the current tokio runtime).
+    /// Tools appear in `registry` as each server's first sync completes; [`McpBridge::ready`]
+    /// waits for that. Lazy servers start with [`McpBridge::launch_for_tool`] or
+    /// [`McpBridge::launch_all`].
     pub fn start(
+        registry: &Registry,
+        servers: Vec<McpServerConfig>,
+        options: BridgeOptions,
+    ) -> Self {
+        let bridge = McpBridge::idle(registry, servers, options);
+        for server in &bridge.servers {
+            if !server.config.lazy {
+                server.launch();
+            }
+        }
+        bridge
+    }
+
+    /// Every server known but none started (a one-shot `toolhost call` starts only the server
+    /// its tool belongs to).
+    pub fn idle(
         registry: &Registry,
         servers: Vec<McpServerConfig>,
         options: BridgeOptions,
@@ -70,22 +96,65 @@ impl McpBridge {
         // The HTTP transport's client needs a TLS provider even for plain http URLs.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let roots = Arc::new(options.roots);
+        let changes = Arc::new(watch::channel(0u64).0);
         let servers = servers
             .into_iter()
             .map(|config| {
-                let server = Arc::new(Server::new(config, registry.clone(), Arc::clone(&roots)));
-                tokio::spawn(Arc::clone(&server).supervise());
-                server
+                let elicit =
+                    ElicitRoutes { in_flight: Vec::new(), fallback: options.questions.clone() };
+                Arc::new(Server::new(
+                    config,
+                    registry.clone(),
+                    Arc::clone(&roots),
+                    Arc::clone(&changes),
+                    elicit,
+                ))
             })
             .collect();
-        McpBridge { servers }
+        McpBridge { servers, changes }
     }
 
-    /// Waits until every server finished its first connection attempt. Err names the servers
-    /// marked `fail_on_startup_error` that could not start.
+    /// Starts every server not started yet.
+    pub fn launch_all(&self) {
+        for server in &self.servers {
+            server.launch();
+        }
+    }
+
+    /// Starts the server a public tool name belongs to (`mcp__<server>__…`; the longest
+    /// matching server name wins) and returns its name; `None` when no server's tools are
+    /// named like that.
+    pub fn launch_for_tool(&self, public: &str) -> Option<String> {
+        let rest = public.strip_prefix("mcp__")?;
+        let server = self
+            .servers
+            .iter()
+            .filter(|s| {
+                rest.strip_prefix(s.config.name.as_str()).is_some_and(|r| r.starts_with("__"))
+            })
+            .max_by_key(|s| s.config.name.len())?;
+        server.launch();
+        Some(server.config.name.clone())
+    }
+
+    /// Whether any server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// A receiver that sees a new value whenever a server's state or tool list changed.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Waits until every started server finished its first connection attempt. Err names the
+    /// servers marked `fail_on_startup_error` that could not start.
     pub async fn ready(&self) -> Result<(), String> {
         let mut strict_failures = Vec::new();
         for server in &self.servers {
+            if !server.launched.load(Ordering::SeqCst) {
+                continue;
+            }
             let mut started = server.started.subscribe();
             let _ = started.wait_for(|done| *done).await;
             if server.config.fail_on_startup_error
@@ -135,6 +204,11 @@ struct Server {
     config: McpServerConfig,
     registry: Registry,
     roots: Arc<Vec<PathBuf>>,
+    launched: AtomicBool,
+    changes: Arc<watch::Sender<u64>>,
+    elicit: Arc<Mutex<ElicitRoutes>>,
+    /// What the listing said about `execution.taskSupport` (stdio servers).
+    task_required: TaskRequired,
     connection: RwLock<Option<Arc<Connection>>>,
     generation: Mutex<Vec<Disposer>>,
     tool_names: Mutex<Vec<String>>,
@@ -153,15 +227,25 @@ enum Ended {
 }
 
 impl Server {
-    fn new(config: McpServerConfig, registry: Registry, roots: Arc<Vec<PathBuf>>) -> Self {
+    fn new(
+        config: McpServerConfig,
+        registry: Registry,
+        roots: Arc<Vec<PathBuf>>,
+        changes: Arc<watch::Sender<u64>>,
+        elicit: ElicitRoutes,
+    ) -> Self {
         Server {
             config,
             registry,
             roots,
+            launched: AtomicBool::new(false),
+            changes,
+            elicit: Arc::new(Mutex::new(elicit)),
+            task_required: TaskRequired::default(),
             connection: RwLock::new(None),
             generation: Mutex::new(Vec::new()),
             tool_names: Mutex::new(Vec::new()),
-            status: Mutex::new(("starting", None, 0)),
+            status: Mutex::new(("idle", None, 0)),
             progress: ProgressRoutes::default(),
             stderr_tail: Arc::default(),
             shutdown: CancellationToken::new(),
@@ -170,10 +254,23 @@ impl Server {
         }
     }
 
+    /// Starts the supervisor once.
+    fn launch(self: &Arc<Self>) {
+        if !self.launched.swap(true, Ordering::SeqCst) {
+            self.set_state("starting", None, 0);
+            tokio::spawn(Arc::clone(self).supervise());
+        }
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     fn set_state(&self, state: &'static str, error: Option<String>, attempts: u32) {
         if let Ok(mut status) = self.status.lock() {
             *status = (state, error, attempts);
         }
+        self.changed();
     }
 
     fn status(&self) -> ServerStatus {
@@ -289,6 +386,8 @@ impl Server {
             roots: Arc::clone(&self.roots),
             resync: resync_tx,
             progress: Arc::clone(&self.progress),
+            elicit: Arc::clone(&self.elicit),
+            server: self.config.name.clone(),
         };
         let (running, group) = tokio::select! {
             connected = tokio::time::timeout(CONNECT_TIMEOUT, self.connect(client)) => match connected {
@@ -397,6 +496,7 @@ impl Server {
                         }
                     });
                 }
+                let stdout = ListingTap::new(stdout, Arc::clone(&self.task_required));
                 match client.serve((stdout, stdin)).await {
                     Ok(running) => Ok((running, Some(group))),
                     Err(e) => {
@@ -494,6 +594,7 @@ impl Server {
         if let Ok(mut t) = self.tool_names.lock() {
             *t = names;
         }
+        self.changed();
         Ok(())
     }
 
@@ -506,6 +607,7 @@ impl Server {
         if let Ok(mut t) = self.tool_names.lock() {
             t.clear();
         }
+        self.changed();
     }
 
     fn raw_tool(
@@ -562,6 +664,11 @@ impl Server {
     /// `notifications/cancelled`; progress is routed to the call's live output.
     async fn call(&self, raw: &str, args: Value, cx: ToolContext) -> Result<Value, ToolError> {
         let name = &self.config.name;
+        if self.task_required.lock().is_ok_and(|t| t.get(raw) == Some(&true)) {
+            return Err(ToolError::plain(format!(
+                "Tool \"{raw}\" requires task-based execution, which this bridge does not support"
+            )));
+        }
         let connection = self.connection.read().ok().and_then(|c| c.clone());
         let Some(connection) = connection else {
             let status = self.status();
@@ -578,11 +685,43 @@ impl Server {
             _ => return Err(ToolError::plain("MCP tool arguments must be a JSON object")),
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let peer = &connection.peer;
-        let handle = peer
+        // A question the server asks while this call runs goes to the call's question channel
+        // (routed before the request leaves: a server may ask at once).
+        // A question still open when the call ends (answered, timed out) is withdrawn.
+        let asking = cx.signal().child_token();
+        let questions = cx.capability::<QuestionsHandle>();
+        if let (Some(questions), Ok(mut routes)) = (questions, self.elicit.lock()) {
+            routes.in_flight.push(InFlight {
+                call_id: cx.call_id().to_owned(),
+                tool: public_name(name, raw),
+                questions,
+                signal: asking.clone(),
+            });
+        }
+        let sent = connection
+            .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| ToolError::plain(format!("MCP server \"{name}\": {e}")))?;
+            .map_err(|e| ToolError::plain(format!("MCP server \"{name}\": {e}")));
+        let answer = match sent {
+            Ok(handle) => self.await_answer(handle, raw, &cx).await,
+            Err(error) => Err(error),
+        };
+        if let Ok(mut routes) = self.elicit.lock() {
+            routes.in_flight.retain(|c| c.call_id != cx.call_id());
+        }
+        asking.cancel();
+        answer
+    }
+
+    async fn await_answer(
+        &self,
+        handle: rmcp::service::RequestHandle<RoleClient>,
+        raw: &str,
+        cx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        let name = &self.config.name;
+        let peer = handle.peer.clone();
         let request_id = handle.id.clone();
         let token = handle.progress_token.clone();
         if let Some(events) = cx.capability::<EventsHandle>()

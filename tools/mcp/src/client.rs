@@ -1,22 +1,43 @@
 //! toolhost's side of one MCP connection (rmcp `ClientHandler`): what it tells the server it
 //! can do, and what it does with the server's requests and notifications — roots are the
-//! workspace roots, sampling is refused with a clear error, elicitation is declined (the
-//! default), `tools/list_changed` queues a re-sync, progress reaches the running call's card.
+//! workspace roots, sampling is refused with a clear error, a form elicitation becomes
+//! questions on the question channel of the call that is running (the person answers in the
+//! editor, or the MCP client that made the call does), `tools/list_changed` queues a re-sync,
+//! progress reaches the running call's card.
 // Roots and sampling are deprecated in MCP's newest revision, but servers on the revisions in
 // use today ask for roots, and refusing sampling needs its types.
 #![allow(deprecated)]
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ErrorCode,
-    ErrorData, Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, Root,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    ErrorData, FormElicitationCapability, Implementation, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use toolhost_contract::EventsHandle;
+use tokio_util::sync::CancellationToken;
+use toolhost_contract::{EventsHandle, QuestionError, QuestionRequest, QuestionsHandle};
+use toolhost_protocol::lsp_ext::QuestionIntent;
+
+/// Who answers a server's elicitation: the question channel of a call in flight on this
+/// server (the latest one: a server asks while it works on a call), else the host's own.
+#[derive(Default)]
+pub(crate) struct ElicitRoutes {
+    pub(crate) in_flight: Vec<InFlight>,
+    pub(crate) fallback: Option<QuestionsHandle>,
+}
+
+pub(crate) struct InFlight {
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+    pub(crate) questions: QuestionsHandle,
+    pub(crate) signal: CancellationToken,
+}
 
 /// Where progress of outstanding calls goes. A route holds the call's id, the host's events
 /// sink and the highest progress shown so far: notifications are handled concurrently and may
@@ -79,6 +100,9 @@ pub(crate) struct BridgeClient {
     pub(crate) roots: Arc<Vec<PathBuf>>,
     pub(crate) resync: mpsc::UnboundedSender<()>,
     pub(crate) progress: ProgressRoutes,
+    pub(crate) elicit: Arc<Mutex<ElicitRoutes>>,
+    /// The server's name, for questions asked outside any call.
+    pub(crate) server: String,
 }
 
 /// The line a progress notification adds to the call's live output.
@@ -110,6 +134,9 @@ impl ClientHandler for BridgeClient {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(capabilities, Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
 
@@ -142,6 +169,62 @@ impl ClientHandler for BridgeClient {
             "toolhost does not offer sampling (sampling/createMessage) to MCP servers",
             None,
         ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request
+        else {
+            // Opening a URL for the person is not something toolhost does on a server's word.
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let (questions, fields) = crate::elicit::questions(&message, &schema);
+        let route = self.elicit.lock().ok().and_then(|routes| {
+            routes
+                .in_flight
+                .last()
+                .map(|c| {
+                    (c.call_id.clone(), c.tool.clone(), Arc::clone(&c.questions), c.signal.clone())
+                })
+                .or_else(|| {
+                    routes.fallback.as_ref().map(|q| {
+                        (
+                            format!("mcp-{}", self.server),
+                            format!("mcp__{}", self.server),
+                            Arc::clone(q),
+                            CancellationToken::new(),
+                        )
+                    })
+                })
+        });
+        let Some((call_id, tool, asker, signal)) = route else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let request = QuestionRequest {
+            call_id,
+            tool,
+            intent: QuestionIntent::Question,
+            questions,
+            plan: None,
+        };
+        match asker.ask(request, signal).await {
+            Ok(answers) => match crate::elicit::content(&fields, &answers) {
+                Ok(content) => Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(serde_json::Value::Object(content))),
+                Err(why) => {
+                    tracing::warn!(server = %self.server, %why, "an elicitation answer did not fit the form; declined");
+                    Ok(ElicitResult::new(ElicitationAction::Decline))
+                }
+            },
+            Err(QuestionError::Cancelled(_) | QuestionError::Aborted) => {
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+            Err(_) => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -18,6 +18,9 @@ pub struct McpServerConfig {
     /// by `toolhost mcp-servers` and retried as a reconnect).
     pub fail_on_startup_error: bool,
     pub reconnect: ReconnectPolicy,
+    /// Started on first use (a call naming one of its tools, or a status request that asks for
+    /// every server) instead of with the host.
+    pub lazy: bool,
 }
 
 impl McpServerConfig {
@@ -28,6 +31,7 @@ impl McpServerConfig {
             tool_call_timeout: Duration::from_millis(60_000),
             fail_on_startup_error: false,
             reconnect: ReconnectPolicy::default(),
+            lazy: false,
         }
     }
 }

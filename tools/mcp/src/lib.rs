@@ -8,12 +8,18 @@
 //!   usable advertised `outputSchema`, and the Native text.
 //! - `bridge`: the supervisor of each server — discovery, generation swap, `list_changed`
 //!   re-sync, calls, reconnect, shutdown — and [`McpBridge`], what the host holds.
+//! - `client`: toolhost's side of a connection (roots, refused sampling, progress, and
+//!   elicitation through `elicit`, which turns a form into questions for the person).
+//! - `tap`: reads `execution.taskSupport` from a stdio server's listings, which the typed MCP
+//!   model drops.
 
 mod bridge;
 mod client;
 pub mod config;
+mod elicit;
 pub mod naming;
 pub mod result;
+mod tap;
 
 pub use bridge::{BridgeOptions, McpBridge, ServerStatus};
 pub use config::{McpServerConfig, McpTransport, ReconnectPolicy};

@@ -10,7 +10,11 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_contract::{CallInput, Capabilities, EventsHandle, HostEvents, Notice, Registry};
+use toolhost_contract::{
+    BoxFuture, CallInput, Capabilities, EventsHandle, HostEvents, Notice, QuestionError,
+    QuestionRequest, QuestionsHandle, Registry, UserQuestions,
+};
+use toolhost_protocol::lsp_ext::Answer;
 use toolhost_tools_mcp::{McpBridge, McpServerConfig, McpTransport, ReconnectPolicy};
 
 fn repo_root() -> PathBuf {
@@ -59,9 +63,57 @@ impl HostEvents for Recorded {
     fn notice(&self, _session_id: Option<&str>, _notice: Notice) {}
 }
 
+/// A person who answers every question with the option labelled `pick` (or types `text`), and
+/// remembers what was asked.
+struct Person {
+    pick: &'static str,
+    text: &'static str,
+    asked: Mutex<Vec<QuestionRequest>>,
+}
+
+impl UserQuestions for Person {
+    fn ask(
+        &self,
+        request: QuestionRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
+        let answers = request
+            .questions
+            .iter()
+            .map(|q| Answer {
+                id: q.id.clone(),
+                selected: q
+                    .options
+                    .iter()
+                    .filter(|o| o.label == self.pick)
+                    .map(|o| o.label.clone())
+                    .collect(),
+                custom: q.options.is_empty().then(|| self.text.to_owned()),
+            })
+            .collect();
+        self.asked.lock().unwrap().push(request);
+        Box::pin(async move { Ok(answers) })
+    }
+}
+
 async fn call(registry: &Registry, events: &Arc<Recorded>, name: &str, args: Value) -> Value {
+    call_with(registry, events, name, args, None).await
+}
+
+async fn call_with(
+    registry: &Registry,
+    events: &Arc<Recorded>,
+    name: &str,
+    args: Value,
+    person: Option<Arc<Person>>,
+) -> Value {
     let handle: EventsHandle = events.clone();
-    let capabilities = Arc::new(Capabilities::new().with::<EventsHandle>(handle));
+    let mut capabilities = Capabilities::new().with::<EventsHandle>(handle);
+    if let Some(person) = person {
+        let questions: QuestionsHandle = person;
+        capabilities.insert(questions);
+    }
+    let capabilities = Arc::new(capabilities);
     let finalized = registry.dispatch(CallInput::direct("call-1", name, args, capabilities)).await;
     serde_json::to_value(&finalized.result).unwrap()
 }
@@ -90,11 +142,31 @@ async fn scripted_server_results_errors_and_lifecycle() {
 
     // Discovery drained three pages; the dotted name was sanitized and hashed.
     let names: Vec<String> = registry.descriptors().into_iter().map(|d| d.name).collect();
-    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(names.len(), 15, "{names:?}");
     let dotted = public("dotted.name");
     assert!(dotted.starts_with("mcp__scripted__dotted_name_") && dotted.len() == 39, "{dotted}");
     assert!(names.contains(&dotted));
     assert_eq!(text(&call(&registry, &events, &dotted, json!({})).await), "dotted");
+
+    // A tool that requires task-based execution fails without reaching the server.
+    assert_eq!(
+        text(&call(&registry, &events, &public("tasky"), json!({})).await),
+        "Error: Tool \"tasky\" requires task-based execution, which this bridge does not support"
+    );
+
+    // The server's form elicitation is asked on the call's question channel; the answers go
+    // back typed. Nobody to ask: declined.
+    let person = Arc::new(Person { pick: "Green", text: "3", asked: Mutex::default() });
+    let asked =
+        call_with(&registry, &events, &public("ask"), json!({}), Some(person.clone())).await;
+    assert_eq!(text(&asked), r#"{"action": "accept", "content": {"color": "g", "count": 3}}"#);
+    let request = person.asked.lock().unwrap().pop().unwrap();
+    assert_eq!(request.call_id, "call-1");
+    assert_eq!(request.tool, public("ask"));
+    assert!(request.questions[0].question.starts_with("Pick a color\n\ncolor"), "{request:?}");
+    assert_eq!(request.questions[1].question, "How many (optional)");
+    let declined = call(&registry, &events, &public("ask"), json!({})).await;
+    assert_eq!(text(&declined), r#"{"action": "decline"}"#);
 
     // Every content kind, with the image splitting the text runs.
     let kinds = call(&registry, &events, &public("kinds"), json!({})).await;
