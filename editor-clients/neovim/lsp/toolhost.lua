@@ -12,8 +12,9 @@
 --   capabilities        experimental.toolhost.lspProvider = true (answers toolhost/lspQuery),
 --                       experimental.toolhost.review = true (answers toolhost/review),
 --                       experimental.toolhost.askUser = true (answers toolhost/askUser)
---   handlers            toolhost/card, toolhost/callOutput, toolhost/notice, toolhost/lspQuery,
---                       toolhost/review, toolhost/askUser and $/cancelRequest (the plugin's own)
+--   handlers            toolhost/card, toolhost/callOutput, toolhost/notice,
+--                       toolhost/mcpServersChanged, toolhost/lspQuery, toolhost/review,
+--                       toolhost/askUser and $/cancelRequest (the plugin's own)
 --   on_init, on_attach  session id, resumed cards; on_exit forgets the client
 -- The plugin's automatic start (plugin/toolhost.lua) reuses the client this config starts for a
 -- root and starts buffers without a filetype from this config too: never a second client.

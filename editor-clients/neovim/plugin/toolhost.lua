@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command('Toolhost', function(opts)
 end, {
   nargs = '*',
   bang = true, -- `:Toolhost! revert-since`: no confirmation
-  desc = 'toolhost: call|tools|cards|replay|revert|revert-since|review|review-mode|plan-mode|sessions|clear|start|stop',
+  desc = 'toolhost: call|tools|cards|replay|revert|revert-since|review|review-mode|plan-mode|mcp-servers|sessions|clear|start|stop',
   complete = function(arg_lead, line)
     return require('toolhost').complete(arg_lead, line)
   end,
@@ -27,6 +27,7 @@ local plugs = {
   revert = 'revert',
   ['revert-since'] = 'revert_since',
   review = 'review',
+  ['mcp-servers'] = 'show_mcp_servers',
 }
 for name, fn in pairs(plugs) do
   vim.keymap.set('n', ('<Plug>(toolhost-%s)'):format(name), function()

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""A stand-in LSP server for one test: it asks the editor `toolhost/lspQuery` over stdio the way
-the real server's `lsp` tool will, so the test covers Neovim's real server->client request path.
+"""A stand-in LSP server for tests that need the server to say what a test scripts.
 
-The client sends `fake/query` {operation, uri, position}; the server sends that as a
-`toolhost/lspQuery` request, waits for the editor's response and returns it as
-`{"response": <the JSON-RPC response message>}`.
+- `fake/query` {operation, uri, position}: the server sends that as a `toolhost/lspQuery`
+  request (the way the real server's `lsp` tool does, so the test covers Neovim's real
+  server->client request path), waits for the editor's response and returns it as
+  `{"response": <the JSON-RPC response message>}`.
+- `fake/notify` {method, params}: the server sends that notification (cards, live output,
+  `toolhost/mcpServersChanged`, ...) before it answers `{}`, so it has been handled by the time
+  the answer arrives.
+- `fake/setMcpServers` {servers, notify?}: what `toolhost/mcpServers` answers from now on,
+  `{"servers": servers}`; with `servers` null (the start) it answers -32601, like a server from
+  before the MCP bridge. With `notify`, also sends `toolhost/mcpServersChanged {servers}`.
 """
 import json
 import sys
@@ -37,6 +43,7 @@ def write(message):
 def main():
     next_id = 1000
     provider = False
+    mcp_servers = None
     while True:
         msg = read()
         if msg is None:
@@ -62,6 +69,17 @@ def main():
                 if reply.get("id") == next_id and "method" not in reply:
                     break
             write({"jsonrpc": "2.0", "id": mid, "result": {"response": reply}})
+        elif method == "fake/notify":
+            write({"jsonrpc": "2.0", "method": msg["params"]["method"], "params": msg["params"].get("params")})
+            write({"jsonrpc": "2.0", "id": mid, "result": {}})
+        elif method == "fake/setMcpServers":
+            mcp_servers = msg["params"].get("servers")
+            if msg["params"].get("notify"):
+                write({"jsonrpc": "2.0", "method": "toolhost/mcpServersChanged",
+                       "params": {"servers": mcp_servers or []}})
+            write({"jsonrpc": "2.0", "id": mid, "result": {}})
+        elif method == "toolhost/mcpServers" and mcp_servers is not None:
+            write({"jsonrpc": "2.0", "id": mid, "result": {"servers": mcp_servers}})
         elif method == "shutdown":
             write({"jsonrpc": "2.0", "id": mid, "result": None})
         elif method == "exit":

@@ -49,7 +49,17 @@ end
 test('plugin loads lazily and works without setup()', function()
   H.eq(preload_modules, {}, 'modules required by plugin/toolhost.lua at startup')
   H.eq(vim.fn.exists(':Toolhost'), 2, ':Toolhost exists')
-  for _, name in ipairs({ 'cards', 'clear', 'tools', 'sessions', 'revert', 'revert-since', 'review', 'review-accept' }) do
+  for _, name in ipairs({
+    'cards',
+    'clear',
+    'tools',
+    'sessions',
+    'revert',
+    'revert-since',
+    'review',
+    'review-accept',
+    'mcp-servers',
+  }) do
     H.check(vim.fn.maparg(('<Plug>(toolhost-%s)'):format(name), 'n') ~= '', '<Plug>(toolhost-' .. name .. ') exists')
   end
   H.eq(vim.fn.maparg('<leader>tc', 'n'), '', 'no key mapped by default')
@@ -87,6 +97,10 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-mcp-setup',
     'toolhost-mcp-editor',
     'toolhost-mcp-prefer',
+    'toolhost-mcp-servers',
+    'toolhost-mcp-cards',
+    ':Toolhost-mcp-servers',
+    'hl-ToolhostMcpServer',
     'hl-ToolhostCaller',
     'hl-ToolhostCardFile',
     ':ToolhostStop',
@@ -1177,6 +1191,7 @@ test('lsp/toolhost.lua: the config vim.lsp.enable() uses', function()
     'toolhost/card',
     'toolhost/callOutput',
     'toolhost/notice',
+    'toolhost/mcpServersChanged',
     'toolhost/lspQuery',
     '$/cancelRequest',
   }) do
@@ -1292,6 +1307,7 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
       'toolhost/callOutput',
       'toolhost/card',
       'toolhost/lspQuery',
+      'toolhost/mcpServersChanged',
       'toolhost/notice',
       'toolhost/review',
     }, variant .. ': handlers')
@@ -1387,6 +1403,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'call',
     'cards',
     'clear',
+    'mcp-servers',
     'plan-mode',
     'replay',
     'revert',
@@ -3314,7 +3331,7 @@ local function line_groups(buf)
   local groups = {}
   local ns = require('toolhost.cards').namespace
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
-    groups[m[2] + 1] = m[4].line_hl_group
+    groups[m[2] + 1] = m[4].line_hl_group or groups[m[2] + 1] -- not a span's (a badge, a caller)
   end
   return groups
 end
@@ -3534,6 +3551,538 @@ test('ask (real server): a cancelled call withdraws its question; the picker clo
   end)
   restore()
   assert(ok, err)
+end)
+
+-- The MCP bridge: the tools of external MCP servers (`mcp__<server>__<tool>`) give cards of kind
+-- `mcp`, and the server reports those servers' status (`toolhost/mcpServers`,
+-- `toolhost/mcpServersChanged`). The stand-in server (tests/fake_server.py) says what each test
+-- scripts, so every shape is covered whatever MCP servers the real one can reach.
+
+--- A client of the stand-in server for a fresh root (the only client running).
+---@return vim.lsp.Client
+local function fake_client()
+  local ws = H.workspace()
+  local id = require('toolhost.client').start(ws, { config = { cmd = { 'python3', here .. '/fake_server.py' } } })
+  local c = assert(vim.lsp.get_client_by_id(assert(id, 'the stand-in server started')))
+  H.wait(function()
+    return c.initialized
+  end, 'stand-in server')
+  return c
+end
+
+--- A request to the stand-in server, answered before this returns.
+---@param c vim.lsp.Client
+---@param method string
+---@param params table
+---@return any result
+local function fake_request(c, method, params)
+  local done
+  c:request(method, params, function(e, r)
+    done = { e, r }
+  end)
+  H.wait(function()
+    return done
+  end, method)
+  assert(done[1] == nil, vim.inspect(done[1]))
+  return done[2]
+end
+
+--- Has the stand-in server send a notification (handled by the time this returns).
+---@param c vim.lsp.Client
+---@param method string
+---@param params table
+local function fake_notify(c, method, params)
+  fake_request(c, 'fake/notify', { method = method, params = params })
+end
+
+--- The buffer named `name`, or nil.
+---@param name string
+---@return integer?
+local function buf_named(name)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == name then
+      return b
+    end
+  end
+  return nil
+end
+
+--- An MCP card as the server sends it.
+---@param status string
+---@param extra? table
+---@return table
+local function mcp_card(status, extra)
+  return vim.tbl_extend('force', {
+    callId = 'call_mcp1',
+    tool = 'mcp__fs__read_file',
+    status = status,
+    kind = 'mcp',
+    title = 'fs · read_file',
+    text = '',
+    rendered = 'mcp__fs__read_file fs · read_file · ' .. status,
+    locations = {},
+    data = { server = 'fs', tool = 'read_file' },
+  }, extra or {})
+end
+
+--- The rows (1-based) of a cards buffer with an extmark of highlight group `group` over a span,
+--- and the text under it.
+---@param buf integer
+---@param group string
+---@return {[1]: integer, [2]: string}[]
+local function spans_of(buf, group)
+  local out = {}
+  local ns = require('toolhost.cards').namespace
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    if m[4].hl_group == group then
+      local line = vim.api.nvim_buf_get_lines(buf, m[2], m[2] + 1, false)[1]
+      table.insert(out, { m[2] + 1, line:sub(m[3] + 1, m[4].end_col) })
+    end
+  end
+  return out
+end
+
+test('mcp (stand-in server): an MCP card pending with live output, completed with structured JSON, failed', function()
+  local c = fake_client()
+  local buf = require('toolhost.cards').open_live(c)
+  local function lines()
+    return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  end
+  fake_notify(c, 'toolhost/card', mcp_card('pending', { caller = 'claude-code' }))
+  H.eq(lines(), {
+    '[fs] read_file · pending · claude-code',
+    'running… (<C-c> or :ToolhostStop stops it)',
+  }, 'the pending card: header (server badge, raw tool), running')
+  H.eq(spans_of(buf, 'ToolhostMcpServer'), { { 1, '[fs]' } }, 'the server is a badge')
+  H.eq(spans_of(buf, 'ToolhostCaller'), { { 1, 'claude-code' } }, 'the agent that made the call')
+  fake_notify(c, 'toolhost/callOutput', { callId = 'call_mcp1', text = 'reading 1/2\n' })
+  fake_notify(c, 'toolhost/callOutput', { callId = 'call_mcp1', text = 'reading 2/2\n' })
+  H.wait(function()
+    return vim.deep_equal(lines(), {
+      '[fs] read_file · pending · claude-code',
+      'reading 1/2',
+      'reading 2/2',
+      'running… (<C-c> or :ToolhostStop stops it)',
+    })
+  end, 'the live progress in the pending card:\n' .. table.concat(lines(), '\n'))
+  -- Keys in the server's order, not sorted; an empty object and an empty array stay apart.
+  local body = '{"z":1,"a":{"c":"x","b":[true,false]},"list":[],"obj":{},"n":1.5,"s":"say \\"hi\\"","big":12345678901}'
+  local value = vim.json.decode(body)
+  fake_notify(
+    c,
+    'toolhost/card',
+    mcp_card('completed', {
+      caller = 'claude-code',
+      text = 'hello\nworld',
+      rendered = 'mcp__fs__read_file fs · read_file · completed · claude-code\nhello\nworld',
+      data = { server = 'fs', tool = 'read_file', structuredContent = value },
+    })
+  )
+  local want = {
+    '[fs] read_file · completed · claude-code',
+    'hello',
+    'world',
+    'structured:',
+    '{',
+    '  "a": {',
+    '    "b": [',
+    '      true,',
+    '      false',
+    '    ],',
+    '    "c": "x"',
+    '  },',
+    '  "big": 12345678901,',
+    '  "list": [],',
+    '  "n": 1.5,',
+    '  "obj": {},',
+    '  "s": "say \\"hi\\"",',
+    '  "z": 1',
+    '}',
+  }
+  H.eq(lines(), want, 'the completed card: the text, then the structured content pretty printed')
+  H.eq(vim.json.decode(table.concat(vim.list_slice(want, 5), '\n')), value, 'the pretty JSON is that value')
+  local groups = line_groups(buf)
+  H.eq(groups[1], 'ToolhostCardTitle', 'the header')
+  H.eq(groups[4], 'ToolhostCardInfo', 'the structured: label')
+  H.eq(spans_of(buf, 'ToolhostMcpServer'), { { 1, '[fs]' } }, 'the badge again')
+  H.eq(vim.api.nvim_get_hl(0, { name = 'ToolhostMcpServer' }).link, 'PmenuSel', 'a badge-like default')
+  local echoed
+  local echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks)
+    echoed = chunks
+  end
+  require('toolhost.cards').echo(require('toolhost.cards').get(c.id, 'call_mcp1'))
+  vim.api.nvim_echo = echo
+  H.eq(vim.list_slice(echoed, 1, 4), {
+    { '[fs]', 'ToolhostMcpServer' },
+    { ' read_file · completed · ', 'ToolhostCardTitle' },
+    { 'claude-code\n', 'ToolhostCaller' },
+    { 'hello\n' },
+  }, 'an echoed MCP card (:Toolhost call) is drawn the same way')
+
+  -- A long structured content is cut like a terminal card's output; <CR> shows all of it.
+  local numbers = {}
+  for i = 1, 30 do
+    numbers[i] = i
+  end
+  fake_notify(
+    c,
+    'toolhost/card',
+    mcp_card('completed', {
+      callId = 'call_mcp2',
+      tool = 'mcp__gh__list',
+      title = 'gh · list',
+      text = 'thirty numbers',
+      rendered = 'mcp__gh__list gh · list · completed\nthirty numbers',
+      data = { server = 'gh', tool = 'list', structuredContent = { numbers = numbers } },
+    })
+  )
+  local l = lines()
+  H.eq(l[1], '[gh] list · completed', 'the newest card first')
+  H.eq(l[2], 'thirty numbers', 'its text')
+  H.eq(l[3], 'structured:', 'its structured section')
+  H.eq(l[4], '{', 'the JSON starts')
+  H.eq(#vim.list_slice(l, 4, 24) - 1, require('toolhost.mcp').STRUCTURED_LINES, 'the JSON is cut')
+  H.eq(l[24], '… 14 more lines (<CR> for all)', 'the rest is behind <CR> (34 lines in all)')
+  H.eq(line_groups(buf)[24], 'ToolhostTerminalMore', 'like a terminal card’s')
+  H.eq(l[25], '', 'then the older card')
+  local win = vim.fn.bufwinid(buf)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { 24, 0 })
+  vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)
+  local out = vim.api.nvim_get_current_buf()
+  H.eq(vim.api.nvim_buf_get_name(out), 'toolhost://output/call_mcp2', '<CR> opens the full output')
+  local full = vim.api.nvim_buf_get_lines(out, 0, -1, false)
+  H.eq(vim.list_slice(full, 1, 4), { 'thirty numbers', '', 'structured:', '{' }, 'the text, then the JSON')
+  H.eq(#full, 3 + 34, 'all of it')
+  H.eq(full[#full - 1], '  ]', 'to its end')
+  vim.cmd('close')
+
+  fake_notify(
+    c,
+    'toolhost/card',
+    mcp_card('failed', {
+      callId = 'call_mcp3',
+      text = 'MCP error -32000: no such file: x.txt',
+      rendered = 'mcp__fs__read_file fs · read_file · failed\nMCP error -32000: no such file: x.txt',
+    })
+  )
+  l = lines()
+  H.eq(vim.list_slice(l, 1, 3), {
+    '[fs] read_file · failed',
+    'MCP error -32000: no such file: x.txt',
+    '',
+  }, 'the failed card: its error')
+  H.eq(line_groups(buf)[2], 'ToolhostExitError', 'in the failed highlight')
+
+  -- Kinds without a view (and an mcp card without its data) are drawn from `rendered`.
+  fake_notify(c, 'toolhost/card', {
+    callId = 'call_other',
+    tool = 'odd',
+    status = 'completed',
+    kind = 'a-kind-nobody-knows',
+    title = 'Odd',
+    text = 't',
+    rendered = 'odd Odd · completed\nsome text',
+    locations = {},
+  })
+  fake_notify(c, 'toolhost/card', {
+    callId = 'call_nodata',
+    tool = 'mcp__x__y',
+    status = 'completed',
+    kind = 'mcp',
+    title = 'x · y',
+    text = 't',
+    rendered = 'mcp__x__y x · y · completed\nplain',
+    locations = {},
+  })
+  l = lines()
+  H.eq(vim.list_slice(l, 1, 6), {
+    'mcp__x__y x · y · completed',
+    'plain',
+    '',
+    'odd Odd · completed',
+    'some text',
+    '',
+  }, 'generic views')
+end)
+
+--- The status of three MCP servers, in no particular order.
+local MCP_SERVERS = {
+  {
+    name = 'web',
+    transport = 'streamable-http',
+    state = 'failed',
+    tools = {},
+    error = 'connection refused',
+    attempts = 5,
+  },
+  {
+    name = 'fs',
+    transport = 'stdio',
+    state = 'ready',
+    tools = { 'mcp__fs__read_file', 'mcp__fs__write_file' },
+    protocolVersion = '2025-06-18',
+    attempts = 1,
+  },
+  {
+    name = 'gh',
+    transport = 'stdio',
+    state = 'reconnecting',
+    tools = { 'mcp__gh__list' },
+    error = 'pipe closed',
+    attempts = 2,
+  },
+}
+
+test('mcp (stand-in server): :Toolhost mcp-servers shows the status and follows toolhost/mcpServersChanged', function()
+  local c = fake_client()
+  fake_request(c, 'fake/setMcpServers', { servers = MCP_SERVERS })
+  H.eq(require('toolhost').mcp_servers(c), nil, 'nothing known before the server told')
+  vim.cmd('Toolhost mcp-servers')
+  local buf
+  H.wait(function()
+    buf = buf_named('toolhost://mcp-servers/fake')
+    return buf and vim.api.nvim_get_current_buf() == buf
+  end, 'the MCP servers buffer')
+  local function row(name, state, transport, tools, err)
+    return ('%-3s  %-12s  %-15s  %s'):format(name, state, transport, tools) .. (err and ('  ' .. err) or '')
+  end
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), {
+    row('fs', 'ready', 'stdio', '2 tools'),
+    '  mcp__fs__read_file',
+    '  mcp__fs__write_file',
+    row('gh', 'reconnecting', 'stdio', '1 tool', 'pipe closed'),
+    '  mcp__gh__list',
+    row('web', 'failed', 'streamable-http', '0 tools', 'connection refused'),
+  }, 'one line per server (by name), its tools beneath')
+  local ns = vim.api.nvim_get_namespaces().toolhost_mcp_servers
+  local hl = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    local line = vim.api.nvim_buf_get_lines(buf, m[2], m[2] + 1, false)[1]
+    table.insert(hl, { m[2] + 1, line:sub(m[3] + 1, m[4].end_col), m[4].hl_group })
+  end
+  table.sort(hl, function(a, b)
+    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
+  end)
+  H.eq(hl, {
+    { 1, 'fs', 'ToolhostMcpServer' },
+    { 1, 'ready', 'ToolhostExitOk' },
+    { 4, 'gh', 'ToolhostMcpServer' },
+    { 4, 'pipe closed', 'ToolhostExitError' },
+    { 4, 'reconnecting', 'ToolhostExitWarn' },
+    { 6, 'connection refused', 'ToolhostExitError' },
+    { 6, 'failed', 'ToolhostExitError' },
+    { 6, 'web', 'ToolhostMcpServer' },
+  }, 'highlights')
+  H.eq(#require('toolhost').mcp_servers(c), 3, 'the status is kept')
+  H.eq(require('toolhost').mcp_servers()[1].name, 'fs', 'of the server this buffer shows, by name')
+
+  -- A change arrives as a notification: the buffer follows, wherever the cursor is.
+  local changed = vim.deepcopy(MCP_SERVERS)
+  changed[1] =
+    { name = 'web', transport = 'streamable-http', state = 'ready', tools = { 'mcp__web__fetch' }, attempts = 6 }
+  table.remove(changed, 3)
+  vim.cmd('wincmd p')
+  fake_request(c, 'fake/setMcpServers', { servers = changed, notify = true })
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), {
+    ('%-3s  %-5s  %-15s  %s'):format('fs', 'ready', 'stdio', '2 tools'),
+    '  mcp__fs__read_file',
+    '  mcp__fs__write_file',
+    ('%-3s  %-5s  %-15s  %s'):format('web', 'ready', 'streamable-http', '1 tool'),
+    '  mcp__web__fetch',
+  }, 'the buffer follows toolhost/mcpServersChanged')
+  H.eq(require('toolhost').mcp_servers(c)[2].state, 'ready', 'and the state')
+  fake_request(c, 'fake/setMcpServers', { servers = {}, notify = true })
+  H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), { 'no MCP servers configured' }, 'none left')
+  -- The server goes away: the buffer says so rather than showing a status that no longer moves.
+  c:stop()
+  H.wait(function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == 'the toolhost server of this view has stopped'
+  end, 'the stopped view')
+end)
+
+test('mcp (stand-in server): :Toolhost mcp-servers against a server without the method warns', function()
+  fake_client()
+  with_messages(function(msgs)
+    vim.cmd('Toolhost mcp-servers')
+    H.wait(function()
+      return said(msgs, 'method not found')
+    end, 'the warning')
+    H.check(said(msgs, 'does not report MCP servers'), 'says why')
+  end)
+  H.eq(buf_named('toolhost://mcp-servers/fake'), nil, 'no buffer opened')
+end)
+
+--- The lines of one section of the current `:checkhealth` buffer, without its header.
+---@param title string
+---@return string[]
+local function health_section(title)
+  local out, inside = {}, false
+  for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+    if l:match(' ~$') then
+      inside = l == title .. ' ~'
+    elseif inside and l ~= '' then
+      table.insert(out, l)
+    end
+  end
+  return out
+end
+
+test('mcp (stand-in server): :checkhealth toolhost reports the MCP servers (ready, failed, none, no method)', function()
+  vim.cmd('silent checkhealth toolhost')
+  H.eq(
+    health_section('toolhost: MCP servers'),
+    { '- no toolhost server running: a running server reports its MCP servers' },
+    'no server'
+  )
+  vim.cmd('bwipeout')
+  local c = fake_client()
+  vim.cmd('silent checkhealth toolhost')
+  H.eq(health_section('toolhost: MCP servers'), {
+    '- ⚠️ WARNING this toolhost server does not report MCP servers (toolhost/mcpServers: method not found; an older toolhost?)',
+  }, 'an older server')
+  vim.cmd('bwipeout')
+  fake_request(c, 'fake/setMcpServers', { servers = {} })
+  vim.cmd('silent checkhealth toolhost')
+  H.eq(health_section('toolhost: MCP servers'), { '- no MCP servers configured' }, 'none configured')
+  vim.cmd('bwipeout')
+  fake_request(c, 'fake/setMcpServers', { servers = MCP_SERVERS })
+  vim.cmd('silent checkhealth toolhost')
+  local section = health_section('toolhost: MCP servers')
+  io.stdout:write('     mcp: checkhealth:\n       ' .. table.concat(section, '\n       ') .. '\n')
+  H.eq(section, {
+    '- ✅ OK fs: ready, 2 tools, protocol 2025-06-18 (stdio)',
+    '- ⚠️ WARNING gh: reconnecting, 2 attempts (stdio): pipe closed',
+    '- ❌ ERROR web: failed after 5 attempts (streamable-http): connection refused',
+  }, 'one line per server')
+  H.eq(#require('toolhost').mcp_servers(c), 3, 'the answer is kept as the latest status')
+end)
+
+test('mcp (real server): toolhost/mcpServers with no MCP server configured', function()
+  local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+  H.setup(sessions)
+  vim.cmd.edit(ws .. '/a.txt')
+  local c = H.client()
+  local res = c:request_sync('toolhost/mcpServers', vim.empty_dict(), 5000)
+  assert(res, 'an answer')
+  if res.err and res.err.code == vim.lsp.protocol.ErrorCodes.MethodNotFound then
+    H.skip('the server under test has no toolhost/mcpServers yet')
+  end
+  H.eq(res.err, nil, 'no error')
+  H.eq(res.result.servers, {}, 'no MCP servers')
+  local got
+  require('toolhost').show_mcp_servers(function(e, b)
+    got = { e, b }
+  end)
+  H.wait(function()
+    return got
+  end, ':Toolhost mcp-servers')
+  H.eq(got[1], nil, 'no error')
+  H.eq(vim.api.nvim_buf_get_lines(got[2], 0, -1, false), { 'no MCP servers configured' }, 'the view')
+  H.eq(require('toolhost').mcp_servers(c), {}, 'the state')
+end)
+
+test('mcp (real server): an MCP server’s tools through the bridge: cards, :Toolhost mcp-servers, health', function()
+  -- Program-starting settings are honoured from the user config (this suite's XDG_CONFIG_HOME);
+  -- it is removed again, so later tests' servers start no MCP server.
+  local python = vim.trim(vim.system({ 'python3', '-c', 'import sys; print(sys.executable)' }):wait().stdout or '')
+  local user_config = vim.env.XDG_CONFIG_HOME .. '/toolhost/config.toml'
+  H.check(H.read(user_config) == nil, 'no user config to overwrite at ' .. user_config)
+  H.write(
+    user_config,
+    ('[mcp.servers.weather]\ncommand = %s\nargs = [%s]\n'):format(
+      vim.json.encode(python),
+      vim.json.encode(here .. '/mcp_server.py')
+    )
+  )
+  local ok, err = pcall(function()
+    local ws, sessions = H.workspace({ ['a.txt'] = 'a\n' })
+    H.setup(sessions)
+    vim.cmd.edit(ws .. '/a.txt')
+    local c = H.client()
+    local status
+    for _ = 1, 200 do
+      local res = c:request_sync('toolhost/mcpServers', vim.empty_dict(), 5000)
+      if res and res.err and res.err.code == vim.lsp.protocol.ErrorCodes.MethodNotFound then
+        H.skip('the server under test has no toolhost/mcpServers yet')
+      end
+      status = res and res.result and res.result.servers and res.result.servers[1]
+      if status and (status.state == 'ready' or status.state == 'failed') then
+        break
+      end
+      vim.wait(50)
+    end
+    H.eq(status and status.state, 'ready', 'the MCP server is ready: ' .. vim.inspect(status))
+    local tools = vim.deepcopy(status.tools)
+    table.sort(tools)
+    H.eq(tools, { 'mcp__weather__broken', 'mcp__weather__weather' }, 'its tools: ' .. vim.inspect(status))
+
+    local res = H.call('mcp__weather__weather', { city = 'Lyon' }, c)
+    local card = res.card
+    H.eq({ card.kind, card.status, card.title }, { 'mcp', 'completed', 'weather · weather' }, 'the card')
+    H.eq({ card.data.server, card.data.tool }, { 'weather', 'weather' }, 'its data names the server and tool')
+    local buf = assert(require('toolhost').cards())
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    io.stdout:write('     mcp: cards buffer:\n       ' .. table.concat(lines, '\n       ') .. '\n')
+    H.eq(lines[1], '[weather] weather · completed', 'the header')
+    local text = require('toolhost.cards').split(card.text)
+    H.check(card.text:find('Lyon: 21.5 °C, sunny', 1, true) ~= nil, 'the Native text: ' .. card.text)
+    H.eq(vim.list_slice(lines, 2, 1 + #text), text, 'the text the model saw')
+    H.eq(vim.list_slice(lines, 2 + #text, 13 + #text), {
+      'structured:',
+      '{',
+      '  "celsius": 21.5,',
+      '  "conditions": [',
+      '    "sunny",',
+      '    "calm"',
+      '  ],',
+      '  "location": {',
+      '    "city": "Lyon",',
+      '    "country": "Nowhere"',
+      '  }',
+      '}',
+    }, 'the structured content, keys sorted')
+
+    res = H.call('mcp__weather__broken', vim.empty_dict(), c)
+    card = res.card
+    H.eq(
+      { card.kind, card.status, card.data.server, card.data.tool },
+      { 'mcp', 'failed', 'weather', 'broken' },
+      'failed'
+    )
+    H.check(card.text:find('the tool broke', 1, true) ~= nil, 'the error: ' .. card.text)
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq(lines[1], '[weather] broken · failed', 'the failed card first')
+    local groups = line_groups(buf)
+    for i = 2, #require('toolhost.cards').split(card.text) + 1 do
+      H.eq(groups[i], 'ToolhostExitError', 'its error line ' .. i)
+    end
+
+    local got
+    require('toolhost').show_mcp_servers(function(e, b)
+      got = { e, b }
+    end)
+    H.wait(function()
+      return got
+    end, ':Toolhost mcp-servers')
+    H.eq(vim.api.nvim_buf_get_lines(got[2], 0, -1, false), {
+      'weather  ready  stdio  2 tools',
+      '  ' .. status.tools[1],
+      '  ' .. status.tools[2],
+    }, 'the status view (the tools in the server’s order)')
+    vim.cmd('silent checkhealth toolhost')
+    local section = health_section('toolhost: MCP servers')
+    H.eq(#section, 1, 'one server: ' .. vim.inspect(section))
+    H.check(
+      section[1]:find('OK weather: ready, 2 tools, protocol ', 1, true) ~= nil and section[1]:find('(stdio)', 1, true),
+      'reported ready: ' .. section[1]
+    )
+  end)
+  os.remove(user_config)
+  if not ok then
+    error(err, 0)
+  end
 end)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)

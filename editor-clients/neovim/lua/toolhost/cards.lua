@@ -33,8 +33,8 @@
 ---@field callId string
 ---@field tool string
 ---@field status 'pending'|'completed'|'failed'
----@field kind string Open: diff, read, search, terminal, todo, question, plan, fetch, structured, generic
----  or a tool's own kind; a kind without a view here is drawn as generic (its `rendered` text).
+---@field kind string Open: diff, read, search, terminal, todo, question, plan, fetch, structured, mcp,
+---  generic or a tool's own kind; a kind without a view here is drawn as generic (its `rendered` text).
 ---@field title string
 ---@field caller? string Who made the call when it was not this editor: the agent's MCP
 ---  `clientInfo.name` (e.g. `claude-code`) for calls that came through `toolhost mcp`; the title
@@ -47,14 +47,16 @@
 ---@field read? table read cards: {path, offset, lines, totalLines, lang?}
 ---@field search? table search cards: {shape, paths?, files?, locations?, truncated, total}
 ---@field terminal? toolhost.TerminalView terminal cards (`bash`)
----@field data? any what todo, question and plan cards are drawn from (|M.data_view|), the
----  recorded value of a structured card, or the meta of other kinds
+---@field data? any what todo, question, plan and mcp cards are drawn from (|M.data_view|, the
+---  `{server, tool, structuredContent?}` of an MCP tool's card), the recorded value of a
+---  structured card, or the meta of other kinds
 
 ---@class toolhost.LineRole
 ---@field role string lines of `rendered`: 'title', 'file', 'header', '+', '-', ' ', 'text'; of a terminal view
 ---  (|M.terminal_view|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn';
 ---  of a data view (|M.data_view|) also 'counts', 'todo-done', 'todo-active', 'todo-pending', 'question',
----  'answer', 'option', 'waiting', 'approved', 'error', 'md-heading', 'md-code', 'md-quote'
+---  'answer', 'option', 'waiting', 'approved', 'error', 'md-heading', 'md-code', 'md-quote'; of an MCP
+---  card's view also 'section' (`structured:`) and 'json'
 ---@field hunk? toolhost.Hunk the hunk of a diff line (of a `file` line: that file's first hunk)
 ---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
@@ -139,6 +141,7 @@ function M.define_highlights()
     ToolhostPlanHeading = 'Title',
     ToolhostPlanCode = 'String',
     ToolhostPlanQuote = 'Comment',
+    ToolhostMcpServer = 'PmenuSel',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -652,7 +655,8 @@ function M.data_view(card, full, pinned_id)
 end
 
 --- The lines of a card and their roles when it is not drawn from `rendered` alone: a terminal
---- card's terminal view, a todo/question/plan card's data view; else nil.
+--- card's terminal view, an MCP card's view (|toolhost.mcp|), a todo/question/plan card's data
+--- view; else nil.
 ---@param card toolhost.Card
 ---@param client_id? integer
 ---@param full? boolean see |M.data_view|
@@ -663,13 +667,17 @@ function M.view(card, client_id, full, pinned_id)
   if M.is_terminal(card) then
     return M.terminal_view(card, M.live_output(client_id, card.callId))
   end
+  local mcp = require('toolhost.mcp')
+  if mcp.is_card(card) then
+    return mcp.card_view(card, M.live_output(client_id, card.callId))
+  end
   return M.data_view(card, full, pinned_id)
 end
 
 --- The lines a cards buffer shows: the latest todo list pinned at the top (|M.pinned_view|),
 --- then each card's `rendered`, one blank line between cards; a terminal card is drawn as its
---- terminal view (|M.terminal_view|), a todo, question or plan card from its data
---- (|M.data_view|).
+--- terminal view (|M.terminal_view|), an MCP card as its view (|toolhost.mcp|), a todo, question
+--- or plan card from its data (|M.data_view|).
 ---@param cards toolhost.Card[] newest first
 ---@param client_id? integer the client whose live output running terminal cards show
 ---@return string[] lines
@@ -808,7 +816,27 @@ local role_groups = {
   ['md-heading'] = 'ToolhostPlanHeading',
   ['md-code'] = 'ToolhostPlanCode',
   ['md-quote'] = 'ToolhostPlanQuote',
+  section = 'ToolhostCardInfo',
 }
+
+--- The highlighted spans of a card's title line: an MCP card's server badge and the caller (the
+--- agent) at its end.
+---@param card toolhost.Card
+---@param title string the card's first line as drawn
+---@return {[1]: integer, [2]: integer, [3]: string}[] 0-based start and end columns, group
+local function title_spans(card, title)
+  local spans = {}
+  local mcp = require('toolhost.mcp')
+  if mcp.is_card(card) then
+    local _, badge_end = mcp.header(card)
+    table.insert(spans, { 0, badge_end, 'ToolhostMcpServer' })
+  end
+  local _, name_col = M.caller_span(card, title)
+  if name_col then
+    table.insert(spans, { name_col, #title, 'ToolhostCaller' })
+  end
+  return spans
+end
 
 --- What a line belongs to, for keeping the cursor there: its card, or the pinned todo list (the
 --- same card drawn twice).
@@ -873,11 +901,10 @@ function M.render(buf, cards, client_id)
       vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
     end
     if li and li.index == 1 then
-      local _, name_col = M.caller_span(li.card, lines[row])
-      if name_col then
-        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, name_col, {
-          end_col = #lines[row],
-          hl_group = 'ToolhostCaller',
+      for _, span in ipairs(title_spans(li.card, lines[row])) do
+        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, span[1], {
+          end_col = span[2],
+          hl_group = span[3],
           priority = 110,
         })
       end
@@ -961,8 +988,9 @@ local function named_scratch(name, filetype)
 end
 
 --- Fills the full-output buffer of a call (|M.open_output|) with its output now: the live text
---- while it runs, `terminal.output` (or the failed call's text) once it ended. A window whose
---- cursor is on the last line follows the end, like `tail -f`.
+--- while it runs, `terminal.output` (or the failed call's text) once it ended; an MCP card's
+--- text and its whole structured content. A window whose cursor is on the last line follows the
+--- end, like `tail -f`.
 ---@param call_id string
 function M.refresh_output(call_id)
   local ob = output_bufs[call_id]
@@ -977,7 +1005,11 @@ function M.refresh_output(call_id)
   ob.card = card
   local live = card.status == 'pending' and M.live_output(ob.client_id, call_id) or nil
   local lines
-  if M.is_terminal(card) then
+  local mcp = require('toolhost.mcp')
+  if mcp.is_card(card) then
+    lines = mcp.full_lines(card, live)
+    live = nil -- its lines say what was dropped
+  elseif M.is_terminal(card) then
     lines = M.output_lines(live and live.text or card.terminal.output or '')
   else
     lines = M.output_lines(card.text or '')
@@ -1001,8 +1033,8 @@ function M.refresh_output(call_id)
   end
 end
 
---- Opens the full output of a terminal card in a window split off the previous window (or above
---- the cards window): the first spill file (`terminal.spillPaths[1]`, the whole stream the
+--- Opens the full output of a terminal or MCP card in a window split off the previous window (or
+--- above the cards window): the first spill file (`terminal.spillPaths[1]`, the whole stream the
 --- server kept on disk) when there is one, else `toolhost://output/<callId>` (filetype
 --- `toolhost-output`, ANSI stripped), which keeps following a running call's live output.
 ---@param card toolhost.Card
@@ -1028,8 +1060,8 @@ function M.open_output(card, client_id)
   return buf
 end
 
---- <CR> in a cards buffer: open the card's location in the previous window; on a terminal card,
---- its full output (|M.open_output|).
+--- <CR> in a cards buffer: open the card's location in the previous window; on a terminal or MCP
+--- card, its full output (|M.open_output|).
 ---@param buf? integer
 function M.jump(buf)
   buf = buf or vim.api.nvim_get_current_buf()
@@ -1038,7 +1070,7 @@ function M.jump(buf)
   if not li then
     return
   end
-  if M.is_terminal(li.card) then
+  if M.is_terminal(li.card) or require('toolhost.mcp').is_card(li.card) then
     M.open_output(li.card, vim.b[buf].toolhost_client)
     return
   end
@@ -1221,12 +1253,19 @@ function M.echo(card)
   for i, l in ipairs(lines) do
     local group = layout[i] and role_groups[layout[i].role] or nil
     local nl = i < #lines and '\n' or ''
-    local name_col = i == 1 and select(2, M.caller_span(card, l)) or nil
-    if name_col then
-      table.insert(chunks, { l:sub(1, name_col), group })
-      table.insert(chunks, { l:sub(name_col + 1) .. nl, 'ToolhostCaller' })
+    local col = 0
+    for _, span in ipairs(i == 1 and title_spans(card, l) or {}) do
+      if span[1] > col then
+        table.insert(chunks, { l:sub(col + 1, span[1]), group })
+      end
+      table.insert(chunks, { l:sub(span[1] + 1, span[2]), span[3] })
+      col = span[2]
+    end
+    local rest = l:sub(col + 1)
+    if rest == '' and col > 0 then
+      chunks[#chunks][1] = chunks[#chunks][1] .. nl
     else
-      table.insert(chunks, { l .. nl, group })
+      table.insert(chunks, { rest .. nl, group })
     end
   end
   vim.api.nvim_echo(chunks, true, {})

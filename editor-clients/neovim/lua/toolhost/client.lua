@@ -10,6 +10,7 @@ M.NAME = 'toolhost'
 ---@class toolhost.ClientState
 ---@field session_id? string Reported by the server in its initialize result.
 ---@field tools? table[] Cached `toolhost/listTools` result.
+---@field mcp_servers? toolhost.McpServerStatus[] The latest status of the server's MCP servers.
 
 ---@type table<integer, toolhost.ClientState>
 local states = {}
@@ -186,9 +187,9 @@ local function capabilities(cfg)
 end
 
 --- The handlers of a toolhost client: cards and the live output of running calls, the server's
---- notices, the editor-backed lsp provider, review mode, questions for the person and the
---- server's `$/cancelRequest` of a request it no longer waits for (a query, a review or a
---- question).
+--- notices, the status of its MCP servers, the editor-backed lsp provider, review mode, questions
+--- for the person and the server's `$/cancelRequest` of a request it no longer waits for (a
+--- query, a review or a question).
 ---@return table<string, function>
 function M.handlers()
   return {
@@ -203,6 +204,9 @@ function M.handlers()
       if type(params) == 'table' and type(params.text) == 'string' and params.text ~= '' then
         vim.notify(params.text, vim.log.levels.INFO, { title = 'toolhost' })
       end
+    end,
+    ['toolhost/mcpServersChanged'] = function(_, params, ctx)
+      require('toolhost.mcp').on_changed(ctx.client_id, params)
     end,
     ['toolhost/lspQuery'] = function(_, params, ctx)
       return require('toolhost.provider').handle(params, ctx)
@@ -276,6 +280,9 @@ function M.forget(client_id)
     end
     if package.loaded['toolhost.ask'] then
       require('toolhost.ask').forget(client_id)
+    end
+    if package.loaded['toolhost.mcp'] then
+      require('toolhost.mcp').forget(client_id)
     end
     states[client_id] = nil
   end)

@@ -8,6 +8,7 @@
 ---@field revert? string lhs for |<Plug>(toolhost-revert)| (no default key)
 ---@field ["revert-since"] string? lhs for |<Plug>(toolhost-revert-since)| (no default key)
 ---@field review? string lhs for |<Plug>(toolhost-review)|
+---@field ["mcp-servers"] string? lhs for |<Plug>(toolhost-mcp-servers)| (no default key)
 
 ---@class toolhost.ReviewKeys Keys of a review buffer (buffer-local); `false` or `''`: none.
 ---@field next? string|false  default `]h`

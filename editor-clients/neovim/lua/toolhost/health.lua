@@ -75,6 +75,8 @@ function M.check()
     end
   end
 
+  require('toolhost.mcp').check()
+
   health.start('toolhost: workspace')
   local buf = vim.api.nvim_get_current_buf()
   -- :checkhealth runs in its own buffer; report for the alternate (previous) buffer if any.

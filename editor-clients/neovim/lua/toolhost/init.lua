@@ -565,6 +565,34 @@ local function parse_review_mode(args)
   return out
 end
 
+--- The latest status of the MCP servers of a toolhost server (|toolhost-mcp-servers|): what its
+--- last `toolhost/mcpServers` answer or `toolhost/mcpServersChanged` notification said. Nil when
+--- it has not told yet (or there is no server). Asks nothing: |M.show_mcp_servers| does.
+---@param client? vim.lsp.Client|integer the server (default: the current one, none started)
+---@return toolhost.McpServerStatus[]?
+function M.mcp_servers(client)
+  if type(client) == 'number' then
+    client = vim.lsp.get_client_by_id(client)
+  end
+  local c = client or require('toolhost.client').current(0, false)
+  if not c then
+    return nil
+  end
+  return require('toolhost.mcp').servers(c.id)
+end
+
+--- |:Toolhost-mcp-servers|: asks the current server for the status of its MCP servers and shows
+--- it in `toolhost://mcp-servers/<session>`, which follows every change while it exists.
+--- `cb(err, buf)`.
+---@param cb? fun(err: string?, buf: integer?)
+function M.show_mcp_servers(cb)
+  local c = current()
+  if not c then
+    return cb and cb('no toolhost server')
+  end
+  require('toolhost.mcp').open(c, cb)
+end
+
 ---@class toolhost.Subcommand
 ---@field desc string
 ---@field run fun(args: string, opts: {bang: boolean}) `bang`: the command was `:Toolhost!`
@@ -715,6 +743,12 @@ M.subcommands = {
       return vim.tbl_filter(function(w)
         return vim.startswith(w, arg_lead)
       end, { 'on', 'off' })
+    end,
+  },
+  ['mcp-servers'] = {
+    desc = 'the MCP servers whose tools the server offers: state, transport, tools (kept current)',
+    run = function()
+      M.show_mcp_servers()
     end,
   },
   sessions = {
