@@ -14,12 +14,17 @@
 // notification; "toolhost: Answer Question" puts the focus in the form and the keyboard alone
 // answers it (a number key, Enter); the card then shows the answer. A `todo_write` call shows the
 // session's todo list pinned above the cards, and Enter / Exit Plan Mode show in the status bar.
+// Last, the MCP bridge (with TOOLHOST_E2E_MCP_BRIDGE=1: scripts/test.sh configures the MCP server
+// `echo`, tests/mcp-servers/structured.py, in the user config): "toolhost: Show MCP Servers" shows
+// it ready with its two tools, and its tools' calls become MCP cards (server badge, text,
+// Structured JSON).
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
 //      TOOLHOST_TEST_RESULT, TOOLHOST_TEST_RESULT_UI (mocha result files), SHOTS (screenshot dir),
 //      TOOLHOST_TEST_BIN (the toolhost binary), TOOLHOST_TEST_WS (the workspace folder),
-//      TOOLHOST_TEST_USER_DATA (code-server's user data dir: the output channel logs)
+//      TOOLHOST_TEST_USER_DATA (code-server's user data dir: the output channel logs),
+//      TOOLHOST_E2E_MCP_BRIDGE (1: the MCP server `echo` is configured; check the bridge's view and cards)
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -966,6 +971,100 @@ async function questionsAndTodos(page, frame) {
   });
 }
 
+/** The rows of the MCP Servers view (the tree in the toolhost container): label, description. */
+async function mcpViewRows(page) {
+  return page.evaluate(() => {
+    const pane = Array.from(document.querySelectorAll('.pane')).find((p) => /MCP Servers/i.test(p.querySelector('.pane-header')?.textContent ?? ''));
+    if (!pane) {
+      return null;
+    }
+    return Array.from(pane.querySelectorAll('.monaco-list-row')).map((row) => ({
+      label: row.querySelector('.label-name')?.textContent ?? '',
+      description: row.querySelector('.label-description')?.textContent ?? '',
+    }));
+  });
+}
+
+/** The MCP bridge: the MCP Servers view lists the configured server `echo` as ready with its
+ * tools, and a call of one of them (Call Tool… from the palette, and the tool row's inline action)
+ * becomes an MCP card: the server badge, the raw tool name, the text, the Structured JSON. */
+async function mcpBridge(page, frame) {
+  if (process.env.TOOLHOST_E2E_MCP_BRIDGE !== '1') {
+    log('  - ui: the MCP bridge (TOOLHOST_E2E_MCP_BRIDGE is not 1: no MCP server configured) (skipped)');
+    return;
+  }
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+  await check('"toolhost: Show MCP Servers" shows the MCP Servers view: echo ([mcp.servers.echo] in the user config) ready with its 2 tools', async () => {
+    await palette(page, 'toolhost: Show MCP Servers');
+    // python and the MCP SDK take a moment to start: the row says starting, then ready
+    await page.waitForFunction(
+      () => {
+        const pane = Array.from(document.querySelectorAll('.pane')).find((p) => /MCP Servers/i.test(p.querySelector('.pane-header')?.textContent ?? ''));
+        return Array.from(pane?.querySelectorAll('.monaco-list-row') ?? []).some(
+          (row) => row.querySelector('.label-name')?.textContent === 'echo' && row.querySelector('.label-description')?.textContent === 'ready · 2 tools',
+        );
+      },
+      null,
+      { timeout: 60_000 },
+    );
+    const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /MCP Servers/i }) });
+    const row = pane.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: /^echo$/ }) }).first();
+    assertEqual(await row.locator('.codicon-pass').count(), 1, 'the ready icon');
+    await row.click();
+    await page.waitForFunction(
+      () => {
+        const pane = Array.from(document.querySelectorAll('.pane')).find((p) => /MCP Servers/i.test(p.querySelector('.pane-header')?.textContent ?? ''));
+        const labels = Array.from(pane?.querySelectorAll('.monaco-list-row .label-name') ?? []).map((l) => l.textContent);
+        return labels.includes('mcp__echo__weather') && labels.includes('mcp__echo__shout');
+      },
+      null,
+      { timeout: 10_000 },
+    );
+    const rows = await mcpViewRows(page);
+    assertEqual(rows?.map((r) => r.label).sort(), ['echo', 'mcp__echo__shout', 'mcp__echo__weather'], 'the rows');
+  });
+  await shot(page, '18-mcp-servers');
+
+  await check('Call Tool… mcp__echo__weather: an MCP card with the server badge, the raw tool name, the text and the Structured JSON (structuredContent)', async () => {
+    await callFromPalette(page, 'mcp__echo__weather', { city: 'Paris' });
+    const card = frame.locator('article[data-kind="mcp"][data-status="completed"]', { has: frame.locator('.mcp-tool', { hasText: /^weather$/ }) }).first();
+    await card.waitFor({ timeout: 30_000 });
+    assertEqual(await card.getAttribute('data-view'), 'mcp', 'the view');
+    assertEqual(await card.locator('.card-tool').textContent(), 'mcp__echo__weather', 'the public name');
+    assertEqual(await card.locator('.card-title .mcp-server').textContent(), 'echo', 'the server badge');
+    assertEqual(await card.locator('.card-title').textContent(), 'echo · weather', 'the title');
+    const text = (await card.locator('pre.mcp-text').textContent()) ?? '';
+    assert(text.includes('Paris') && text.includes('Nowhere'), `the text: ${text}`);
+    const structured = card.locator('details.mcp-structured');
+    assertEqual(await structured.locator('summary').textContent(), 'Structured', 'the Structured view');
+    await structured.locator('summary').click();
+    const json = (await structured.locator('pre.json').textContent()) ?? '';
+    const value = JSON.parse(json);
+    assertEqual(value, { location: { city: 'Paris', country: 'Nowhere' }, celsius: 21.5, conditions: ['sunny', 'calm'] }, 'the structured content');
+    assertEqual(json, JSON.stringify(value, null, 2), 'pretty printed with 2 spaces');
+    assertEqual(await structured.locator('.json-key').first().textContent(), '"location"', 'keys are highlighted');
+    await card.scrollIntoViewIfNeeded();
+  });
+  await shot(page, '19-mcp-card');
+
+  await check('the tool row\'s inline "Call Tool…" in the MCP Servers view asks only for the arguments: mcp__echo__shout → an MCP card "HELLO"', async () => {
+    const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /MCP Servers/i }) });
+    const row = pane.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: /^mcp__echo__shout$/ }) }).first();
+    await row.hover();
+    await row.locator('.action-label[aria-label*="Call Tool"]').click();
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await page.waitForFunction(() => /^\{/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+    assert(/shout/.test((await page.locator('.quick-input-widget .quick-input-title').textContent()) ?? ''), 'the input box names the tool');
+    await input.fill(JSON.stringify({ text: 'hello <b>' }));
+    await page.keyboard.press('Enter');
+    const card = frame.locator('article[data-kind="mcp"][data-status="completed"]', { has: frame.locator('.mcp-tool', { hasText: /^shout$/ }) }).first();
+    await card.waitFor({ timeout: 30_000 });
+    assertEqual(await card.locator('pre.mcp-text').textContent(), 'HELLO <B>', 'the text (escaped markup arrives as text)');
+    assertEqual(await card.locator('pre.mcp-text b').count(), 0, 'no markup from the server');
+  });
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -1202,6 +1301,7 @@ async function main() {
     await revertCards(page, frame, agentEdit);
     await reviewMode(page, frame);
     await questionsAndTodos(page, frame);
+    await mcpBridge(page, frame);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

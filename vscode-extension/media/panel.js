@@ -50,6 +50,41 @@
     return output instanceof HTMLElement && output.classList.contains('expanded');
   }
 
+  /** What a person opened in a card that is drawn again (a running MCP card with more progress):
+   * its folded texts shown whole, by position, and its named disclosures (`data-fold`). */
+  function foldState(el) {
+    return {
+      texts: Array.from(el.querySelectorAll('.fold-text')).map((t) => t.classList.contains('expanded')),
+      details: Array.from(el.querySelectorAll('details[data-fold]'))
+        .filter((d) => d instanceof HTMLDetailsElement)
+        .map((d) => [d.dataset.fold, d.open]),
+    };
+  }
+
+  function restoreFolds(el, state) {
+    el.querySelectorAll('.fold-text').forEach((t, i) => {
+      if (state.texts[i] && t instanceof HTMLElement) {
+        setFolded(t, true);
+      }
+    });
+    for (const [name, open] of state.details) {
+      const d = Array.from(el.querySelectorAll('details[data-fold]')).find((x) => x instanceof HTMLElement && x.dataset.fold === name);
+      if (d instanceof HTMLDetailsElement) {
+        d.open = open;
+      }
+    }
+  }
+
+  /** Shows a folded text whole, or only its beginning. */
+  function setFolded(block, expanded) {
+    block.classList.toggle('expanded', expanded);
+    const toggle = block.querySelector('button[data-local="toggleFold"]');
+    if (toggle instanceof HTMLElement) {
+      toggle.setAttribute('aria-expanded', String(expanded));
+      toggle.textContent = (expanded ? toggle.dataset.hideLabel : toggle.dataset.showLabel) || toggle.textContent;
+    }
+  }
+
   /** Shows every line of a terminal output block, or only the last ones. */
   function setExpanded(output, expanded) {
     output.classList.toggle('expanded', expanded);
@@ -110,6 +145,7 @@
       if (existing && fresh) {
         const wasOpen = openState(existing);
         const wasExpanded = expandedState(existing);
+        const folds = foldState(existing);
         const hadFocus = existing.contains(document.activeElement);
         existing.replaceWith(node);
         const details = fresh.querySelector('details.native');
@@ -120,6 +156,7 @@
         if (wasExpanded && output instanceof HTMLElement) {
           setExpanded(output, true);
         }
+        restoreFolds(fresh, folds);
         if (hadFocus && fresh instanceof HTMLElement) {
           fresh.focus();
         }
@@ -467,6 +504,13 @@
       return true;
     }
     const local = target.closest('button[data-local]');
+    if (local instanceof HTMLElement && local.dataset.local === 'toggleFold') {
+      const block = local.closest('.fold-text');
+      if (block instanceof HTMLElement) {
+        setFolded(block, !block.classList.contains('expanded'));
+      }
+      return true;
+    }
     if (local instanceof HTMLElement && local.dataset.local === 'toggleOutput') {
       const output = local.closest('.term-output');
       if (output instanceof HTMLElement) {

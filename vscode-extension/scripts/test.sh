@@ -14,7 +14,9 @@
 #      (the file's bytes back, the revert's own card, a refused revert), review mode (an edit's
 #      two hunks accepted and rejected with the keyboard in the review diff), and a question
 #      (`ask_user_question`) answered with the keyboard in the panel's form, the pinned todo list
-#      and plan mode's commands
+#      and plan mode's commands, and last the MCP bridge: the MCP server `echo`
+#      (tests/mcp-servers/structured.py, configured in the user config) ready in the MCP Servers
+#      view, and its tools' calls as MCP cards
 #      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #
@@ -23,7 +25,8 @@
 #        <repo>/test-output/vscode), VSCODE_E2E=0 to skip the code-server suite,
 #        TOOLHOST_CODE_SERVER_VERSION (default 4.100.3 = VS Code 1.100.3, where the MCP server
 #        definition API is only a proposal; 4.103.2 is the first npm release with VS Code >= 1.101,
-#        where it is stable, and needs Node 22).
+#        where it is stable, and needs Node 22), TOOLHOST_E2E_MCP_BRIDGE=0 to configure no MCP
+#        server (for a toolhost without the MCP bridge: `[mcp.servers]` is an unknown key there).
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -191,6 +194,20 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
     }, null, 2));
   ' "$S/user/User/settings.json" "$BIN" "$S/sessions"
   export XDG_CONFIG_HOME="$S/xdg/config" XDG_DATA_HOME="$S/xdg/data" XDG_CACHE_HOME="$S/xdg/cache" XDG_STATE_HOME="$S/xdg/state"
+  # The MCP bridge's server for the driver's last checks: in the user config, since a workspace's
+  # toolhost.toml may name MCP servers only when the workspace is trusted. The Python MCP SDK is
+  # in the venv `cargo xtask install-deps` makes (as for the bridge's Rust tests).
+  TOOLHOST_E2E_MCP_BRIDGE="${TOOLHOST_E2E_MCP_BRIDGE:-1}"
+  if [ "$TOOLHOST_E2E_MCP_BRIDGE" = 1 ] && ! [ -x "$TOOLS/py/bin/python" ]; then
+    echo "no $TOOLS/py/bin/python (cargo xtask install-deps): the MCP bridge checks are skipped" >&2
+    TOOLHOST_E2E_MCP_BRIDGE=0
+  fi
+  if [ "$TOOLHOST_E2E_MCP_BRIDGE" = 1 ]; then
+    mkdir -p "$XDG_CONFIG_HOME/toolhost"
+    printf '[mcp.servers.echo]\ncommand = "%s"\nargs = ["%s"]\n' "$TOOLS/py/bin/python" "$ROOT/tests/mcp-servers/structured.py" \
+      > "$XDG_CONFIG_HOME/toolhost/config.toml"
+  fi
+  export TOOLHOST_E2E_MCP_BRIDGE
   CS_FLAGS=(--config "$S/config.yaml" --user-data-dir "$S/user" --extensions-dir "$S/ext" --disable-telemetry --disable-update-check)
   installed() {
     "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { sed 's/^/    /' "$S/install.log" >&2; return 1; }

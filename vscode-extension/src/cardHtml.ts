@@ -6,13 +6,15 @@
 // shown as a badge. A terminal card (`bash`) shows its command, its output with the ANSI styles
 // (collapsed to the last lines), the exit pill and links to spilled output; every pending card
 // offers Stop, every completed diff card Revert and Revert since here. Todo, question, plan and
-// structured cards are drawn from their `data` (dataCards.ts); a kind without a view here (fetch, or
+// structured cards are drawn from their `data` (dataCards.ts), the cards of tools external MCP
+// servers provide through the bridge (`mcp`) by mcpCard.ts; a kind without a view here (fetch, or
 // a tool's own kind), or data of the wrong shape, is drawn as generic: its Native text. Pure: no
 // `vscode` import.
 
 import { lineHtml, parseAnsi } from './ansi';
 import { dataCardHtml, isDataView, type DataView } from './dataCards';
 import { escapeHtml } from './html';
+import { mcpCardHtml, mcpDataOf, mcpTitleHtml } from './mcpCard';
 import type { Card, Hunk, ReadView, SearchView, TerminalView } from './protocol';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
 import { isRevertible } from './revert';
@@ -229,16 +231,20 @@ function nativeHtml(text: string, collapsible: boolean, failed: boolean): string
 }
 
 /** The views the panel draws. */
-export type CardView = 'diff' | 'read' | 'search' | 'terminal' | DataView | 'generic';
+export type CardView = 'diff' | 'read' | 'search' | 'terminal' | DataView | 'mcp' | 'generic';
 
 /** The view a card is drawn with (the branches of `card::to_text`): diff, read, search and terminal
  * when the card carries what they show; todo, question, plan and structured when their `data` has
- * its shape (also when failed: the error goes under what was asked); every other kind — fetch,
- * generic, or a kind only its tool knows — is generic (the Native text), and so is a terminal card
- * without its `terminal` view (an older server) or a failed one (the error is its text). */
+ * its shape (also when failed: the error goes under what was asked); mcp when its data names the
+ * server and the tool; every other kind — fetch, generic, or a kind only its tool knows — is
+ * generic (the Native text), and so is a terminal card without its `terminal` view (an older
+ * server) or a failed one (the error is its text). */
 export function cardView(card: Card): CardView {
   if (isDataView(card.kind) && dataCardHtml(card) !== undefined) {
     return card.kind;
+  }
+  if (mcpDataOf(card) !== undefined) {
+    return 'mcp';
   }
   if (card.kind === 'diff' && card.hunks) {
     return 'diff';
@@ -268,6 +274,11 @@ function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: bool
   }
   if (view === 'terminal' && card.terminal) {
     return { body: terminalHtml(card, card.terminal), nativeShown: false };
+  }
+  const mcp = view === 'mcp' ? mcpDataOf(card) : undefined;
+  if (mcp) {
+    // The text is the body here (shown whole or folded), so no second copy under "Native text".
+    return { body: mcpCardHtml(card, mcp), nativeShown: true };
   }
   if (isDataView(view)) {
     const body = dataCardHtml(card) ?? '';
@@ -331,6 +342,8 @@ export function renderCard(card: Card): string {
     .join('');
   const headerId = `h-${card.callId}`;
   const caller = cardCaller(card);
+  const mcp = view === 'mcp' ? mcpDataOf(card) : undefined;
+  const title = mcp ? mcpTitleHtml(mcp) : escapeHtml(card.title);
   return (
     `<article class="card status-${escapeHtml(card.status)} view-${view}"${attr('data-call-id', card.callId)}` +
     `${attr('data-status', card.status)}${attr('data-kind', card.kind)}${attr('data-view', view)}` +
@@ -338,7 +351,7 @@ export function renderCard(card: Card): string {
     `${card.status === 'pending' ? ' aria-busy="true"' : ''}>` +
     `<header class="card-header"${attr('id', headerId)}${attr('title', titleLine(card))}>${statusIcon(card)}` +
     `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +
-    `<span class="card-title">${escapeHtml(card.title)}</span>` +
+    `<span class="card-title">${title}</span>` +
     `<span class="card-sep"> · </span><span class="card-status">${escapeHtml(card.status)}</span>` +
     `${callerHtml(card)}${statsHtml(card)}</header>` +
     `<div class="card-body">${body}</div>${native}` +

@@ -1,5 +1,5 @@
 // The panel's model: live cards (upserted by callId as `toolhost/card` notifications arrive,
-// pending → completed/failed), the live output of running terminal calls (appended from
+// pending → completed/failed), the live output of running terminal and MCP calls (appended from
 // `toolhost/callOutput` until the final card replaces it) and, optionally, a replayed session
 // shown instead of them. Pure: no `vscode` import.
 
@@ -87,8 +87,8 @@ export class CardStore {
   }
 
   /** Appends `text` (a `toolhost/callOutput`) to the output of the running call `callId` and
-   * draws its card again. Ignored (false) unless that call's live card is a pending terminal card:
-   * output that comes late, after the final card, must not change it. */
+   * draws its card again. Ignored (false) unless that call's live card is a pending terminal or
+   * MCP card: output that comes late, after the final card, must not change it. */
   appendOutput(callId: string, text: string): boolean {
     const index = this.live.findIndex((c) => c.callId === callId);
     const card = this.live[index];

@@ -2,8 +2,9 @@
 // folders and initializationOptions from settings, feeds `toolhost/card` and `toolhost/callOutput`
 // notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
 // output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and
-// `toolhost/askUser` to the question forms, switches plan mode, and reports its state, the
-// session's review and plan modes and what waits for the person (status bar, API).
+// `toolhost/askUser` to the question forms, switches plan mode, passes the MCP bridge's
+// `toolhost/mcpServersChanged` on (the MCP Servers view), and reports its state, the session's
+// review and plan modes and what waits for the person (status bar, API).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -19,7 +20,19 @@ import {
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
 import type { AskUserResult } from './ask';
-import { asCallOutput, asCard, asNotice, asPlanModeState, isObject, methods, type NoticeParams, type PlanModeState, type SetPlanModeParams } from './protocol';
+import {
+  asCallOutput,
+  asCard,
+  asMcpServersResult,
+  asNotice,
+  asPlanModeState,
+  isObject,
+  methods,
+  type McpServersResult,
+  type NoticeParams,
+  type PlanModeState,
+  type SetPlanModeParams,
+} from './protocol';
 import { asReviewSettings, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { resolveServerPath, type Resolved } from './serverPath';
 
@@ -86,6 +99,7 @@ export class ToolhostController implements vscode.Disposable {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly noticeEmitter = new vscode.EventEmitter<NoticeParams>();
+  private readonly mcpServersEmitter = new vscode.EventEmitter<McpServersResult>();
   private readonly noticeList: NoticeParams[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
@@ -103,6 +117,8 @@ export class ToolhostController implements vscode.Disposable {
 
   readonly onDidChangeState = this.stateEmitter.event;
   readonly onDidNotice = this.noticeEmitter.event;
+  /** Every `toolhost/mcpServersChanged`: the bridge's whole list of servers. */
+  readonly onDidChangeMcpServers = this.mcpServersEmitter.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -112,7 +128,7 @@ export class ToolhostController implements vscode.Disposable {
     this.statusItem = vscode.window.createStatusBarItem('toolhost.status', vscode.StatusBarAlignment.Left, 10);
     this.statusItem.name = 'toolhost';
     this.statusItem.command = 'toolhost.ui.showPanel';
-    this.disposables.push(this.statusItem, this.stateEmitter, this.noticeEmitter);
+    this.disposables.push(this.statusItem, this.stateEmitter, this.noticeEmitter, this.mcpServersEmitter);
     this.render();
     this.statusItem.show();
   }
@@ -396,6 +412,14 @@ export class ToolhostController implements vscode.Disposable {
       const notice = asNotice(raw);
       if (notice) {
         this.notice(notice);
+      }
+    });
+    client.onNotification(methods.mcpServersChanged, (raw: unknown) => {
+      const result = asMcpServersResult(raw);
+      if (result) {
+        this.mcpServersEmitter.fire(result);
+      } else {
+        this.output.appendLine(`[toolhost] ignored a malformed toolhost/mcpServersChanged: ${JSON.stringify(raw)}`);
       }
     });
     client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));

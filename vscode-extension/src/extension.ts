@@ -1,5 +1,6 @@
 // Entry point: wires the card store, the panel, the language client, review mode, the question
-// forms (`toolhost/askUser`), plan mode, the `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
+// forms (`toolhost/askUser`), plan mode, the MCP Servers view (the bridge's external servers), the
+// `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
 import * as vscode from 'vscode';
@@ -16,10 +17,12 @@ import {
   type McpApiLike,
   type McpDefinitionResult,
 } from './mcpDefinition';
+import { MCP_COMMANDS, MCP_VIEW_ID, McpServersView, type McpServersSnapshot } from './mcpServersView';
 import { CardsViewProvider, VIEW_ID } from './panel';
 import {
   annotationsLabel,
   asCard,
+  isObject,
   methods,
   toolAnnotations,
   type CallToolResult,
@@ -87,6 +90,11 @@ export interface ToolhostApi {
     ask(params: unknown, token?: vscode.CancellationToken): Promise<AskUserResult>;
     /** What the Answer button of the notification does: the panel, focus in the form. */
     focus(key?: string): Promise<void>;
+  };
+  /** The MCP Servers view: what it shows now, and its Refresh (`toolhost/mcpServers`). */
+  readonly mcpServers: {
+    snapshot(): McpServersSnapshot;
+    refresh(): Promise<McpServersSnapshot>;
   };
 }
 
@@ -254,16 +262,25 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       }
     };
 
-  const callToolCommand = async () => {
+  /** Call Tool…: the tool from a picker, or the one given (a name, or a tool row of the MCP
+   * Servers view), then its arguments. */
+  const callToolCommand = async (given?: unknown) => {
     const tools = await listTools();
-    const pick = await vscode.window.showQuickPick(
-      tools.map((t) => ({ label: t.name, description: annotationsLabel(toolAnnotations(t)), detail: t.description, tool: t })),
-      { title: 'toolhost: Call Tool…', placeHolder: 'Pick a tool', matchOnDetail: true },
-    );
-    if (!pick) {
-      return;
+    const name = typeof given === 'string' ? given : isObject(given) && given.type === 'tool' && typeof given.name === 'string' ? given.name : undefined;
+    let tool = name === undefined ? undefined : tools.find((t) => t.name === name);
+    if (name !== undefined && !tool) {
+      throw new Error(`the server has no tool ${name} (any more)`);
     }
-    const tool = pick.tool;
+    if (!tool) {
+      const pick = await vscode.window.showQuickPick(
+        tools.map((t) => ({ label: t.name, description: annotationsLabel(toolAnnotations(t)), detail: t.description, tool: t })),
+        { title: 'toolhost: Call Tool…', placeHolder: 'Pick a tool', matchOnDetail: true },
+      );
+      if (!pick) {
+        return;
+      }
+      tool = pick.tool;
+    }
     const text = await vscode.window.showInputBox({
       title: `toolhost: ${tool.name} arguments`,
       prompt: `JSON arguments for ${tool.name} (checked against its input schema)`,
@@ -298,9 +315,12 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     }
   };
 
+  const mcpServers = new McpServersView(controller, output);
+
   context.subscriptions.push(
     output,
     controller,
+    mcpServers,
     reviews,
     reviews.onDidChange(showReviews),
     asks,
@@ -318,6 +338,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     vscode.window.registerWebviewViewProvider(VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerFileSystemProvider(DIFF_SCHEME, diffs, { isCaseSensitive: true, isReadonly: true }),
     vscode.commands.registerCommand('toolhost.ui.callTool', withErrors(callToolCommand)),
+    vscode.commands.registerCommand(MCP_COMMANDS.refresh, () => mcpServers.refresh()),
+    vscode.commands.registerCommand(MCP_COMMANDS.show, () => vscode.commands.executeCommand(`${MCP_VIEW_ID}.focus`)),
     vscode.commands.registerCommand(
       'toolhost.ui.showSessions',
       withErrors(async () => {
@@ -436,6 +458,13 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       setResponder: (responder) => asks.setResponder(responder),
       ask: (params, token) => asks.handle(params, token ?? new vscode.CancellationTokenSource().token),
       focus: (key) => panel.focusQuestion(key),
+    },
+    mcpServers: {
+      snapshot: () => mcpServers.snapshot(),
+      refresh: async () => {
+        await mcpServers.refresh();
+        return mcpServers.snapshot();
+      },
     },
   };
 }

@@ -17,6 +17,8 @@ export const methods = {
   askUser: 'toolhost/askUser',
   setPlanMode: 'toolhost/setPlanMode',
   structuredOutput: 'toolhost/structuredOutput',
+  mcpServers: 'toolhost/mcpServers',
+  mcpServersChanged: 'toolhost/mcpServersChanged',
 } as const;
 
 /** `toolhost/setPlanMode` params (`{}` only reads) and result. */
@@ -161,9 +163,81 @@ export interface Card {
   terminal?: TerminalView | null;
   /** For kinds without a view in the protocol: the result's meta or, while pending and when the
    * call failed, the call-time data its tool declared. `todo`: `{todos, counts}`; `question`:
-   * `{questions, answers?}`; `plan`: `{plan, approved?}`; `structured`: `{value}`; a tool's own
-   * kind: its meta (dataCards.ts draws the four). */
+   * `{questions, answers?}`; `plan`: `{plan, approved?}`; `structured`: `{value}` (dataCards.ts
+   * draws the four); `mcp`: {@link McpCardData} (mcpCard.ts); a tool's own kind: its meta. */
   data?: unknown;
+  /** Client-side only, never on the wire: the `toolhost/callOutput` text a running call without a
+   * terminal view has sent so far (an MCP tool's progress), kept by the card store until the
+   * final card replaces the pending one. */
+  progress?: string;
+}
+
+/** An `mcp` card's data: the MCP server and the tool's raw name (the card's `tool` is the public
+ * name `mcp__<server>__<tool>`), and, on a completed card, the server's `structuredContent` when
+ * it sent one. */
+export interface McpCardData {
+  server: string;
+  tool: string;
+  structuredContent?: unknown;
+}
+
+/** The states of a bridged MCP server (`toolhost/mcpServers`). A newer server may name others:
+ * they are shown by name. */
+export const MCP_SERVER_STATES = ['idle', 'starting', 'ready', 'reconnecting', 'failed', 'stopped'] as const;
+export type McpServerState = (typeof MCP_SERVER_STATES)[number];
+
+/** One external MCP server of the bridge, as `toolhost/mcpServers` and
+ * `toolhost/mcpServersChanged` report it. */
+export interface McpServerStatus {
+  name: string;
+  /** `stdio` or `streamable-http`. */
+  transport: string;
+  /** One of {@link MCP_SERVER_STATES}, or a newer server's own. */
+  state: string;
+  /** The public names (`mcp__<server>__<tool>`) of the tools it registered. */
+  tools: string[];
+  protocolVersion?: string;
+  error?: string;
+  /** Reconnect attempts in the current outage. */
+  attempts: number;
+}
+
+/** `toolhost/mcpServers` result and `toolhost/mcpServersChanged` params: every configured server,
+ * the whole list each time. */
+export interface McpServersResult {
+  servers: McpServerStatus[];
+}
+
+/** One server's status from the wire, or undefined without a name. Fields of the wrong type fall
+ * back to what says least (no tools, no attempts) rather than being trusted: they end up in the
+ * tree view. */
+export function asMcpServerStatus(raw: unknown): McpServerStatus | undefined {
+  if (!isObject(raw) || typeof raw.name !== 'string' || raw.name === '') {
+    return undefined;
+  }
+  const status: McpServerStatus = {
+    name: raw.name,
+    transport: typeof raw.transport === 'string' && raw.transport !== '' ? raw.transport : 'stdio',
+    state: typeof raw.state === 'string' && raw.state !== '' ? raw.state : 'idle',
+    tools: Array.isArray(raw.tools) ? raw.tools.filter((t): t is string => typeof t === 'string' && t !== '') : [],
+    attempts: isIndex(raw.attempts) ? raw.attempts : 0,
+  };
+  if (typeof raw.protocolVersion === 'string' && raw.protocolVersion !== '') {
+    status.protocolVersion = raw.protocolVersion;
+  }
+  if (typeof raw.error === 'string' && raw.error !== '') {
+    status.error = raw.error;
+  }
+  return status;
+}
+
+/** `toolhost/mcpServers` result or `toolhost/mcpServersChanged` params, or undefined when there is
+ * no `servers` list (junk servers in it are skipped). */
+export function asMcpServersResult(raw: unknown): McpServersResult | undefined {
+  if (!isObject(raw) || !Array.isArray(raw.servers)) {
+    return undefined;
+  }
+  return { servers: raw.servers.map(asMcpServerStatus).filter((s): s is McpServerStatus => s !== undefined) };
 }
 
 /** What a tool says about its effects (MCP's tool annotations). */
@@ -546,6 +620,8 @@ export function asCard(raw: unknown): Card | undefined {
   if (cardCaller(card) === undefined) {
     delete out.caller;
   }
+  // Live progress is the store's own, never the server's.
+  delete out.progress;
   if (Array.isArray(raw.hunks)) {
     out.hunks = raw.hunks.map(asHunk).filter((h): h is Hunk => h !== undefined);
   } else if (raw.hunks !== undefined && raw.hunks !== null) {

@@ -51,17 +51,21 @@ export function liveText(live: LiveOutput): string {
   return live.dropped > 0 ? `[… ${live.dropped} characters of live output not kept …]\n${live.text}` : live.text;
 }
 
-/** `card` (pending, terminal) showing `live` as its output. A terminal card without a view (a
- * server that sent none) gets one with its title as the command. */
+/** `card` (pending) showing `live`: a terminal card as its output (one without a view, from a
+ * server that sent none, gets one with its title as the command), an MCP card as its progress. */
 export function withLiveOutput(card: Card, live: LiveOutput): Card {
+  if (card.kind !== 'terminal') {
+    return { ...card, progress: liveText(live) };
+  }
   const terminal: TerminalView = card.terminal ?? { command: card.title, output: '' };
   return { ...card, terminal: { ...terminal, output: liveText(live) } };
 }
 
-/** Whether live output of a call belongs to `card`: only a running terminal card shows it; a
- * finished card's output is the server's. */
+/** Whether live output of a call belongs to `card`: a running terminal card shows it as output, a
+ * running MCP card (the bridge routes the server's progress there) under its header; a finished
+ * card's text is the server's. Other kinds have nowhere to show it. */
 export function takesLiveOutput(card: Card): boolean {
-  return card.status === 'pending' && card.kind === 'terminal';
+  return card.status === 'pending' && (card.kind === 'terminal' || card.kind === 'mcp');
 }
 
 export interface ExitPill {

@@ -563,3 +563,51 @@ export const structuredCard: Card = {
   locations: [],
   data: { value: { name: '<x>', n: [1, 2] } },
 };
+
+// Cards of tools external MCP servers provide through toolhost's MCP bridge (`kind: "mcp"`; the
+// shapes of tools/mcp's bridge: data `{server, tool, structuredContent?}`, the title
+// `<server> · <tool>`).
+
+export const mcpToolPendingCard: Card = {
+  callId: 'call_mcp_pending',
+  tool: 'mcp__echo__weather',
+  status: 'pending',
+  kind: 'mcp',
+  title: 'echo · weather',
+  text: '',
+  rendered: 'mcp__echo__weather echo · weather · pending',
+  locations: [],
+  data: { server: 'echo', tool: 'weather' },
+};
+
+const weather = { location: { city: 'Paris</script><script>alert(1)</script>', country: 'Nowhere' }, celsius: 21.5, conditions: ['sunny', 'calm'], windy: false, note: null };
+const weatherText = JSON.stringify(weather);
+
+export const mcpToolStructuredCard: Card = {
+  ...mcpToolPendingCard,
+  callId: 'call_mcp_structured',
+  status: 'completed',
+  text: weatherText,
+  rendered: `mcp__echo__weather echo · weather · completed\n${weatherText}`,
+  data: { server: 'echo', tool: 'weather', structuredContent: weather },
+};
+
+export const mcpToolTextCard: Card = {
+  callId: 'call_mcp_text',
+  tool: 'mcp__echo__shout',
+  status: 'completed',
+  kind: 'mcp',
+  title: 'echo · shout',
+  text: 'HELLO <SCRIPT>ALERT(1)</SCRIPT>\n  indented & spaced',
+  rendered: 'mcp__echo__shout echo · shout · completed\nHELLO <SCRIPT>ALERT(1)</SCRIPT>\n  indented & spaced',
+  locations: [],
+  data: { server: 'echo', tool: 'shout' },
+};
+
+export const mcpToolFailedCard: Card = {
+  ...mcpToolTextCard,
+  callId: 'call_mcp_failed',
+  status: 'failed',
+  text: 'Error: MCP server "echo" is not connected (failed: <spawn> python3: not found)',
+  rendered: 'mcp__echo__shout echo · shout · failed\nError: MCP server "echo" is not connected (failed: <spawn> python3: not found)',
+};

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { AskUserResult } from '../../../src/ask';
 import type { AskResponder, AskSnapshot } from '../../../src/askView';
 import type { McpDefinitionResult } from '../../../src/mcpDefinition';
+import type { McpServersSnapshot } from '../../../src/mcpServersView';
 import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
 import type { ReviewResult, ReviewSettings, SetReviewParams } from '../../../src/review';
 import type { ReviewResponder, ReviewSnapshot } from '../../../src/reviewView';
@@ -54,6 +55,10 @@ export interface ToolhostApiLike {
     setResponder(responder: AskResponder | undefined): void;
     ask(params: unknown, token?: vscode.CancellationToken): Promise<AskUserResult>;
     focus(key?: string): Promise<void>;
+  };
+  mcpServers: {
+    snapshot(): McpServersSnapshot;
+    refresh(): Promise<McpServersSnapshot>;
   };
 }
 

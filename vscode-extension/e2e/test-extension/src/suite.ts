@@ -1,7 +1,9 @@
 // Main e2e suite, run in the extension host at startup: the installed extension, the real server,
 // the editor-backed lsp provider on VS Code's TypeScript support, unsaved buffers, review mode,
-// questions (`toolhost/askUser`: withdrawal, a cancelled call), plan mode, and the conformance
-// scenarios replayed through the extension's own language client.
+// questions (`toolhost/askUser`: withdrawal, a cancelled call), plan mode, the MCP bridge (with
+// TOOLHOST_E2E_MCP_BRIDGE=1: the server `echo` of the user config in the MCP Servers view, its
+// tool's MCP card), and the conformance scenarios replayed through the extension's own language
+// client.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -399,6 +401,61 @@ describe('toolhost extension in VS Code', function () {
     assert.equal(response.card.status, 'failed');
     assert.deepEqual(api.store.find(pending.callId), response.card);
     assert.deepEqual(await api.cancelCall(pending.callId), { cancelled: false });
+  });
+
+  describe('the MCP bridge (the user config names the MCP server echo: tests/mcp-servers/structured.py)', function () {
+    before(function () {
+      if (process.env.TOOLHOST_E2E_MCP_BRIDGE !== '1') {
+        this.skip();
+      }
+    });
+
+    it('the MCP Servers view lists echo ready with its two tools, as toolhost/mcpServers answers', async () => {
+      const ready = await waitFor(
+        'echo ready in the MCP Servers view',
+        () => api.mcpServers.snapshot().servers.find((s) => s.name === 'echo' && s.state === 'ready'),
+        60_000,
+      );
+      assert.equal(ready.transport, 'stdio');
+      assert.deepEqual([...ready.tools].sort(), ['mcp__echo__shout', 'mcp__echo__weather']);
+      const snapshot = api.mcpServers.snapshot();
+      assert.equal(snapshot.state, 'loaded');
+      const row = snapshot.items.find((i) => i.id === 'mcp-server:echo');
+      assert.equal(row?.description, 'ready · 2 tools');
+      assert.deepEqual(row?.icon, { id: 'pass', color: 'testing.iconPassed' });
+      assert.deepEqual(snapshot.items.filter((i) => i.contextValue === 'mcpTool').map((i) => i.label).sort(), ['mcp__echo__shout', 'mcp__echo__weather']);
+      const answer = await api.request<{ servers: { name: string; state: string }[] }>('toolhost/mcpServers', {});
+      assert.deepEqual(answer.servers.find((s) => s.name === 'echo')?.state, 'ready');
+      assert.deepEqual((await api.mcpServers.refresh()).servers, snapshot.servers);
+    });
+
+    it('a call of mcp__echo__weather: pending then completed MCP cards, data {server, tool, structuredContent}', async () => {
+      const seen: Card[] = [];
+      const sub = api.store.onChange((e) => {
+        if (e.type === 'upsert' && e.card?.tool === 'mcp__echo__weather') {
+          seen.push(e.card);
+        }
+      });
+      try {
+        const response = await api.callTool('mcp__echo__weather', { city: 'Oslo' });
+        assert.equal(response.result.isError, false, JSON.stringify(response.result));
+        const card = response.card;
+        assert.equal(card.kind, 'mcp');
+        assert.equal(card.status, 'completed');
+        assert.equal(card.title, 'echo · weather');
+        assert.deepEqual(card.data, {
+          server: 'echo',
+          tool: 'weather',
+          structuredContent: { location: { city: 'Oslo', country: 'Nowhere' }, celsius: 21.5, conditions: ['sunny', 'calm'] },
+        });
+        assert.ok(card.text.includes('Oslo'), card.text);
+        await waitFor('the completed card in the store', () => api.store.find(card.callId)?.status === 'completed' || undefined, 10_000);
+        const pending = seen.find((c) => c.callId === card.callId && c.status === 'pending');
+        assert.deepEqual(pending?.data, { server: 'echo', tool: 'weather' });
+      } finally {
+        sub.dispose();
+      }
+    });
   });
 
   it('"toolhost: Restart Server" starts a new server and session; the old session is listed', async () => {
