@@ -42,6 +42,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-tools-shell",
                 "toolhost-tools-interact",
                 "toolhost-tools-web",
+                "toolhost-tools-mcp",
                 "toolhost-session",
                 "toolhost-lsp-host",
             ],

@@ -211,6 +211,40 @@ pub mod methods {
     /// Client→server request (also on the attach socket): read the session's structured output,
     /// or start a new run with the schema `structured_output` validates against.
     pub const STRUCTURED_OUTPUT: &str = "toolhost/structuredOutput";
+    /// Client→server request: the state of every configured MCP server (`McpServersResult`).
+    pub const MCP_SERVERS: &str = "toolhost/mcpServers";
+    /// Server→client notification (`McpServersResult`): an MCP server's state or tools changed.
+    pub const MCP_SERVERS_CHANGED: &str = "toolhost/mcpServersChanged";
+}
+
+/// One configured MCP server as the bridge sees it (`toolhost/mcpServers`,
+/// `toolhost mcp-servers --json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatus {
+    pub name: String,
+    /// `stdio` or `streamable-http`.
+    pub transport: String,
+    /// `idle` (lazy, not started yet), `starting`, `ready`, `reconnecting`, `failed` or
+    /// `stopped`.
+    pub state: String,
+    /// Public names of its registered tools.
+    pub tools: Vec<String>,
+    /// The MCP revision the server agreed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Why it failed, or what went wrong on the last attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Reconnect attempts in the current outage.
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// Result of `toolhost/mcpServers`; params of `toolhost/mcpServersChanged`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServersResult {
+    pub servers: Vec<McpServerStatus>,
 }
 
 /// One choice of a question.

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    AskUserParams, AskUserResult, PlanModeState, SetPlanModeParams, StructuredOutputParams,
-    StructuredOutputState,
+    AskUserParams, AskUserResult, McpServersResult, PlanModeState, SetPlanModeParams,
+    StructuredOutputParams, StructuredOutputState,
 };
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
@@ -62,6 +62,7 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("PlanModeState", schema_of::<PlanModeState>()),
         ("StructuredOutputParams", schema_of::<StructuredOutputParams>()),
         ("StructuredOutputState", schema_of::<StructuredOutputState>()),
+        ("McpServersResult", schema_of::<McpServersResult>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),
@@ -117,6 +118,8 @@ fn protocol_doc_covers_every_method_and_schema() {
         methods::ASK_USER,
         methods::SET_PLAN_MODE,
         methods::STRUCTURED_OUTPUT,
+        methods::MCP_SERVERS,
+        methods::MCP_SERVERS_CHANGED,
     ] {
         assert!(
             doc.contains(&format!("`{method}`")),

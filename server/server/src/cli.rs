@@ -77,6 +77,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Start the MCP servers configured here (`[mcp.servers.<name>]`), wait for each to answer
+    /// or fail, and show their state, protocol version, tools and errors; then stop them.
+    #[command(name = "mcp-servers")]
+    McpServers {
+        #[command(flatten)]
+        common: Common,
+        /// Print `{servers: [{name, transport, state, tools, protocolVersion?, error?, attempts}]}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the sessions of this workspace (or of every workspace with --all), or prune them.
     Sessions {
         #[command(flatten)]
@@ -384,7 +394,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             let root = workspace_root(&common)?;
             let config = load_config(&root)?;
             let host = open_host(&config, &root, None, None)?;
+            // Every MCP server's tools are part of the list (each started, then stopped).
+            host.start_all_mcp_servers();
+            let strict = host.mcp_ready().await;
             let tools = host.registry().descriptors();
+            host.shutdown().await;
+            strict.map_err(Failure::env)?;
             let mut stdout = std::io::stdout().lock();
             if json {
                 let text = serde_json::to_string_pretty(&ListToolsResult { tools })
@@ -397,6 +412,34 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 }
             }
             Ok(0)
+        }
+        Command::McpServers { common, json } => {
+            let root = workspace_root(&common)?;
+            let config = load_config(&root)?;
+            let host = open_host(&config, &root, None, None)?;
+            host.start_all_mcp_servers();
+            let _ = host.mcp_ready().await;
+            let servers = host.mcp_status();
+            host.shutdown().await;
+            let mut stdout = std::io::stdout().lock();
+            if json {
+                let _ = writeln!(stdout, "{}", json!({ "servers": servers }));
+            } else if servers.is_empty() {
+                let _ = writeln!(
+                    stdout,
+                    "no MCP servers: add [mcp.servers.<name>] with command (stdio) or url \
+                     (streamable HTTP) to the user config or a trusted toolhost.toml"
+                );
+            } else {
+                for server in &servers {
+                    let _ = writeln!(stdout, "{}", mcp_server_line(server));
+                    for tool in &server.tools {
+                        let _ = writeln!(stdout, "    {tool}");
+                    }
+                }
+            }
+            let failed = servers.iter().any(|s| s.state == "failed");
+            Ok(if failed { 1 } else { 0 })
         }
         Command::Sessions { common, all, json, prune, older_than, delete } => {
             let root = workspace_root(&common)?;
@@ -481,6 +524,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(code)
         }
         Command::Mcp { common, standalone } => {
+            // Started by another toolhost's MCP bridge: serve here, never through the editor's
+            // toolhost (whose registry holds this server's own tools).
+            let standalone = standalone || crate::host::started_by_bridge();
             // rmcp's per-message info lines would drown the agent's stderr log.
             init_server_log("info,rmcp=warn");
             let root = workspace_root(&common)?;
@@ -551,6 +597,26 @@ async fn run_one_call(
         },
         json,
     )
+}
+
+/// One server of `toolhost mcp-servers`: `name  state  transport  N tools  [protocol]  error`.
+fn mcp_server_line(server: &toolhost_tools_mcp::ServerStatus) -> String {
+    let tools = match server.tools.len() {
+        1 => "1 tool".to_owned(),
+        n => format!("{n} tools"),
+    };
+    let mut line =
+        format!("{:<16} {:<12} {:<15} {tools}", server.name, server.state, server.transport);
+    if let Some(version) = &server.protocol_version {
+        line.push_str(&format!("  (MCP {version})"));
+    }
+    if server.attempts > 0 {
+        line.push_str(&format!("  after {} reconnect attempts", server.attempts));
+    }
+    if let Some(error) = &server.error {
+        line.push_str(&format!("\n    error: {error}"));
+    }
+    line
 }
 
 /// Prints a call's Native text (and, on a terminal, a diff card in colour) or its JSON.

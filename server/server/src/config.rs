@@ -7,7 +7,10 @@
 //! user config, written by `toolhost trust`). A cloned repository's `toolhost.toml` — or editor
 //! settings that may come from it — can never make toolhost run a program. The same holds for
 //! what widens the web tools' reach: `[web] allow`, `proxy` and `providers` (an endpoint and the
-//! name of a key variable could send a credential anywhere).
+//! name of a key variable could send a credential anywhere), and for MCP servers
+//! (`[mcp.servers.<name>]`): an untrusted source can neither start a server (`command`, `args`,
+//! `env`, `cwd`) nor point toolhost at one (`url`, `headers`, whose `${VAR}` would send a
+//! credential there); it may only tune servers the user configured.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -44,6 +47,9 @@ pub struct Config {
     pub workspace_trusted: bool,
     /// `[mcp]`: how `toolhost mcp` presents tools and results.
     pub mcp: toolhost_mcp::McpConfig,
+    /// `[mcp.servers.<name>]`: the MCP servers whose tools the bridge brings in, valid entries
+    /// only (the others are in `warnings`).
+    pub mcp_servers: Vec<toolhost_tools_mcp::McpServerConfig>,
     /// `[shell]`: whether `bash` and the job tools are registered.
     pub shell_enabled: bool,
     /// `[shell]`: their limits and environment.
@@ -75,6 +81,7 @@ impl Default for Config {
             trusted_workspaces: Vec::new(),
             workspace_trusted: false,
             mcp: toolhost_mcp::McpConfig::default(),
+            mcp_servers: Vec::new(),
             shell_enabled: true,
             shell: toolhost_tools_shell::ShellConfig::default(),
             review: ReviewSettings {
@@ -143,6 +150,44 @@ struct PartialMcp {
     /// `_meta` per listed tool (`"*"`: every tool); tables merge key by key across sources.
     meta: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     max_line_bytes: Option<usize>,
+    servers: BTreeMap<String, PartialMcpServer>,
+}
+
+/// One `[mcp.servers.<name>]` entry; sources merge key by key.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialMcpServer {
+    /// Starts a program: user config or a trusted workspace only (so do `args`, `env`, `cwd`).
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    /// Where toolhost connects and what it sends: user config or a trusted workspace only.
+    url: Option<String>,
+    headers: BTreeMap<String, String>,
+    tool_call_timeout_ms: Option<u64>,
+    fail_on_startup_error: Option<bool>,
+    /// `eager` (with the host, the default) or `lazy` (on first use).
+    startup: Option<McpStartup>,
+    /// `false` switches a server of an earlier source off.
+    enabled: Option<bool>,
+    reconnect: PartialReconnect,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum McpStartup {
+    Eager,
+    Lazy,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialReconnect {
+    enabled: Option<bool>,
+    initial_delay_ms: Option<u64>,
+    max_delay_ms: Option<u64>,
+    max_attempts: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -304,6 +349,34 @@ impl PartialConfig {
         if self.web.providers.take().is_some() {
             ignored.push("web.providers");
         }
+        // MCP servers: a workspace may tune the user's servers, never start or reach one.
+        for (name, server) in &mut self.mcp.servers {
+            let mut ignored = Vec::new();
+            if server.command.take().is_some() {
+                ignored.push("command");
+            }
+            if server.args.take().is_some() {
+                ignored.push("args");
+            }
+            if !std::mem::take(&mut server.env).is_empty() {
+                ignored.push("env");
+            }
+            if server.cwd.take().is_some() {
+                ignored.push("cwd");
+            }
+            if server.url.take().is_some() {
+                ignored.push("url");
+            }
+            if !std::mem::take(&mut server.headers).is_empty() {
+                ignored.push("headers");
+            }
+            if !ignored.is_empty() {
+                warnings.push(format!(
+                    "{source}: ignored mcp.servers.{name}.{}: the workspace is not trusted (run `toolhost trust` to allow it)",
+                    ignored.join("/")
+                ));
+            }
+        }
         // A workspace may ask for review, never let unreviewed changes through.
         if self.review.fallback == Some(ReviewFallback::Accept) {
             self.review.fallback = None;
@@ -409,9 +482,14 @@ impl Sources {
             config.warnings = warnings;
         }
         let layers = [self.user, self.workspace, self.init_options, self.flags];
+        let mut mcp_servers: BTreeMap<String, PartialMcpServer> = BTreeMap::new();
         for layer in layers.into_iter().flatten() {
+            for (name, server) in &layer.mcp.servers {
+                merge_mcp_server(mcp_servers.entry(name.clone()).or_default(), server.clone());
+            }
             apply(&mut config, layer, root);
         }
+        config.mcp_servers = mcp_server_configs(mcp_servers, root, &mut config.warnings);
         config
     }
 }
@@ -494,6 +572,103 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
             entry.settings = server.settings;
         }
     }
+}
+
+fn merge_mcp_server(entry: &mut PartialMcpServer, layer: PartialMcpServer) {
+    macro_rules! take {
+        ($($field:ident).+) => {
+            if layer.$($field).+.is_some() {
+                entry.$($field).+ = layer.$($field).+;
+            }
+        };
+    }
+    take!(command);
+    take!(args);
+    take!(cwd);
+    take!(url);
+    take!(tool_call_timeout_ms);
+    take!(fail_on_startup_error);
+    take!(startup);
+    take!(enabled);
+    take!(reconnect.enabled);
+    take!(reconnect.initial_delay_ms);
+    take!(reconnect.max_delay_ms);
+    take!(reconnect.max_attempts);
+    entry.env.extend(layer.env);
+    entry.headers.extend(layer.headers);
+}
+
+/// The merged entries as bridge configurations; an entry that cannot work is dropped with a
+/// warning naming it (a bad name, neither or both of `command` and `url`, a bad URL).
+fn mcp_server_configs(
+    entries: BTreeMap<String, PartialMcpServer>,
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Vec<toolhost_tools_mcp::McpServerConfig> {
+    use toolhost_tools_mcp::{McpServerConfig, McpTransport, ReconnectPolicy};
+    let mut servers = Vec::new();
+    for (name, entry) in entries {
+        if entry.enabled == Some(false) {
+            continue;
+        }
+        if !toolhost_tools_mcp::naming::valid_server_name(&name) {
+            warnings.push(format!(
+                "ignored mcp.servers.{name}: a server name is 1 to 32 letters, digits, _ or -"
+            ));
+            continue;
+        }
+        let transport = match (entry.command, entry.url) {
+            (Some(command), None) if !command.is_empty() => McpTransport::Stdio {
+                command,
+                args: entry.args.unwrap_or_default(),
+                env: entry.env,
+                cwd: entry.cwd.map(|c| if c.is_absolute() { c } else { root.join(c) }),
+            },
+            (None, Some(url)) => {
+                let scheme_ok = ["http://", "https://"].iter().any(|scheme| {
+                    url.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+                        && url.len() > scheme.len()
+                });
+                if !scheme_ok {
+                    warnings.push(format!(
+                        "ignored mcp.servers.{name}: url \"{url}\" is not an http(s) URL"
+                    ));
+                    continue;
+                }
+                McpTransport::Http { url, headers: entry.headers }
+            }
+            (Some(_), Some(_)) => {
+                warnings.push(format!(
+                    "ignored mcp.servers.{name}: give either command (stdio) or url (streamable HTTP), not both"
+                ));
+                continue;
+            }
+            _ => {
+                warnings.push(format!(
+                    "ignored mcp.servers.{name}: it has neither command (stdio) nor url (streamable HTTP)"
+                ));
+                continue;
+            }
+        };
+        let mut server = McpServerConfig::new(name, transport);
+        if let Some(ms) = entry.tool_call_timeout_ms.filter(|ms| *ms > 0) {
+            server.tool_call_timeout = std::time::Duration::from_millis(ms);
+        }
+        server.fail_on_startup_error = entry.fail_on_startup_error.unwrap_or(false);
+        server.lazy = entry.startup == Some(McpStartup::Lazy);
+        let defaults = ReconnectPolicy::default();
+        let r = entry.reconnect;
+        server.reconnect = ReconnectPolicy {
+            enabled: r.enabled.unwrap_or(defaults.enabled),
+            initial_delay: r
+                .initial_delay_ms
+                .map_or(defaults.initial_delay, std::time::Duration::from_millis),
+            max_delay: r.max_delay_ms.map_or(defaults.max_delay, std::time::Duration::from_millis),
+            max_attempts: r.max_attempts.unwrap_or(defaults.max_attempts),
+        };
+        servers.push(server);
+    }
+    servers
 }
 
 fn apply_shell(config: &mut Config, layer: PartialShell) {
@@ -793,6 +968,100 @@ mod tests {
                 "toolhost.toml: ignored lsp.servers.pyright.initialization_options/settings: the workspace is not trusted (run `toolhost trust` to allow it)",
             ]
         );
+    }
+
+    #[test]
+    fn an_untrusted_workspace_never_starts_or_reaches_an_mcp_server() {
+        use toolhost_tools_mcp::McpTransport;
+        let root = tempfile::tempdir().unwrap();
+        let user = PartialConfig::from_toml(
+            "user",
+            "[mcp.servers.fs]\ncommand = \"npx\"\nargs = [\"server-filesystem\"]\nenv = { A = \"1\" }\n\
+             [mcp.servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n",
+        )
+        .unwrap();
+        let ws = PartialConfig::from_toml(
+            "toolhost.toml",
+            "[mcp.servers.fs]\ncommand = \"sh\"\nargs = [\"-c\", \"evil\"]\ntool_call_timeout_ms = 5000\nstartup = \"lazy\"\n\
+             [mcp.servers.fs.reconnect]\nmax_attempts = 2\n\
+             [mcp.servers.remote]\nheaders = { X = \"${HOME}\" }\n\
+             [mcp.servers.exfil]\nurl = \"https://evil.example/mcp\"\n\
+             [mcp.servers.own]\ncommand = \"./server\"\n",
+        )
+        .unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Sources::default() }
+            .resolve(root.path());
+        let names: Vec<&str> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fs", "remote"]);
+        let fs = &config.mcp_servers[0];
+        assert_eq!(
+            fs.transport,
+            McpTransport::Stdio {
+                command: "npx".into(),
+                args: vec!["server-filesystem".into()],
+                env: [("A".to_owned(), "1".to_owned())].into(),
+                cwd: None,
+            }
+        );
+        // What only tunes a server the user configured is taken.
+        assert_eq!(fs.tool_call_timeout, std::time::Duration::from_millis(5000));
+        assert!(fs.lazy);
+        assert_eq!(fs.reconnect.max_attempts, 2);
+        let McpTransport::Http { headers, .. } = &config.mcp_servers[1].transport else {
+            panic!("remote is HTTP")
+        };
+        assert_eq!(headers.len(), 1, "{headers:?}");
+        assert_eq!(
+            config.warnings,
+            [
+                "toolhost.toml: ignored mcp.servers.exfil.url: the workspace is not trusted (run `toolhost trust` to allow it)",
+                "toolhost.toml: ignored mcp.servers.fs.command/args: the workspace is not trusted (run `toolhost trust` to allow it)",
+                "toolhost.toml: ignored mcp.servers.own.command: the workspace is not trusted (run `toolhost trust` to allow it)",
+                "toolhost.toml: ignored mcp.servers.remote.headers: the workspace is not trusted (run `toolhost trust` to allow it)",
+                "ignored mcp.servers.exfil: it has neither command (stdio) nor url (streamable HTTP)",
+                "ignored mcp.servers.own: it has neither command (stdio) nor url (streamable HTTP)",
+            ]
+        );
+    }
+
+    #[test]
+    fn mcp_server_entries_are_checked_and_merged() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = PartialConfig::from_toml(
+            "user",
+            "[mcp.servers.both]\ncommand = \"x\"\nurl = \"http://h/\"\n\
+             [mcp.servers.\"bad name\"]\ncommand = \"x\"\n\
+             [mcp.servers.ftp]\nurl = \"ftp://h/\"\n\
+             [mcp.servers.off]\ncommand = \"x\"\n\
+             [mcp.servers.py]\ncommand = \"python3\"\ncwd = \"tools\"\nfail_on_startup_error = true\n\
+             [mcp.servers.py.reconnect]\nenabled = false\ninitial_delay_ms = 10\n",
+        )
+        .unwrap();
+        let flags =
+            PartialConfig::from_toml("flags", "[mcp.servers.off]\nenabled = false\n").unwrap();
+        let config = Sources { user: Some(user), flags: Some(flags), ..Default::default() }
+            .resolve(dir.path());
+        assert_eq!(config.mcp_servers.len(), 1, "{:?}", config.mcp_servers);
+        let py = &config.mcp_servers[0];
+        assert!(py.fail_on_startup_error && !py.lazy);
+        assert!(!py.reconnect.enabled);
+        assert_eq!(py.reconnect.initial_delay, std::time::Duration::from_millis(10));
+        assert_eq!(py.reconnect.max_attempts, 10);
+        assert_eq!(py.tool_call_timeout, std::time::Duration::from_millis(60_000));
+        let toolhost_tools_mcp::McpTransport::Stdio { cwd, .. } = &py.transport else {
+            panic!("stdio")
+        };
+        assert_eq!(cwd.as_deref(), Some(dir.path().join("tools").as_path()));
+        assert_eq!(
+            config.warnings,
+            [
+                "ignored mcp.servers.bad name: a server name is 1 to 32 letters, digits, _ or -",
+                "ignored mcp.servers.both: give either command (stdio) or url (streamable HTTP), not both",
+                "ignored mcp.servers.ftp: url \"ftp://h/\" is not an http(s) URL",
+            ]
+        );
+        let unknown = PartialConfig::from_toml("t.toml", "[mcp.servers.x]\nstart = \"now\"\n");
+        assert!(unknown.unwrap_err().to_string().contains("unknown field `start`"));
     }
 
     #[test]

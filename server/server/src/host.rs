@@ -118,6 +118,19 @@ pub struct Host {
     questions: Arc<crate::interact::SessionQuestions>,
     /// Set once an interrupted revert of the session was rolled back (or there was none).
     recovered: tokio::sync::OnceCell<()>,
+    /// The MCP servers of `[mcp.servers.*]` and their tools (none started until
+    /// [`Host::start_mcp_servers`] or a call names one of their tools).
+    mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
+}
+
+/// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
+/// way (`toolhost mcp` configured as a server) serves standalone and starts no MCP servers of
+/// its own, so a configuration can never make servers start each other without end.
+pub const BRIDGED_ENV: &str = "TOOLHOST_BRIDGED";
+
+/// Whether this process was started by an MCP bridge.
+pub fn started_by_bridge() -> bool {
+    std::env::var_os(BRIDGED_ENV).is_some_and(|v| !v.is_empty())
 }
 
 /// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
@@ -139,6 +152,37 @@ fn lsp_host(config: &Config) -> LspHost {
         })
         .collect();
     LspHost::new(LspHostConfig { servers, ..LspHostConfig::default() })
+}
+
+/// The bridge for `[mcp.servers.*]`, with no server started yet. None without servers, in a
+/// process a bridge started ([`BRIDGED_ENV`]), or outside a tokio runtime.
+fn mcp_bridge(
+    config: &Config,
+    registry: &Registry,
+    roots: &[PathBuf],
+    questions: &Arc<crate::interact::SessionQuestions>,
+) -> Option<Arc<toolhost_tools_mcp::McpBridge>> {
+    if config.mcp_servers.is_empty() {
+        return None;
+    }
+    if started_by_bridge() {
+        tracing::warn!(
+            "MCP servers are not started: this toolhost was itself started by an MCP bridge"
+        );
+        return None;
+    }
+    if tokio::runtime::Handle::try_current().is_err() {
+        tracing::warn!("MCP servers are not started: no async runtime");
+        return None;
+    }
+    let questions: toolhost_contract::QuestionsHandle = questions.clone();
+    let options =
+        toolhost_tools_mcp::BridgeOptions { roots: roots.to_vec(), questions: Some(questions) };
+    Some(Arc::new(toolhost_tools_mcp::McpBridge::idle(
+        registry,
+        config.mcp_servers.clone(),
+        options,
+    )))
 }
 
 impl Host {
@@ -237,6 +281,7 @@ impl Host {
             None => Arc::new(toolhost_contract::MemoryBlobCache::new()),
         };
         capabilities.insert(cache);
+        let mcp = mcp_bridge(config, &registry, &options.roots, &questions);
         registry.add_guard(Arc::new(crate::interact::RunCompleteGuard(Arc::clone(&interaction))));
         registry.add_guard(Arc::new(crate::interact::PlanModeGuard {
             state: Arc::clone(&interaction),
@@ -263,7 +308,41 @@ impl Host {
             review,
             interaction,
             questions,
+            mcp,
         })
+    }
+
+    /// Starts the MCP servers that start with the host (not `startup = "lazy"` ones).
+    pub fn start_mcp_servers(&self) {
+        if let Some(bridge) = &self.mcp {
+            bridge.launch_eager();
+        }
+    }
+
+    /// Starts every MCP server, lazy ones too (a full tool list, a status probe).
+    pub fn start_all_mcp_servers(&self) {
+        if let Some(bridge) = &self.mcp {
+            bridge.launch_all();
+        }
+    }
+
+    /// Waits until every started MCP server finished its first connection attempt; Err names
+    /// the `fail_on_startup_error` servers that failed.
+    pub async fn mcp_ready(&self) -> Result<(), String> {
+        match &self.mcp {
+            Some(bridge) => bridge.ready().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Every configured MCP server's state.
+    pub fn mcp_status(&self) -> Vec<toolhost_tools_mcp::ServerStatus> {
+        self.mcp.as_ref().map(|b| b.status()).unwrap_or_default()
+    }
+
+    /// The bridge, to follow its changes.
+    pub fn mcp_bridge(&self) -> Option<&Arc<toolhost_tools_mcp::McpBridge>> {
+        self.mcp.as_ref()
     }
 
     /// Rolls back a multi-file revert that a crash interrupted in this session (its journal),
@@ -399,8 +478,17 @@ impl Host {
         call: PreparedCall,
         signal: CancellationToken,
     ) -> Result<CallOutcome, HostError> {
-        let PreparedCall { call_id, name, args, presentation, caller, asker } = call;
+        let PreparedCall { call_id, name, args, mut presentation, caller, asker } = call;
         self.recover().await;
+        // A lazy MCP server starts when a call first names one of its tools.
+        if let Some(bridge) = &self.mcp
+            && name.starts_with("mcp__")
+            && !self.registry.contains(&name)
+            && bridge.launch_for_tool(&name).is_some()
+        {
+            let _ = bridge.ready().await;
+            presentation = self.registry.present_call(&name, &args);
+        }
         if let Some(log) = &self.session {
             let event = ToolCallEvent {
                 call_id: call_id.clone(),
@@ -488,6 +576,9 @@ impl Host {
     /// host goes away.
     pub async fn shutdown(&self) {
         self.stop_shell();
+        if let Some(bridge) = &self.mcp {
+            bridge.shutdown().await;
+        }
         self.lsp.shutdown_all().await;
     }
 }

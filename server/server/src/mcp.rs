@@ -311,6 +311,11 @@ impl McpBackend {
                 )
                 .map_err(BackendError::Internal)?;
                 let backend = Arc::new(backend);
+                // The bridged MCP servers' tools are listed from the first tools/list on.
+                backend.host.start_mcp_servers();
+                if let Err(strict) = backend.host.mcp_ready().await {
+                    return Err(BackendError::Internal(strict));
+                }
                 if let Some(reason) = self.fallback_reason.lock().ok().and_then(|r| r.clone()) {
                     backend.note("mcp/fallback", json!({"reason": reason}));
                 }

@@ -13,7 +13,6 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
-use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -34,24 +33,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of a server's stderr is kept for status and error messages.
 const STDERR_TAIL: usize = 2048;
 
-/// What `toolhost mcp-servers` shows of one server.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerStatus {
-    pub name: String,
-    pub transport: &'static str,
-    /// `idle` (lazy, not started yet), `starting`, `ready`, `reconnecting`, `failed` or
-    /// `stopped`.
-    pub state: &'static str,
-    /// Public names of the registered tools.
-    pub tools: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Reconnect attempts in the current outage.
-    pub attempts: u32,
-}
+/// What `toolhost mcp-servers` and `toolhost/mcpServers` show of one server.
+pub use toolhost_protocol::lsp_ext::McpServerStatus as ServerStatus;
 
 /// The bridge's view of the host: roots for `roots/list` and stdio working directories, and
 /// who answers a server's questions when no call of it is running.
@@ -78,12 +61,17 @@ impl McpBridge {
         options: BridgeOptions,
     ) -> Self {
         let bridge = McpBridge::idle(registry, servers, options);
-        for server in &bridge.servers {
+        bridge.launch_eager();
+        bridge
+    }
+
+    /// Starts every server that is not lazy.
+    pub fn launch_eager(&self) {
+        for server in &self.servers {
             if !server.config.lazy {
                 server.launch();
             }
         }
-        bridge
     }
 
     /// Every server known but none started (a one-shot `toolhost call` starts only the server
@@ -283,8 +271,8 @@ impl Server {
             .and_then(|c| c.as_ref().and_then(|c| c.protocol_version.clone()));
         ServerStatus {
             name: self.config.name.clone(),
-            transport: self.config.transport.kind(),
-            state,
+            transport: self.config.transport.kind().to_owned(),
+            state: state.to_owned(),
             tools: self.tool_names.lock().map(|t| t.clone()).unwrap_or_default(),
             protocol_version,
             error,
@@ -464,6 +452,8 @@ impl Server {
                 cmd.args(args)
                     .env_clear()
                     .envs(scrubbed_env(std::env::vars(), env))
+                    // A toolhost started as a server starts no servers of its own (no loops).
+                    .env("TOOLHOST_BRIDGED", "1")
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped());

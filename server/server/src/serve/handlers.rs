@@ -122,6 +122,12 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
                     .map_err(ErrorObject::invalid_params)
             });
         }
+        methods::MCP_SERVERS => {
+            spawn(state, id, async move {
+                let servers = task_state.host()?.mcp_status();
+                Ok(toolhost_protocol::lsp_ext::McpServersResult { servers })
+            });
+        }
         methods::CANCEL_CALL => {
             spawn(state, id, async move {
                 let p: CancelCallParams = params(raw, false)?;
@@ -333,6 +339,30 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     }
     host.restore_session_state(&opened.report);
     let host = Arc::new(host);
+    // MCP servers start with the session; the editor hears of every change of their state.
+    host.start_mcp_servers();
+    if let Some(bridge) = host.mcp_bridge() {
+        let mut changes = bridge.subscribe();
+        let (editor, stop) = (state.editor.clone(), state.stop.clone());
+        let watched = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { break },
+                    () = stop.cancelled() => break,
+                }
+                // Bursts (a server's state and its tools) become one notification.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                changes.mark_unchanged();
+                let Some(host) = watched.upgrade() else { break };
+                let servers = host.mcp_status();
+                editor.notify(
+                    methods::MCP_SERVERS_CHANGED,
+                    &toolhost_protocol::lsp_ext::McpServersResult { servers },
+                );
+            }
+        });
+    }
     // A revert a crash interrupted is rolled back now, not at the first call.
     let recovering = Arc::clone(&host);
     tokio::spawn(async move { recovering.recover().await });
