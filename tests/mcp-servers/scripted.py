@@ -53,7 +53,10 @@ def tools():
         tool("env", "its environment's names"),
         tool("dotted.name", "a name that needs sanitizing"),
         tool("tasky", "must run as a task", execution={"taskSupport": "required"}),
+        tool("chatter", "floods stdout with notifications, then answers"),
         tool("ask", "asks the person through elicitation, answers with what came back"),
+        tool("roots", "asks the client for its roots"),
+        tool("sample", "asks the client to sample a model"),
     ] + extra_tools
 
 
@@ -64,6 +67,17 @@ def send(message):
 
 def text(t):
     return {"type": "text", "text": t}
+
+
+def ask_client(method, params):
+    """Sends a request to the client and answers the tool call with its result (or error)."""
+    send({"jsonrpc": "2.0", "id": "to-client-1", "method": method, "params": params})
+    # Wait for the answer to this request (nothing else is sent meanwhile by the test).
+    for reply in sys.stdin:
+        reply = json.loads(reply)
+        if reply.get("id") == "to-client-1":
+            return {"content": [text(json.dumps(reply.get("result", reply.get("error")), sort_keys=True))]}
+    return None
 
 
 def call(msg_id, name, args, meta):
@@ -116,23 +130,32 @@ def call(msg_id, name, args, meta):
         return {"content": [text(" ".join(sorted(os.environ)))]}
     if name == "dotted.name":
         return {"content": [text("dotted")]}
+    if name == "chatter":
+        lines = []
+        for i in range(20000):
+            lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                                     "params": {"level": "info", "data": "chatter " + "z" * 200 + str(i)}}))
+            lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
+                                     "params": {"progressToken": f"nobody-{i}", "progress": i}}))
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+        return {"content": [text("after the chatter")]}
     if name == "tasky":
         return {"content": [text("tasky ran without a task")]}
     if name == "ask":
-        send({"jsonrpc": "2.0", "id": "elicit-1", "method": "elicitation/create", "params": {
+        return ask_client("elicitation/create", {
             "mode": "form",
             "message": "Pick a color",
             "requestedSchema": {"type": "object", "properties": {
                 "color": {"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]},
                 "count": {"type": "integer", "title": "How many"},
             }, "required": ["color"]},
-        }})
-        # Wait for the answer to this request (nothing else is sent meanwhile by the test).
-        for reply in sys.stdin:
-            reply = json.loads(reply)
-            if reply.get("id") == "elicit-1":
-                return {"content": [text(json.dumps(reply.get("result", reply.get("error")), sort_keys=True))]}
-        return None
+        })
+    if name == "roots":
+        return ask_client("roots/list", {})
+    if name == "sample":
+        return ask_client("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10})
     return {"content": [text(f"unknown tool {name}")], "isError": True}
 
 

@@ -1054,8 +1054,11 @@ async function mcpBridge(page, frame) {
     await row.hover();
     await row.locator('.action-label[aria-label*="Call Tool"]').click();
     const input = page.locator('.quick-input-widget .quick-input-box input');
-    await page.waitForFunction(() => /^\{/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
-    assert(/shout/.test((await page.locator('.quick-input-widget .quick-input-title').textContent()) ?? ''), 'the input box names the tool');
+    // The arguments offered are shout's own (its schema's skeleton), not another tool's: the
+    // box of the previous call may still be in the page until the new one opens.
+    await page.waitForFunction(() => /"text"/.test(document.querySelector('.quick-input-widget .quick-input-box input')?.value ?? ''), null, { timeout: 10_000 });
+    const skeleton = await input.inputValue();
+    assert(!/"city"/.test(skeleton), `the input box holds shout's arguments: ${skeleton}`);
     await input.fill(JSON.stringify({ text: 'hello <b>' }));
     await page.keyboard.press('Enter');
     const card = frame.locator('article[data-kind="mcp"][data-status="completed"]', { has: frame.locator('.mcp-tool', { hasText: /^shout$/ }) }).first();

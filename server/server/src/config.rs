@@ -1110,6 +1110,13 @@ mod tests {
         assert_eq!(config.mcp.max_line_bytes, 64 * 1024 * 1024);
         assert_eq!(config.mcp.tool_meta["*"]["anthropic/alwaysLoad"], serde_json::json!(true));
         assert_eq!(config.mcp.tool_meta["read"]["example/hint"], serde_json::json!("fast"));
+        // The documented servers, from the user config (a workspace's would be dropped).
+        let layer = PartialConfig::from_toml("docs/configuration.md", &doc[start..end]).unwrap();
+        let config = Sources { user: Some(layer), ..Default::default() }.resolve(dir.path());
+        let names: Vec<&str> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "fs"]);
+        assert_eq!(config.mcp_servers[0].transport.kind(), "streamable-http");
+        assert_eq!(config.mcp_servers[1].reconnect, toolhost_tools_mcp::ReconnectPolicy::default());
     }
 
     #[test]

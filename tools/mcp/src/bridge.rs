@@ -169,6 +169,10 @@ impl McpBridge {
             server.shutdown.cancel();
         }
         for server in &self.servers {
+            // A server never started has nothing to stop (and never will start now).
+            if !server.launched.load(Ordering::SeqCst) {
+                continue;
+            }
             let mut stopped = server.stopped.subscribe();
             let _ = tokio::time::timeout(Duration::from_secs(5), stopped.wait_for(|s| *s)).await;
         }
@@ -244,6 +248,9 @@ impl Server {
 
     /// Starts the supervisor once.
     fn launch(self: &Arc<Self>) {
+        if self.shutdown.is_cancelled() {
+            return;
+        }
         if !self.launched.swap(true, Ordering::SeqCst) {
             self.set_state("starting", None, 0);
             tokio::spawn(Arc::clone(self).supervise());

@@ -15,7 +15,9 @@ use toolhost_contract::{
     QuestionRequest, QuestionsHandle, Registry, UserQuestions,
 };
 use toolhost_protocol::lsp_ext::Answer;
-use toolhost_tools_mcp::{McpBridge, McpServerConfig, McpTransport, ReconnectPolicy};
+use toolhost_tools_mcp::{
+    BridgeOptions, McpBridge, McpServerConfig, McpTransport, ReconnectPolicy,
+};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -136,13 +138,14 @@ fn public(name: &str) -> String {
 async fn scripted_server_results_errors_and_lifecycle() {
     let state = tempfile::tempdir().unwrap();
     let registry = Registry::default();
-    let bridge = McpBridge::start(&registry, vec![scripted(state.path())], Default::default());
+    let options = BridgeOptions { roots: vec![state.path().to_path_buf()], ..Default::default() };
+    let bridge = McpBridge::start(&registry, vec![scripted(state.path())], options);
     bridge.ready().await.unwrap();
     let events = Arc::new(Recorded::default());
 
     // Discovery drained three pages; the dotted name was sanitized and hashed.
     let names: Vec<String> = registry.descriptors().into_iter().map(|d| d.name).collect();
-    assert_eq!(names.len(), 15, "{names:?}");
+    assert_eq!(names.len(), 18, "{names:?}");
     let dotted = public("dotted.name");
     assert!(dotted.starts_with("mcp__scripted__dotted_name_") && dotted.len() == 39, "{dotted}");
     assert!(names.contains(&dotted));
@@ -167,6 +170,21 @@ async fn scripted_server_results_errors_and_lifecycle() {
     assert_eq!(request.questions[1].question, "How many (optional)");
     let declined = call(&registry, &events, &public("ask"), json!({})).await;
     assert_eq!(text(&declined), r#"{"action": "decline"}"#);
+
+    // roots/list is the workspace roots as file URIs; sampling is refused, saying so.
+    let roots: Value =
+        serde_json::from_str(&text(&call(&registry, &events, &public("roots"), json!({})).await))
+            .unwrap();
+    let uri = format!("file://{}", state.path().display());
+    assert_eq!(roots["roots"][0]["uri"], uri.as_str(), "{roots}");
+    let sample: Value =
+        serde_json::from_str(&text(&call(&registry, &events, &public("sample"), json!({})).await))
+            .unwrap();
+    assert_eq!(sample["code"], -32601, "{sample}");
+    assert_eq!(
+        sample["message"],
+        "toolhost does not offer sampling (sampling/createMessage) to MCP servers"
+    );
 
     // Every content kind, with the image splitting the text runs.
     let kinds = call(&registry, &events, &public("kinds"), json!({})).await;
@@ -205,6 +223,25 @@ async fn scripted_server_results_errors_and_lifecycle() {
     // The server pauses after each notification, so both arrive before the answer.
     assert_eq!(lines, ["step 1 (1/2)\n", "step 2 (2/2)\n"]);
 
+    // A call the caller cancels ends ABORTED and is cancelled at the server.
+    let handle: EventsHandle = events.clone();
+    let input = CallInput::direct(
+        "call-cancelled",
+        &public("never"),
+        json!({}),
+        Arc::new(Capabilities::new().with::<EventsHandle>(handle)),
+    );
+    let signal = input.signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        signal.cancel();
+    });
+    let aborted = serde_json::to_value(&registry.dispatch(input).await.result).unwrap();
+    assert_eq!(aborted["error"]["info"]["code"], "ABORTED", "{aborted}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled = std::fs::read_to_string(state.path().join("cancelled")).unwrap();
+    assert!(cancelled.contains("cancelled by the caller"), "{cancelled}");
+
     // A call that never answers times out and is cancelled at the server.
     let never = call(&registry, &events, &public("never"), json!({})).await;
     assert_eq!(text(&never), "Error: MCP server \"scripted\" did not answer never within 1500 ms");
@@ -215,6 +252,11 @@ async fn scripted_server_results_errors_and_lifecycle() {
     // Floods on stderr do not block the connection; a large text comes through whole.
     let flood = call(&registry, &events, &public("flood"), json!({})).await;
     assert_eq!(flood["value"]["content"][0]["text"].as_str().unwrap().len(), 1_000_000);
+
+    // Floods on stdout (40,000 notifications, 9 MB, half of them progress nobody asked for)
+    // are read through; the answer after them arrives, and unrouted progress stays bounded.
+    let chatter = call(&registry, &events, &public("chatter"), json!({})).await;
+    assert_eq!(text(&chatter), "after the chatter");
 
     // The server's environment: the entry's own variables on the scrubbed parent environment
     // (the scrub rule itself is unit-tested in config.rs).
