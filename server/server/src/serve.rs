@@ -96,6 +96,9 @@ struct ServerState {
     watch_events: OnceLock<broadcast::Sender<WatchEvent>>,
     /// The attach socket this server bound (removed at exit).
     attach_socket: Mutex<Option<PathBuf>>,
+    /// Set when the client's `initialized` arrived: notifications of our own may go out then
+    /// (not before the initialize result).
+    client_initialized: tokio::sync::watch::Sender<bool>,
 }
 
 impl ServerState {
@@ -210,6 +213,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
         ending: Mutex::new(None),
         watch_events: OnceLock::new(),
         attach_socket: Mutex::new(None),
+        client_initialized: tokio::sync::watch::channel(false).0,
     });
 
     // The reader: a plain thread, so a read blocked on a silent editor never holds up exit.

@@ -222,6 +222,10 @@ pub(super) fn notification(state: &Arc<ServerState>, note: Notification) {
         }
         return;
     }
+    if note.method == "initialized" {
+        state.client_initialized.send_replace(true);
+        return;
+    }
     // Before initialize every notification but `exit` is dropped; afterwards only document
     // changes matter.
     if let Some(host) = state.host.get() {
@@ -345,7 +349,15 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         let mut changes = bridge.subscribe();
         let (editor, stop) = (state.editor.clone(), state.stop.clone());
         let watched = Arc::downgrade(&host);
+        let mut initialized = state.client_initialized.subscribe();
         tokio::spawn(async move {
+            // Nothing goes out before the client said `initialized`; then the current state
+            // first, and every change after it.
+            tokio::select! {
+                ready = initialized.wait_for(|ready| *ready) => if ready.is_err() { return },
+                () = stop.cancelled() => return,
+            }
+            changes.mark_changed();
             loop {
                 tokio::select! {
                     changed = changes.changed() => if changed.is_err() { break },
