@@ -28,6 +28,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
             vec!["toolhost-protocol", "toolhost-contract", "toolhost-jsonrpc", "toolhost-process"],
         ),
         ("toolhost-mcp", vec!["toolhost-protocol", "toolhost-contract", "toolhost-jsonrpc"]),
+        ("toolhost-agent", vec!["toolhost-protocol", "toolhost-contract", "toolhost-jsonrpc"]),
         (
             "toolhost-server",
             vec![
