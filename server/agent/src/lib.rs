@@ -6,11 +6,17 @@
 //!   accumulated by index, usage from the final chunk — with retries on 429/5xx (honouring
 //!   `Retry-After`) and on a stream that breaks before it ends, and cancellation at any point.
 //!
+//! - [`agent`]: the loop — ask the model, run its tool calls through a [`ToolRunner`] (concurrency-
+//!   safe calls of one turn overlap, any other call is a barrier; answers in the model's order),
+//!   repeat until an answer, the turn limit, the token budget or cancellation.
+//!
 //! The crate reaches the registry only through a trait the binary implements (never a tool
 //! crate); see docs/design.md, "Crates and boundaries".
 
+pub mod agent;
 pub mod model;
 
+pub use agent::{AgentEvent, AgentOptions, RunOutcome, StopReason, ToolOutcome, ToolRunner};
 pub use model::{
     ModelClient, ModelConfig, ModelError, RetryPolicy, StreamEvent, ToolSpec, Turn, Usage,
 };

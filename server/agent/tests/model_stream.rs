@@ -5,109 +5,16 @@
 //! a 400 not retried, and cancellation mid-stream.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/sse.rs"]
+mod sse;
+
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use sse::{Answer, server};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::model::{
     Message, ModelClient, ModelConfig, RetryPolicy, StreamEvent, ToolSpec,
 };
-
-/// One scripted answer.
-#[derive(Clone)]
-struct Answer {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    /// Body pieces written one after another, each after its pause.
-    pieces: Vec<(Duration, String)>,
-}
-
-impl Answer {
-    fn sse(chunks: &[Value]) -> Answer {
-        let mut pieces: Vec<(Duration, String)> =
-            chunks.iter().map(|c| (Duration::ZERO, format!("data: {c}\n\n"))).collect();
-        pieces.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
-        Answer { status: 200, headers: vec![("content-type", "text/event-stream".into())], pieces }
-    }
-
-    fn status(status: u16, body: &str) -> Answer {
-        Answer {
-            status,
-            headers: vec![("content-type", "application/json".into())],
-            pieces: vec![(Duration::ZERO, body.to_owned())],
-        }
-    }
-}
-
-/// Answers request n with `script(n, body)`; records every body.
-struct Server {
-    base: String,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
-
-async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'static) -> Server {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
-    let bodies: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let script = Arc::new(script);
-    let seen = Arc::clone(&bodies);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let (seen, script) = (Arc::clone(&seen), Arc::clone(&script));
-            tokio::spawn(async move {
-                let mut data = Vec::new();
-                let mut buf = [0u8; 4096];
-                let (head_end, length) = loop {
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-                        let length = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        break (end + 4, length);
-                    }
-                };
-                while data.len() < head_end + length {
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                }
-                let body: Value = serde_json::from_slice(&data[head_end..]).unwrap_or(Value::Null);
-                let n = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push(body.clone());
-                    seen.len() - 1
-                };
-                let answer = script(n, &body);
-                let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", answer.status);
-                for (name, value) in &answer.headers {
-                    head.push_str(&format!("{name}: {value}\r\n"));
-                }
-                head.push_str("\r\n");
-                if stream.write_all(head.as_bytes()).await.is_err() {
-                    return;
-                }
-                for (pause, piece) in answer.pieces {
-                    tokio::time::sleep(pause).await;
-                    if stream.write_all(piece.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    let _ = stream.flush().await;
-                }
-            });
-        }
-    });
-    Server { base, bodies }
-}
 
 fn client(base: &str) -> ModelClient {
     let mut config = ModelConfig::new(base, "deepseek-v4-flash");

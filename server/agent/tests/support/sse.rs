@@ -1,0 +1,104 @@
+//! A scripted chat completions server on 127.0.0.1 for the agent's tests: request n (from 0)
+//! is answered with what the test's script returns for it — an SSE stream of chunks, or a
+//! status — and every request body is recorded. One request per connection.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One scripted answer.
+#[derive(Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    /// Body pieces written one after another, each after its pause.
+    pub pieces: Vec<(Duration, String)>,
+}
+
+impl Answer {
+    pub fn sse(chunks: &[Value]) -> Answer {
+        let mut pieces: Vec<(Duration, String)> =
+            chunks.iter().map(|c| (Duration::ZERO, format!("data: {c}\n\n"))).collect();
+        pieces.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
+        Answer { status: 200, headers: vec![("content-type", "text/event-stream".into())], pieces }
+    }
+
+    pub fn status(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            pieces: vec![(Duration::ZERO, body.to_owned())],
+        }
+    }
+}
+
+/// Answers request n with `script(n, body)`; records every body.
+pub struct Server {
+    pub base: String,
+    pub bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+pub async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'static) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
+    let bodies: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let script = Arc::new(script);
+    let seen = Arc::clone(&bodies);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (seen, script) = (Arc::clone(&seen), Arc::clone(&script));
+            tokio::spawn(async move {
+                let mut data = Vec::new();
+                let mut buf = [0u8; 4096];
+                let (head_end, length) = loop {
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    data.extend_from_slice(&buf[..n]);
+                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                while data.len() < head_end + length {
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    data.extend_from_slice(&buf[..n]);
+                }
+                let body: Value = serde_json::from_slice(&data[head_end..]).unwrap_or(Value::Null);
+                let n = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(body.clone());
+                    seen.len() - 1
+                };
+                let answer = script(n, &body);
+                let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", answer.status);
+                for (name, value) in &answer.headers {
+                    head.push_str(&format!("{name}: {value}\r\n"));
+                }
+                head.push_str("\r\n");
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for (pause, piece) in answer.pieces {
+                    tokio::time::sleep(pause).await;
+                    if stream.write_all(piece.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let _ = stream.flush().await;
+                }
+            });
+        }
+    });
+    Server { base, bodies }
+}
