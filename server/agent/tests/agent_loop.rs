@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::agent::{
-    ABORTED_BEFORE_DISPATCH, AgentEvent, AgentOptions, BoxFuture, StopReason, ToolOutcome,
-    ToolRunner, run,
+    ABORTED_BEFORE_DISPATCH, AgentEvent, AgentOptions, BoxFuture, RunOutcome, StopReason,
+    ToolOutcome, ToolRunner, run,
 };
 use toolhost_agent::model::{ModelClient, ModelConfig, RetryPolicy, ToolSpec};
 
@@ -110,6 +110,11 @@ fn answering(text: &str) -> Answer {
         json!({"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]}),
         json!({"choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}}),
     ])
+}
+
+/// Runs `task` to its end with no cancellation and no event sink.
+async fn run_task(base: &str, tools: &Recorder, options: &AgentOptions, task: &str) -> RunOutcome {
+    run(&client(base), tools, options, task, &CancellationToken::new(), &mut |_| {}).await.unwrap()
 }
 
 /// The tool messages of a recorded request.
@@ -210,16 +215,7 @@ async fn read_only_calls_overlap_while_an_edit_waits() {
     })
     .await;
     let tools = Recorder::default();
-    let outcome = run(
-        &client(&server.base),
-        &tools,
-        &AgentOptions::default(),
-        "look",
-        &CancellationToken::new(),
-        &mut |_| {},
-    )
-    .await
-    .unwrap();
+    let outcome = run_task(&server.base, &tools, &AgentOptions::default(), "look").await;
     assert_eq!(outcome.stop, StopReason::Answered);
     let calls = tools.calls.lock().unwrap().clone();
     let find = |path: &str| calls.iter().find(|c| c.1["file_path"] == path).unwrap().clone();
@@ -276,30 +272,12 @@ async fn turns_and_tokens_are_bounded() {
     let server = server(|_, _| calling(&[("grep", "{}")])).await;
     let tools = Recorder::default();
     let options = AgentOptions { max_turns: 3, ..AgentOptions::default() };
-    let outcome = run(
-        &client(&server.base),
-        &tools,
-        &options,
-        "loop",
-        &CancellationToken::new(),
-        &mut |_| {},
-    )
-    .await
-    .unwrap();
+    let outcome = run_task(&server.base, &tools, &options, "loop").await;
     assert_eq!((outcome.stop, outcome.turns), (StopReason::TurnLimit, 3));
     assert_eq!(tools.calls.lock().unwrap().len(), 3);
 
     let options = AgentOptions { token_budget: Some(200), ..AgentOptions::default() };
-    let outcome = run(
-        &client(&server.base),
-        &tools,
-        &options,
-        "loop",
-        &CancellationToken::new(),
-        &mut |_| {},
-    )
-    .await
-    .unwrap();
+    let outcome = run_task(&server.base, &tools, &options, "loop").await;
     assert_eq!((outcome.stop, outcome.turns), (StopReason::TokenBudget, 2), "110 + 110 ≥ 200");
 }
 
