@@ -34,6 +34,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
             vec![
                 "toolhost-protocol",
                 "toolhost-mcp",
+                "toolhost-agent",
                 "toolhost-jsonrpc",
                 "toolhost-process",
                 "toolhost-contract",

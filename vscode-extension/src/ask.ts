@@ -11,7 +11,7 @@ import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
 import { isObject } from './protocol';
 
-export type QuestionIntent = 'question' | 'plan-review';
+export type QuestionIntent = 'question' | 'plan-review' | 'permission';
 
 export interface QuestionOption {
   label: string;
@@ -71,7 +71,7 @@ export function parseAskUserParams(raw: unknown): AskUserParams {
   if (!nonEmpty(callId) || !nonEmpty(tool)) {
     throw new Error('callId and tool must be non-empty strings');
   }
-  if (intent !== undefined && intent !== 'question' && intent !== 'plan-review') {
+  if (intent !== undefined && intent !== 'question' && intent !== 'plan-review' && intent !== 'permission') {
     throw new Error(`unknown intent ${JSON.stringify(intent)}`);
   }
   if (!Array.isArray(questions) || questions.length === 0) {
@@ -111,7 +111,7 @@ export function parseAskUserParams(raw: unknown): AskUserParams {
     callId,
     tool,
     title: nonEmpty(title) ? title : tool,
-    intent: intent === 'plan-review' ? 'plan-review' : 'question',
+    intent: intent === 'plan-review' || intent === 'permission' ? intent : 'question',
     questions: parsed,
   };
   if (nonEmpty(caller)) {

@@ -8,15 +8,22 @@
 //!
 //! - [`agent`]: the loop — ask the model, run its tool calls through a [`ToolRunner`] (concurrency-
 //!   safe calls of one turn overlap, any other call is a barrier; answers in the model's order),
-//!   repeat until an answer, the turn limit, the token budget or cancellation.
+//!   repeat until an answer, a recorded structured value, the turn limit, the token budget or
+//!   cancellation; long conversations are pruned, then summarized, before the context limit.
+//!
+//! - [`log`]: the conversation as session-log records (`agent/*` events), and back.
 //!
 //! The crate reaches the registry only through a trait the binary implements (never a tool
 //! crate); see docs/design.md, "Crates and boundaries".
 
 pub mod agent;
+pub mod log;
 pub mod model;
 
-pub use agent::{AgentEvent, AgentOptions, RunOutcome, StopReason, ToolOutcome, ToolRunner};
+pub use agent::{
+    AgentEvent, AgentOptions, Compaction, CompactionOptions, RunOutcome, StopReason, ToolOutcome,
+    ToolRunner,
+};
 pub use model::{
     ModelClient, ModelConfig, ModelError, RetryPolicy, StreamEvent, ToolSpec, Turn, Usage,
 };

@@ -59,10 +59,10 @@ impl ToolRunner for Recorder {
                 token.cancel();
             }
             if !args.is_object() {
-                return ToolOutcome {
-                    text: "Error: invalid arguments: \"arguments\" must be an object".to_owned(),
-                    is_error: true,
-                };
+                return ToolOutcome::new(
+                    "Error: invalid arguments: \"arguments\" must be an object",
+                    true,
+                );
             }
             if name == "read" {
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -73,7 +73,7 @@ impl ToolRunner for Recorder {
                 started,
                 Instant::now(),
             ));
-            ToolOutcome { text: format!("{name} result for {args}"), is_error: false }
+            ToolOutcome::new(format!("{name} result for {args}"), false)
         })
     }
 }

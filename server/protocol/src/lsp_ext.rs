@@ -117,6 +117,25 @@ pub struct ReplaySessionParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplaySessionResult {
     pub cards: Vec<Card>,
+    /// The own agent's conversation (`agent/*` records), in log order; absent when the session
+    /// had no agent run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversation: Vec<ConversationRecord>,
+}
+
+/// One `agent/*` record of a replayed session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationRecord {
+    pub seq: u64,
+    /// `agent/run`, `agent/message`, `agent/usage`, `agent/compaction` or `agent/end`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The record's data as logged (docs/protocol.md, "The agent's conversation").
+    pub data: Value,
+    /// The call whose card comes right before this record (none: before every card).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_call: Option<String>,
 }
 
 /// Params of the server→client `toolhost/lspQuery` (0-based UTF-16 position). On the wire they
@@ -282,6 +301,9 @@ pub enum QuestionIntent {
     /// `exit_plan_mode`: approve the plan (`Approve`) or keep planning (`Keep planning`, or
     /// free-text feedback).
     PlanReview,
+    /// toolhost's own agent asks whether a call may run (its permission mode): `Allow` or
+    /// `Deny`.
+    Permission,
 }
 
 /// Params of the server→client `toolhost/askUser` (on the wire also `requestId`).

@@ -123,3 +123,114 @@ pub struct RevertJournalFile {
     /// The blob of the bytes the revert writes; `null` when it removes the file.
     pub target: Option<String>,
 }
+
+/// `agent/run` (ignorable): a run of toolhost's own agent started in this session. Later
+/// `agent/*` records of the run carry its `runId`; a chat continues a run's conversation by
+/// naming it as `continues`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRunEvent {
+    pub run_id: String,
+    /// The model's name as configured.
+    pub model: String,
+    /// The permission mode (`ask`, `accept-edits`, `plan`, `auto`).
+    pub mode: String,
+    /// The run whose conversation this one continues (a later prompt of the same chat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
+    /// The `subagent` call that started this run, for a child run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
+}
+
+/// One tool call an assistant message made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolCall {
+    /// The model's id of the call.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (text that may not be JSON).
+    pub arguments: String,
+}
+
+/// `agent/message` (ignorable): one message of a run's conversation, in order — the system
+/// prompt, a user prompt, an assistant turn (text, reasoning, tool calls) or a tool's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentMessageEvent {
+    pub run_id: String,
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The model's reasoning (sent back to providers that require it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<AgentToolCall>,
+    /// For a tool's answer: the model's id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool's answer: the call id of its card (`tool/call`, `tool/result`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// Token counts of one model request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTokens {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+/// `agent/usage` (ignorable): what one model request cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUsageEvent {
+    pub run_id: String,
+    #[serde(flatten)]
+    pub tokens: AgentTokens,
+    /// In the currency of `[agent.price]`, when prices are configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// `agent/compaction` (ignorable): the conversation was shortened before a request. With a
+/// summary, every message after the run's first user message was replaced by it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCompactionEvent {
+    pub run_id: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// Tool outputs replaced by a short notice.
+    pub pruned: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// `agent/end` (ignorable): a run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEndEvent {
+    pub run_id: String,
+    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cancelled` or `failed`.
+    pub stop: String,
+    pub turns: u32,
+    pub usage: AgentTokens,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The value `structured_output` recorded, for a structured run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// Why a failed run failed (a model error's code and message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

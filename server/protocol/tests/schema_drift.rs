@@ -16,6 +16,7 @@ use toolhost_protocol::lsp_ext::{
     ReviewSettings, SetReviewParams, ToolhostServerCapability, methods,
 };
 use toolhost_protocol::session_log::{
+    AgentCompactionEvent, AgentEndEvent, AgentMessageEvent, AgentRunEvent, AgentUsageEvent,
     Envelope, FsChangeEvent, FsObservedEvent, RevertJournal, SessionHeader, ToolCallEvent,
     ToolResultEvent,
 };
@@ -71,6 +72,11 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("FsObservedEvent", schema_of::<FsObservedEvent>()),
         ("FsChangeEvent", schema_of::<FsChangeEvent>()),
         ("RevertJournal", schema_of::<RevertJournal>()),
+        ("AgentRunEvent", schema_of::<AgentRunEvent>()),
+        ("AgentMessageEvent", schema_of::<AgentMessageEvent>()),
+        ("AgentUsageEvent", schema_of::<AgentUsageEvent>()),
+        ("AgentCompactionEvent", schema_of::<AgentCompactionEvent>()),
+        ("AgentEndEvent", schema_of::<AgentEndEvent>()),
     ]
 }
 

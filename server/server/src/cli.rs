@@ -14,8 +14,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::{Card, CardKind};
-use toolhost_protocol::lsp_ext::{CallToolResult, ListToolsResult};
+use toolhost_protocol::lsp_ext::{CallToolResult, ConversationRecord, ListToolsResult};
 use toolhost_workspace::Ledger;
+
+mod agent;
 
 /// The agent tool runtime that lives in the editor.
 #[derive(Debug, Parser)]
@@ -40,6 +42,41 @@ enum Command {
         json: bool,
         /// The JSON Schema `structured_output` validates against in this session's run (a new
         /// run starts when it differs from the session's current one).
+        #[arg(long, value_name = "JSON_SCHEMA")]
+        structured_schema: Option<String>,
+    },
+    /// Run toolhost's own agent on a task: the model calls the tools here (cards on stderr, the
+    /// answer on stdout) until it answers. Flags override `[agent]` in the configuration.
+    Agent {
+        /// What to do.
+        task: String,
+        #[command(flatten)]
+        common: Common,
+        /// Print the run as JSON lines (text, tool calls and results with their cards, usage,
+        /// and a closing `end` line).
+        #[arg(long)]
+        json: bool,
+        /// The model's name (default: deepseek-v4-flash).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// An OpenAI-compatible endpoint (default: https://api.deepseek.com).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// The environment variable holding the API key (empty: send none).
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        /// ask, accept-edits, plan or auto.
+        #[arg(long, value_name = "MODE")]
+        mode: Option<String>,
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+        /// Stop making requests once this many tokens were used.
+        #[arg(long, value_name = "TOKENS")]
+        token_budget: Option<u64>,
+        /// The model's context window (compaction starts before it; 0: never).
+        #[arg(long, value_name = "TOKENS")]
+        context_limit: Option<u64>,
+        /// End the run with a value valid against this JSON Schema (`structured_output`).
         #[arg(long, value_name = "JSON_SCHEMA")]
         structured_schema: Option<String>,
     },
@@ -297,6 +334,82 @@ pub fn parse_args_text(text: Option<&str>) -> Result<Value, Failure> {
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
+        Command::Agent {
+            task,
+            common,
+            json,
+            model,
+            base_url,
+            api_key_env,
+            mode,
+            max_turns,
+            token_budget,
+            context_limit,
+            structured_schema,
+        } => {
+            let schema = structured_schema
+                .map(|text| {
+                    serde_json::from_str::<Value>(&text).map_err(|e| {
+                        Failure::usage(format!("--structured-schema is not JSON: {e}"))
+                    })
+                })
+                .transpose()?;
+            let mode = mode
+                .map(|m| {
+                    crate::agent::PermissionMode::parse(&m).ok_or_else(|| {
+                        Failure::usage(format!(
+                            "--mode {m}: expected ask, accept-edits, plan or auto"
+                        ))
+                    })
+                })
+                .transpose()?;
+            let root = workspace_root(&common)?;
+            let mut config = load_config(&root)?;
+            let settings = &mut config.agent;
+            if let Some(model) = model {
+                settings.model = model;
+            }
+            if let Some(url) = base_url {
+                settings.base_url = url;
+            }
+            if let Some(name) = api_key_env {
+                settings.api_key_env = Some(name).filter(|n| !n.is_empty());
+            }
+            if let Some(mode) = mode {
+                settings.mode = mode;
+            }
+            if let Some(turns) = max_turns {
+                settings.max_turns = turns.max(1);
+            }
+            if let Some(budget) = token_budget {
+                settings.token_budget = Some(budget).filter(|b| *b > 0);
+            }
+            if let Some(limit) = context_limit {
+                settings.context_limit = Some(limit).filter(|l| *l > 0);
+            }
+            let sessions = session::sessions_dir(&config, common.session_dir.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            let (id, opened) = session::open_named(&sessions, &root, common.session.as_deref())
+                .map_err(|e| Failure::env(e.to_string()))?;
+            if opened.report.created && !json {
+                eprintln!("toolhost: session {id}");
+            }
+            let host = open_host(&config, &root, Some(&opened), Some(id))?;
+            if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+                host.questions().set_editor(Some(Arc::new(crate::terminal_ask::TerminalAsker)));
+            }
+            if let Some(schema) = schema {
+                host.interaction()
+                    .ensure_run(schema)
+                    .await
+                    .map_err(|e| Failure::usage(format!("--structured-schema: {e}")))?;
+            }
+            host.start_mcp_servers();
+            let code = agent::run_headless(&host, config.agent.clone(), &task, json).await;
+            host.shutdown().await;
+            opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
+            Ok(code)
+        }
         Command::Revert { which, call, since, common, json } => {
             let mut args = serde_json::json!({ "call_id": call });
             if since {
@@ -496,23 +609,38 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     .join(toolhost_session::LOG_FILE_NAME)
             };
             let host = open_host(&config, &root, None, None)?;
-            let calls =
-                session::replay(host.registry(), &path).map_err(|e| Failure::env(e.to_string()))?;
+            let (calls, conversation) = session::replay_with_conversation(host.registry(), &path)
+                .map_err(|e| Failure::env(e.to_string()))?;
             let mut stdout = std::io::stdout().lock();
             let color = stdout.is_terminal();
-            for (idx, call) in calls.iter().enumerate() {
-                if json {
-                    let text = serde_json::to_string(&call.card)
-                        .map_err(|e| Failure::env(e.to_string()))?;
-                    let _ = writeln!(stdout, "{text}");
-                } else {
-                    if idx > 0 {
-                        let _ = writeln!(stdout);
-                    }
-                    let text =
-                        if color { colored_card(&call.card) } else { call.card.rendered.clone() };
-                    let _ = writeln!(stdout, "{text}");
+            // The agent's records go between the cards, after the call that precedes each.
+            let mut items: Vec<Result<&ConversationRecord, &Card>> = Vec::new();
+            let mut records = conversation.iter().peekable();
+            items
+                .extend(std::iter::from_fn(|| records.next_if(|r| r.after_call.is_none())).map(Ok));
+            for call in &calls {
+                items.push(Err(&call.card));
+                let after = Some(call.card.call_id.as_str());
+                items.extend(
+                    std::iter::from_fn(|| records.next_if(|r| r.after_call.as_deref() == after))
+                        .map(Ok),
+                );
+            }
+            let mut first = true;
+            for item in items {
+                let text = match (item, json) {
+                    (Ok(record), true) => serde_json::to_string(record).ok(),
+                    (Err(card), true) => serde_json::to_string(card).ok(),
+                    (Ok(record), false) => agent::record_text(record),
+                    (Err(card), false) if color => Some(colored_card(card)),
+                    (Err(card), false) => Some(card.rendered.clone()),
+                };
+                let Some(text) = text else { continue };
+                if !json && !first {
+                    let _ = writeln!(stdout);
                 }
+                first = false;
+                let _ = writeln!(stdout, "{text}");
             }
             Ok(0)
         }

@@ -65,6 +65,8 @@ pub struct Config {
     pub skill_dirs: Vec<PathBuf>,
     /// `[web]`: the web tools, their SSRF allow list, proxy, search providers and caps.
     pub web: toolhost_tools_web::WebConfig,
+    /// `[agent]`: toolhost's own agent — the model, the permission mode, the run's bounds.
+    pub agent: crate::agent::AgentSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -93,6 +95,7 @@ impl Default for Config {
             plan_active: false,
             skill_dirs: Vec::new(),
             web: toolhost_tools_web::WebConfig::default(),
+            agent: crate::agent::AgentSettings::default(),
             warnings: Vec::new(),
         }
     }
@@ -256,6 +259,27 @@ struct PartialWeb {
     cache_ttl_ms: Option<u64>,
 }
 
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct PartialAgent {
+    /// Where the conversation (and the key) goes: user config or a trusted workspace only.
+    base_url: Option<String>,
+    model: Option<String>,
+    /// Which variable's value is sent as the key: user config or a trusted workspace only.
+    api_key_env: Option<String>,
+    /// Fields merged into every request (e.g. `thinking = {type = "enabled"}`).
+    request: Option<BTreeMap<String, serde_json::Value>>,
+    /// `auto` lets the agent act without asking: user config or a trusted workspace only.
+    mode: Option<crate::agent::PermissionMode>,
+    max_turns: Option<u32>,
+    token_budget: Option<u64>,
+    /// `0` never compacts.
+    context_limit: Option<u64>,
+    compact_threshold: Option<f64>,
+    system_prompt: Option<String>,
+    price: Option<crate::agent::Price>,
+}
+
 /// One `[[web.providers]]` entry.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -283,6 +307,7 @@ pub struct PartialConfig {
     plan: PartialPlan,
     skills: PartialSkills,
     web: PartialWeb,
+    agent: PartialAgent,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -348,6 +373,17 @@ impl PartialConfig {
         }
         if self.web.providers.take().is_some() {
             ignored.push("web.providers");
+        }
+        // The agent's endpoint and key, and acting without asking: never a workspace's say.
+        if self.agent.base_url.take().is_some() {
+            ignored.push("agent.base_url");
+        }
+        if self.agent.api_key_env.take().is_some() {
+            ignored.push("agent.api_key_env");
+        }
+        if self.agent.mode == Some(crate::agent::PermissionMode::Auto) {
+            self.agent.mode = None;
+            ignored.push("agent.mode");
         }
         // MCP servers: a workspace may tune the user's servers, never start or reach one.
         for (name, server) in &mut self.mcp.servers {
@@ -555,6 +591,7 @@ fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
     }
     apply_shell(config, layer.shell);
     apply_web(config, layer.web);
+    apply_agent(config, layer.agent);
     for (id, server) in layer.lsp.servers {
         let entry = config.lsp_servers.entry(id).or_default();
         if server.command.is_some() {
@@ -709,6 +746,43 @@ fn apply_shell(config: &mut Config, layer: PartialShell) {
     for (name, value) in layer.env {
         shell.env.retain(|(n, _)| *n != name);
         shell.env.push((name, value));
+    }
+}
+
+fn apply_agent(config: &mut Config, layer: PartialAgent) {
+    let agent = &mut config.agent;
+    if let Some(url) = layer.base_url {
+        agent.base_url = url;
+    }
+    if let Some(model) = layer.model {
+        agent.model = model;
+    }
+    if let Some(name) = layer.api_key_env {
+        agent.api_key_env = Some(name).filter(|n| !n.is_empty());
+    }
+    if let Some(request) = layer.request {
+        agent.request.extend(request);
+    }
+    if let Some(mode) = layer.mode {
+        agent.mode = mode;
+    }
+    if let Some(turns) = layer.max_turns {
+        agent.max_turns = turns.max(1);
+    }
+    if let Some(budget) = layer.token_budget {
+        agent.token_budget = Some(budget).filter(|b| *b > 0);
+    }
+    if let Some(limit) = layer.context_limit {
+        agent.context_limit = Some(limit).filter(|l| *l > 0);
+    }
+    if let Some(threshold) = layer.compact_threshold {
+        agent.compact_threshold = threshold;
+    }
+    if let Some(prompt) = layer.system_prompt {
+        agent.system_prompt = Some(prompt).filter(|p| !p.trim().is_empty());
+    }
+    if let Some(price) = layer.price {
+        agent.price = Some(price);
     }
 }
 

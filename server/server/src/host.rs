@@ -121,6 +121,8 @@ pub struct Host {
     /// The MCP servers of `[mcp.servers.*]` and their tools (none started until
     /// [`Host::start_mcp_servers`] or a call names one of their tools).
     mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
+    /// The permission modes of the own agent's running calls (docs/agent.md).
+    agent_permissions: Arc<crate::agent::AgentPermissions>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -282,6 +284,16 @@ impl Host {
         };
         capabilities.insert(cache);
         let mcp = mcp_bridge(config, &registry, &options.roots, &questions);
+        // The own agent's permission modes: its calls may ask first, on the question channel.
+        let agent_permissions = Arc::new(crate::agent::AgentPermissions::new(
+            Box::new(registry.annotations_lookup()),
+            Arc::clone(&review),
+        ));
+        registry.add_pre_execute(agent_permissions.clone());
+        registry.set_approval_channel(Some(Arc::new(crate::agent::QuestionApproval {
+            questions: Arc::clone(&questions),
+            review: Arc::clone(&review),
+        })));
         registry.add_guard(Arc::new(crate::interact::RunCompleteGuard(Arc::clone(&interaction))));
         registry.add_guard(Arc::new(crate::interact::PlanModeGuard {
             state: Arc::clone(&interaction),
@@ -309,6 +321,7 @@ impl Host {
             interaction,
             questions,
             mcp,
+            agent_permissions,
         })
     }
 
@@ -408,6 +421,11 @@ impl Host {
     /// Plan mode, the structured-output run and the todo list of the session.
     pub fn interaction(&self) -> &Arc<crate::interact::SessionInteraction> {
         &self.interaction
+    }
+
+    /// The permission modes of the own agent's running calls.
+    pub fn agent_permissions(&self) -> &Arc<crate::agent::AgentPermissions> {
+        &self.agent_permissions
     }
 
     /// The session's question channel.

@@ -95,6 +95,11 @@ impl SessionInteraction {
         }
     }
 
+    /// Whether the session is in plan mode now.
+    pub fn plan_active(&self) -> bool {
+        *lock(&self.plan)
+    }
+
     /// `toolhost/setPlanMode`: switches plan mode (logged) and returns the state.
     pub async fn set_plan_mode(&self, active: Option<bool>) -> PlanModeState {
         if let Some(active) = active {

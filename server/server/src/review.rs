@@ -22,6 +22,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 600_000;
 struct CallLabel {
     title: String,
     caller: Option<String>,
+    /// Reviewed whatever the session's mode.
+    forced: bool,
 }
 
 /// Who answers reviews: the editor (`toolhost/review`), or a script in tests.
@@ -103,7 +105,11 @@ impl SessionReview {
     /// Remembers how a call is shown while it runs (its question carries the title and caller).
     pub fn begin_call(&self, call_id: &str, title: &str, caller: Option<&str>) {
         if let Ok(mut calls) = self.calls.lock() {
-            let label = CallLabel { title: title.to_owned(), caller: caller.map(str::to_owned) };
+            let label = CallLabel {
+                title: title.to_owned(),
+                caller: caller.map(str::to_owned),
+                forced: false,
+            };
             calls.insert(call_id.to_owned(), label);
         }
     }
@@ -112,6 +118,20 @@ impl SessionReview {
     pub fn call_label(&self, call_id: &str) -> Option<(String, Option<String>)> {
         let calls = self.calls.lock().ok()?;
         calls.get(call_id).map(|l| (l.title.clone(), l.caller.clone()))
+    }
+
+    /// Reviews call `call_id`'s changes whatever the session's mode (the agent's `ask` mode).
+    pub fn force_review(&self, call_id: &str) {
+        if let Ok(mut calls) = self.calls.lock()
+            && let Some(label) = calls.get_mut(call_id)
+        {
+            label.forced = true;
+        }
+    }
+
+    /// Whether an editor answers reviews now.
+    pub fn has_reviewer(&self) -> bool {
+        self.editor.lock().is_ok_and(|e| e.is_some())
     }
 
     pub fn end_call(&self, call_id: &str) {
@@ -184,15 +204,16 @@ impl ReviewGate for SessionReview {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, ReviewVerdict> {
         Box::pin(async move {
-            if !self.is_on() {
+            if !self.is_on(&request.call_id) {
                 return ReviewVerdict::NotAsked;
             }
             self.ask(request, cancel).await
         })
     }
 
-    fn is_on(&self) -> bool {
+    fn is_on(&self, call_id: &str) -> bool {
         self.settings().mode == ReviewMode::Ask
+            || self.calls.lock().is_ok_and(|c| c.get(call_id).is_some_and(|l| l.forced))
     }
 }
 

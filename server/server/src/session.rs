@@ -123,11 +123,43 @@ pub fn list(sessions_dir: &Path, root: &Path, all: bool) -> ListSessionsResult {
     }
 }
 
+/// The own agent's conversation (`agent/*` records) of a session, each placed after the card of
+/// the call that precedes it in the log.
+fn conversation_of(
+    view: toolhost_session::SessionView,
+) -> Vec<toolhost_protocol::lsp_ext::ConversationRecord> {
+    let mut calls = view.calls.iter().peekable();
+    let mut after_call = None;
+    let mut records = Vec::with_capacity(view.conversation.len());
+    for (seq, kind, data) in view.conversation {
+        while let Some(call) = calls.next_if(|c| c.seq < seq) {
+            after_call = Some(call.call_id.clone());
+        }
+        records.push(toolhost_protocol::lsp_ext::ConversationRecord {
+            seq,
+            kind,
+            data,
+            after_call: after_call.clone(),
+        });
+    }
+    records
+}
+
 /// The cards of the session logged at `log`, rebuilt from the log alone; the registry tells
 /// which calls were rendered by another renderer version than today's.
 pub fn replay(registry: &Registry, log: &Path) -> Result<Vec<ReplayedCall>, SessionError> {
+    replay_with_conversation(registry, log).map(|(cards, _)| cards)
+}
+
+/// [`replay`], and the agent's conversation placed between the cards.
+pub fn replay_with_conversation(
+    registry: &Registry,
+    log: &Path,
+) -> Result<(Vec<ReplayedCall>, Vec<toolhost_protocol::lsp_ext::ConversationRecord>), SessionError>
+{
     let view = toolhost_session::read_session(log)?;
-    Ok(toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
+    let cards = toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
         registry.contains(tool).then(|| registry.renderer_version(tool))
-    }))
+    });
+    Ok((cards, conversation_of(view)))
 }

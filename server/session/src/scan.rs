@@ -39,6 +39,13 @@ pub fn is_state_event(kind: &str) -> bool {
     kind.starts_with("todo/") || kind.starts_with("plan/") || kind.starts_with("structured/")
 }
 
+/// Whether events of `kind` are the conversation of toolhost's own agent (`agent/run`,
+/// `agent/message`, `agent/usage`, `agent/compaction`, `agent/end`): kept for replay and for a
+/// chat that continues.
+pub fn is_conversation_event(kind: &str) -> bool {
+    kind.starts_with("agent/")
+}
+
 /// The typed payload of a record.
 #[derive(Debug)]
 pub(crate) enum Event {
@@ -49,6 +56,11 @@ pub(crate) enum Event {
     /// Session state a tool changed (`todo/write`, `plan/mode`, `structured/*`): kept for the
     /// host that resumes the session.
     State {
+        kind: String,
+        data: Value,
+    },
+    /// A record of the agent's conversation, kept as written.
+    Conversation {
         kind: String,
         data: Value,
     },
@@ -219,6 +231,9 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
         (Data::Raw(data), FS_CHANGE) => Event::Change(serde_json::from_value(data).map_err(typed)?),
         (Data::Raw(data), kind) if env.ignorable && is_state_event(kind) => {
             Event::State { kind: env.kind, data }
+        }
+        (Data::Raw(data), kind) if env.ignorable && is_conversation_event(kind) => {
+            Event::Conversation { kind: env.kind, data }
         }
         (Data::Raw(_), _) if env.ignorable => Event::Ignored,
         (Data::Raw(_), _) => return Err(LineError::Unknown(env.kind)),

@@ -42,6 +42,8 @@ pub struct SessionView {
     /// Session state events (`todo/write`, `plan/mode`, `structured/run`, `structured/output`) as
     /// `(seq, type, data)`, in log order.
     pub state: Vec<(u64, String, Value)>,
+    /// The agent's conversation records (`agent/*`) as `(seq, type, data)`, in log order.
+    pub conversation: Vec<(u64, String, Value)>,
     /// Number of envelopes read, i.e. the seq the next append would get.
     pub next_seq: u64,
     /// Bytes of a torn tail that were ignored (a live writer mid-append, or a crash not yet
@@ -88,6 +90,7 @@ pub(crate) fn build_view(
     let mut observed_at: HashMap<String, usize> = HashMap::new();
     let mut changes = Vec::new();
     let mut state = Vec::new();
+    let mut conversation = Vec::new();
     for record in scan.records {
         match record.event {
             Event::Call(call) => {
@@ -131,6 +134,7 @@ pub(crate) fn build_view(
             },
             Event::Change(change) => changes.push(change),
             Event::State { kind, data } => state.push((record.seq, kind, data)),
+            Event::Conversation { kind, data } => conversation.push((record.seq, kind, data)),
             Event::Ignored => {}
         }
     }
@@ -140,6 +144,7 @@ pub(crate) fn build_view(
         observed,
         changes,
         state,
+        conversation,
         next_seq: scan.next_seq,
         torn_tail_bytes: scan.torn_len as u64,
     })

@@ -558,6 +558,16 @@ impl SessionLog {
         self.queue.hold(Item { kind: FS_CHANGE.to_owned(), data, ignorable: true, time: None })
     }
 
+    /// Enqueues an event without waiting: it is committed with the next batch, before anything
+    /// enqueued or appended after it, so records written this way keep their order with the
+    /// calls around them (the agent's conversation between its tool calls). Same checks as
+    /// [`append`](Self::append); errors of the write surface on the next awaited append or
+    /// [`flush`](Self::flush).
+    pub fn enqueue(&self, kind: &str, data: Value, ignorable: bool) -> Result<(), SessionError> {
+        validate_event(kind, &data, ignorable)?;
+        self.queue.hold(Item { kind: kind.to_owned(), data, ignorable, time: None })
+    }
+
     /// A `'static` observer closure for `Ledger::with_observer` (same semantics as
     /// [`observe`](Self::observe)).
     pub fn observer(&self) -> ObserveFn {

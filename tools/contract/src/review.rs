@@ -46,8 +46,10 @@ pub trait ReviewGate: Send + Sync {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, ReviewVerdict>;
 
-    /// Whether changes are reviewed in this session now (cheap: checked before computing hunks).
-    fn is_on(&self) -> bool;
+    /// Whether call `call_id`'s changes are reviewed (the session's review mode, or a policy
+    /// that asks for this call — the agent's `ask` permission mode). Cheap: checked before
+    /// computing hunks.
+    fn is_on(&self, call_id: &str) -> bool;
 }
 
 /// The capability as tools get it.

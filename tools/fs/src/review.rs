@@ -73,7 +73,7 @@ impl Reviewed {
 
 /// The session's review gate, when it reviews changes now.
 pub(crate) fn gate(cx: &ToolContext) -> Option<ReviewHandle> {
-    cx.capability::<ReviewHandle>().filter(|g| g.is_on())
+    cx.capability::<ReviewHandle>().filter(|g| g.is_on(cx.call_id()))
 }
 
 fn review_error(code: &str, message: String) -> ToolError {

@@ -509,11 +509,12 @@ fn replay_session(
             .map_err(|e| ErrorObject::invalid_params(e.to_string()))?
             .join(toolhost_session::LOG_FILE_NAME)
     };
-    let calls = session::replay(host.registry(), &path).map_err(|e| {
-        ErrorObject::new(-32001, format!("cannot replay session {}: {e}", params.session_id))
-            .with_data(json!({"code": e.code()}))
-    })?;
-    Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect() })
+    let (calls, conversation) =
+        session::replay_with_conversation(host.registry(), &path).map_err(|e| {
+            ErrorObject::new(-32001, format!("cannot replay session {}: {e}", params.session_id))
+                .with_data(json!({"code": e.code()}))
+        })?;
+    Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect(), conversation })
 }
 
 #[derive(Deserialize)]
