@@ -694,7 +694,7 @@ mod tests {
     #[test]
     fn modes_ask_for_what_they_promise() {
         let read = ToolAnnotations { read_only: true, ..ToolAnnotations::default() };
-        let edit = ToolAnnotations { destructive: true, ..ToolAnnotations::default() };
+        let edit = ToolAnnotations { destructive: true, open_world: false, ..ToolAnnotations::default() };
         let bash = ToolAnnotations { destructive: true, open_world: true, ..Default::default() };
         let other = ToolAnnotations::default();
         for (mode, expect) in [
