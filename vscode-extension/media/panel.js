@@ -539,6 +539,8 @@
       spill: button.dataset.spill !== undefined ? Number(button.dataset.spill) : undefined,
       review: button.dataset.review,
       op: button.dataset.op,
+      // a web card's source (`openUrl`): the extension checks it before opening anything
+      url: button.dataset.url,
     });
     return true;
   }

@@ -7,9 +7,10 @@
 // (collapsed to the last lines), the exit pill and links to spilled output; every pending card
 // offers Stop, every completed diff card Revert and Revert since here. Todo, question, plan and
 // structured cards are drawn from their `data` (dataCards.ts), the cards of tools external MCP
-// servers provide through the bridge (`mcp`) by mcpCard.ts; a kind without a view here (fetch, or
-// a tool's own kind), or data of the wrong shape, is drawn as generic: its Native text. Pure: no
-// `vscode` import.
+// servers provide through the bridge (`mcp`) by mcpCard.ts, the web tools' cards (`fetch`:
+// web_search's sources and web_fetch's page, as buttons that open the URL in the browser) by
+// webCard.ts; a kind without a view here (a tool's own kind), data of the wrong shape, or a failed
+// web card (its error is its text) is drawn as generic: its Native text. Pure: no `vscode` import.
 
 import { lineHtml, parseAnsi } from './ansi';
 import { dataCardHtml, isDataView, type DataView } from './dataCards';
@@ -19,6 +20,7 @@ import type { Card, Hunk, ReadView, SearchView, TerminalView } from './protocol'
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './protocol';
 import { isRevertible } from './revert';
 import { collapseLines, COLLAPSED_LINES, exitPills } from './terminal';
+import { webCardHtml, webDataOf } from './webCard';
 
 export { escapeHtml };
 
@@ -231,20 +233,24 @@ function nativeHtml(text: string, collapsible: boolean, failed: boolean): string
 }
 
 /** The views the panel draws. */
-export type CardView = 'diff' | 'read' | 'search' | 'terminal' | DataView | 'mcp' | 'generic';
+export type CardView = 'diff' | 'read' | 'search' | 'terminal' | DataView | 'mcp' | 'web' | 'generic';
 
 /** The view a card is drawn with (the branches of `card::to_text`): diff, read, search and terminal
  * when the card carries what they show; todo, question, plan and structured when their `data` has
  * its shape (also when failed: the error goes under what was asked); mcp when its data names the
- * server and the tool; every other kind — fetch, generic, or a kind only its tool knows — is
- * generic (the Native text), and so is a terminal card without its `terminal` view (an older
- * server) or a failed one (the error is its text). */
+ * server and the tool; web when a fetch card's data is the web tools' (webCard.ts) and the call
+ * did not fail; every other kind — generic, or a kind only its tool knows — is generic (the
+ * Native text), and so is a terminal card without its `terminal` view (an older server), a failed
+ * terminal or web card (the error is its text). */
 export function cardView(card: Card): CardView {
   if (isDataView(card.kind) && dataCardHtml(card) !== undefined) {
     return card.kind;
   }
   if (mcpDataOf(card) !== undefined) {
     return 'mcp';
+  }
+  if (card.kind === 'fetch' && card.status !== 'failed' && webDataOf(card) !== undefined) {
+    return 'web';
   }
   if (card.kind === 'diff' && card.hunks) {
     return 'diff';
@@ -279,6 +285,11 @@ function bodyHtml(card: Card, view: CardView): { body: string; nativeShown: bool
   if (mcp) {
     // The text is the body here (shown whole or folded), so no second copy under "Native text".
     return { body: mcpCardHtml(card, mcp), nativeShown: true };
+  }
+  const web = view === 'web' ? webDataOf(card) : undefined;
+  if (web) {
+    // The page (or the search's text) stays under "Native text", folded.
+    return { body: webCardHtml(card, web), nativeShown: false };
   }
   if (isDataView(view)) {
     const body = dataCardHtml(card) ?? '';

@@ -1,9 +1,10 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
 // first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
 // every piece of live output; media/panel.js places it and turns clicks and keys into action
-// messages (Stop, open a spilled output file, Revert, …). Above the cards: the forms of the open
-// questions (`toolhost/askUser`), the summaries of the open reviews (review mode) with their
-// buttons, and the session's todo list (the latest todo card's, pinned).
+// messages (Stop, open a spilled output file, Revert, open a web card's source in the browser, …).
+// Above the cards: the forms of the open questions (`toolhost/askUser`), the summaries of the open
+// reviews (review mode) with their buttons, and the session's todo list (the latest todo card's,
+// pinned).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -12,6 +13,7 @@ import type { CardStore } from './cardStore';
 import { pinnedTodosHtml } from './dataCards';
 import type { Card } from './protocol';
 import { isObject } from './protocol';
+import { openableUrl } from './webCard';
 
 export const VIEW_ID = 'toolhost.cards';
 
@@ -227,6 +229,15 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       case 'openSpill':
         await this.actions.openSpill(card, spill);
         break;
+      case 'openUrl': {
+        // A web card's source or page: checked again here (http/https, and one the card shows),
+        // since the page's message is not trusted to name what the browser opens.
+        const url = openableUrl(card, message.url);
+        if (url !== undefined) {
+          await vscode.env.openExternal(vscode.Uri.parse(url, true));
+        }
+        break;
+      }
       case 'revert':
       case 'revertSince':
         await this.actions.revert(card, message.action === 'revertSince');

@@ -4085,5 +4085,128 @@ test('mcp (real server): an MCP server’s tools through the bridge: cards, :Too
   end
 end)
 
+test('web cards: <CR> on a source or the page line opens its URL with vim.ui.open (http/https only)', function()
+  local cards = require('toolhost.cards')
+  local search = {
+    callId = 'call_web1',
+    tool = 'web_search',
+    status = 'completed',
+    kind = 'fetch',
+    title = 'Search greet in C',
+    text = 'Sources:\n- [Writing a <greet> function](https://example.com/c/greet?a=1&b=2)',
+    locations = {},
+    rendered = table.concat({
+      'web_search Search greet in C · completed',
+      '- Writing a <greet> function <https://example.com/c/greet?a=1&b=2>',
+      '- https://example.org/stdio <https://example.org/stdio>',
+      '- Evil <javascript:alert(1)>',
+      '- Local file <file:///etc/passwd>',
+      '(more sources were left out)',
+    }, '\n'),
+    data = {
+      queries = { 'greet in C' },
+      sources = {
+        { url = 'https://example.com/c/greet?a=1&b=2', title = 'Writing a <greet> function' },
+        { url = 'https://example.org/stdio' },
+        { url = 'javascript:alert(1)', title = 'Evil' },
+        { url = 'file:///etc/passwd', title = 'Local file' },
+      },
+      truncated = true,
+    },
+  }
+  local fetch = {
+    callId = 'call_web2',
+    tool = 'web_fetch',
+    status = 'completed',
+    kind = 'fetch',
+    title = 'Fetch http://127.0.0.1:8080/guide',
+    text = 'Fetched http://127.0.0.1:8080/guide (HTTP 200)\n\nA greeting function takes a name.',
+    locations = {},
+    rendered = table.concat({
+      'web_fetch Fetch http://127.0.0.1:8080/guide · completed',
+      'http://127.0.0.1:8080/guide · HTTP 200 · "Guide" · 633 bytes',
+      'A greeting function takes a name.',
+    }, '\n'),
+    data = {
+      url = 'http://127.0.0.1:8080/guide',
+      finalUrl = 'https://example.net/guide/',
+      status = 200,
+      statusCode = 200,
+      title = 'Guide',
+      size = 633,
+      truncated = false,
+      cached = false,
+    },
+  }
+  local opened, notes = {}, {}
+  local open, notify = vim.ui.open, vim.notify
+  vim.ui.open = function(url)
+    table.insert(opened, url)
+    return nil, nil
+  end
+  vim.notify = function(msg)
+    table.insert(notes, msg)
+  end
+  local ok, err = pcall(function()
+    -- oldest first, as the server sends a replay: the search card is drawn first (newest)
+    local buf = cards.open_replay('20000101-000000-000042', { fetch, search })
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq(lines[2], '- Writing a <greet> function <https://example.com/c/greet?a=1&b=2>', 'a source line')
+    H.eq(lines[9], 'http://127.0.0.1:8080/guide · HTTP 200 · "Guide" · 633 bytes', 'the fetch header line')
+    local function press(row)
+      vim.api.nvim_win_set_cursor(0, { row, 0 })
+      vim.api.nvim_feedkeys(vim.keycode('<CR>'), 'x', false)
+      H.eq(vim.api.nvim_get_current_buf(), buf, '<CR> on a web line stays in the cards buffer')
+    end
+    press(2)
+    press(3)
+    H.eq(opened, { 'https://example.com/c/greet?a=1&b=2', 'https://example.org/stdio' }, 'the sources under the cursor')
+    press(9)
+    H.eq(opened[3], 'https://example.net/guide/', 'the header line opens where the fetch ended (finalUrl)')
+    -- never a URL that is not http(s): <CR> there is what it is on any card without a location
+    opened = {}
+    for _, row in ipairs({ 4, 5, 1, 6, 10 }) do
+      press(row)
+    end
+    H.eq(opened, {}, 'javascript:, file:, the title, the "more" line and the preview open nothing')
+    H.eq(#notes, 5, 'each says there is no location: ' .. vim.inspect(notes))
+    H.check(notes[1]:find('no location', 1, true) ~= nil, notes[1])
+
+    -- url_at directly: the header without finalUrl, other kinds, forged lines
+    local no_final = vim.deepcopy(fetch)
+    no_final.data.finalUrl = vim.NIL
+    H.eq(cards.url_at({ card = no_final, index = 2 }), 'http://127.0.0.1:8080/guide', 'url when there is no finalUrl')
+    local generic = vim.tbl_extend('force', fetch, { kind = 'generic' })
+    H.eq(cards.url_at({ card = generic, index = 2 }), nil, 'only fetch cards')
+    local failed = vim.tbl_extend('force', fetch, { status = 'failed' })
+    H.eq(cards.url_at({ card = failed, index = 2 }), nil, 'not a failed fetch')
+    local forged = vim.deepcopy(search)
+    forged.rendered = 'web_search Search x · completed\n- x <https://not-a-source.example/>'
+    H.eq(cards.url_at({ card = forged, index = 2 }), nil, 'only the URLs of the card’s sources')
+    local js = vim.deepcopy(fetch)
+    js.data.url, js.data.finalUrl = 'javascript:alert(1)', vim.NIL
+    js.rendered = 'web_fetch Fetch javascript:alert(1) · completed\njavascript:alert(1) · HTTP 200'
+    H.eq(cards.url_at({ card = js, index = 2 }), nil, 'a javascript: page is not opened')
+    for url, want in pairs({
+      ['https://example.com'] = true,
+      ['HTTP://EXAMPLE.COM/x'] = true,
+      ['javascript:alert(1)'] = false,
+      ['javascript://example.com/%0aalert(1)'] = false,
+      ['file:///etc/passwd'] = false,
+      ['https://'] = false,
+      ['https:///path'] = false,
+      ['https://a b/'] = false,
+      ['https://example.com/\n'] = false,
+      [''] = false,
+    }) do
+      H.eq(cards.is_web_url(url), want, 'is_web_url ' .. vim.inspect(url))
+    end
+  end)
+  vim.ui.open, vim.notify = open, notify
+  if not ok then
+    error(err, 0)
+  end
+end)
+
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

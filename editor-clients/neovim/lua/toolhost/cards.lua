@@ -965,6 +965,53 @@ function M.target(li)
   return nil
 end
 
+--- Whether `url` is one a cards buffer may hand to |vim.ui.open()|: an absolute `http://` or
+--- `https://` URL with a host and no whitespace or control characters (never `javascript:`,
+--- `file:` or a path).
+---@param url any
+---@return boolean
+function M.is_web_url(url)
+  if type(url) ~= 'string' or url:find('[%s%c]') then
+    return false
+  end
+  local scheme, rest = url:match('^(%a[%w+.-]*)://(.*)$')
+  scheme = scheme and scheme:lower()
+  return (scheme == 'http' or scheme == 'https') and rest:match('^[^/?#]') ~= nil
+end
+
+--- The web page a cards-buffer line of a `fetch` card (`web_search`, `web_fetch`) points at: on a
+--- search card's source line (`- <title or url> <<url>>`) that source's URL, on a fetch card's
+--- header line (`<url> · HTTP 200 · …`) the page it ended at (`finalUrl`, else `url`). Only
+--- http(s) URLs (|M.is_web_url|); nil on any other line or card.
+---@param li toolhost.LineInfo
+---@return string? url
+function M.url_at(li)
+  local card = li and li.card
+  if not card or card.kind ~= 'fetch' or li.index < 2 or type(card.data) ~= 'table' then
+    return nil
+  end
+  local data = card.data
+  local line = M.split(card.rendered or '')[li.index]
+  if not line then
+    return nil
+  end
+  if type(data.sources) == 'table' then
+    -- The source whose line this is: `rendered` writes `- ` .. (title or url) .. ` <` .. url .. `>`.
+    for _, source in ipairs(data.sources) do
+      local url = type(source) == 'table' and source.url or nil
+      if type(url) == 'string' and vim.startswith(line, '- ') and vim.endswith(line, ' <' .. url .. '>') then
+        return M.is_web_url(url) and url or nil
+      end
+    end
+    return nil
+  end
+  if li.index == 2 and card.status == 'completed' and type(data.url) == 'string' and vim.startswith(line, data.url) then
+    local final = type(data.finalUrl) == 'string' and data.finalUrl ~= '' and data.finalUrl or data.url
+    return M.is_web_url(final) and final or nil
+  end
+  return nil
+end
+
 --- Creates (or finds) a `nofile` scratch buffer named `name`.
 ---@param name string
 ---@param filetype string
@@ -1060,14 +1107,23 @@ function M.open_output(card, client_id)
   return buf
 end
 
---- <CR> in a cards buffer: open the card's location in the previous window; on a terminal or MCP
---- card, its full output (|M.open_output|).
+--- <CR> in a cards buffer: on a web card's source or page line, open that URL with
+--- |vim.ui.open()| (|M.url_at|); else open the card's location in the previous window; on a
+--- terminal or MCP card, its full output (|M.open_output|).
 ---@param buf? integer
 function M.jump(buf)
   buf = buf or vim.api.nvim_get_current_buf()
   local row = vim.api.nvim_win_get_cursor(0)[1]
   local li = (line_info[buf] or {})[row]
   if not li then
+    return
+  end
+  local url = M.url_at(li)
+  if url then
+    local ok, cmd, err = pcall(vim.ui.open, url)
+    if not ok or (cmd == nil and err) then
+      vim.notify(('toolhost: cannot open %s: %s'):format(url, tostring(ok and err or cmd)), vim.log.levels.WARN)
+    end
     return
   end
   if M.is_terminal(li.card) or require('toolhost.mcp').is_card(li.card) then
@@ -1178,7 +1234,7 @@ local function scratch(name)
   local buf = named_scratch(name, 'toolhost-cards')
   vim.keymap.set('n', '<CR>', function()
     M.jump(buf)
-  end, { buffer = buf, desc = 'toolhost: jump to the card location (a terminal card: its full output)' })
+  end, { buffer = buf, desc = 'toolhost: open what the line points at (its location, full output or web page)' })
   vim.keymap.set('n', '<C-c>', function()
     require('toolhost').stop_call()
   end, { buffer = buf, desc = 'toolhost: stop the running call under the cursor (or the newest one)' })
