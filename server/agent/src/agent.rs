@@ -444,14 +444,17 @@ async fn run_calls(
                 name: call.function.name.clone(),
             });
         }
+        // Built before the await (a future does nothing until polled): a closure kept in the
+        // stream would make this future not `Send` for every lifetime, and callers spawn it.
+        let pending: Vec<BoxFuture<'_, ToolOutcome>> = calls[next..end]
+            .iter()
+            .zip(&parsed[next..end])
+            .map(|(call, args)| {
+                tools.call(&call.id, &call.function.name, args.clone(), cancel.clone())
+            })
+            .collect();
         let group: Vec<ToolOutcome> =
-            futures::stream::iter(calls[next..end].iter().zip(&parsed[next..end]))
-                .map(|(call, args)| {
-                    tools.call(&call.id, &call.function.name, args.clone(), cancel.clone())
-                })
-                .buffered(max_parallel)
-                .collect()
-                .await;
+            futures::stream::iter(pending).buffered(max_parallel).collect().await;
         for (call, outcome) in calls[next..end].iter().zip(group) {
             on_event(AgentEvent::ToolFinished {
                 call_id: call.id.clone(),

@@ -234,6 +234,65 @@ pub mod methods {
     pub const MCP_SERVERS: &str = "toolhost/mcpServers";
     /// Server→client notification (`McpServersResult`): an MCP server's state or tools changed.
     pub const MCP_SERVERS_CHANGED: &str = "toolhost/mcpServersChanged";
+    /// Client→server request: run toolhost's own agent on a prompt (a new chat, or the next
+    /// prompt of one); answered when the run ends, cancelled with `$/cancelRequest`.
+    pub const AGENT_PROMPT: &str = "toolhost/agentPrompt";
+    /// Server→client notification: what a running agent prompt streams (text, reasoning, calls,
+    /// usage, compaction, retries).
+    pub const AGENT_UPDATE: &str = "toolhost/agentUpdate";
+}
+
+/// Params of `toolhost/agentPrompt`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPromptParams {
+    pub prompt: String,
+    /// The chat this prompt continues (its conversation so far is sent along); a new chat when
+    /// absent or unknown to this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The permission mode for this prompt (`ask`, `accept-edits`, `plan`, `auto`); the
+    /// configuration's `[agent] mode` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The model for this prompt; `[agent] model` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Result of `toolhost/agentPrompt`: how the run ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPromptResult {
+    pub chat_id: String,
+    pub run_id: String,
+    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cancelled` or `failed`.
+    pub stop: String,
+    pub turns: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    pub usage: crate::session_log::AgentTokens,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// A failed run's error: `CODE: message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Params of `toolhost/agentUpdate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUpdateParams {
+    pub chat_id: String,
+    pub run_id: String,
+    /// One of: `{type: "text", text}`, `{type: "reasoning", text}`, `{type: "toolCall", callId,
+    /// name, card}`, `{type: "toolResult", callId, name, isError, text, card}`, `{type: "usage",
+    /// promptTokens, completionTokens, totalTokens, cachedTokens}`, `{type: "compaction",
+    /// tokensBefore, tokensAfter, pruned, summarized}`, `{type: "retry", attempt, delayMs,
+    /// reason}` — the same lines `toolhost agent --json` prints.
+    pub update: Value,
 }
 
 /// One configured MCP server as the bridge sees it (`toolhost/mcpServers`,

@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    AskUserParams, AskUserResult, McpServersResult, PlanModeState, SetPlanModeParams,
-    StructuredOutputParams, StructuredOutputState,
+    AgentPromptParams, AgentPromptResult, AgentUpdateParams, AskUserParams, AskUserResult,
+    McpServersResult, PlanModeState, SetPlanModeParams, StructuredOutputParams,
+    StructuredOutputState,
 };
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
@@ -64,6 +65,9 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("StructuredOutputParams", schema_of::<StructuredOutputParams>()),
         ("StructuredOutputState", schema_of::<StructuredOutputState>()),
         ("McpServersResult", schema_of::<McpServersResult>()),
+        ("AgentPromptParams", schema_of::<AgentPromptParams>()),
+        ("AgentPromptResult", schema_of::<AgentPromptResult>()),
+        ("AgentUpdateParams", schema_of::<AgentUpdateParams>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),

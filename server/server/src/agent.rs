@@ -324,11 +324,28 @@ pub enum RunUpdate {
     CallFinished { card: Card, text: String, is_error: bool },
 }
 
+/// What a caller holds while one of the agent's calls runs (dropped when it ends).
+pub type ScopeGuard = Box<dyn Send>;
+
+/// Where the agent's calls live among the caller's own: `toolhost serve` takes its barrier permit
+/// (so an editor's or an attached agent's calls and the agent's never overlap unsafely) and lists
+/// the call for `toolhost/cancelCall`. `enter` returns the token the call runs under (the agent's,
+/// or a child the caller can cancel on its own) and a guard held until the call ends.
+pub trait CallScope: Send + Sync {
+    fn enter<'a>(
+        &'a self,
+        call_id: &'a str,
+        concurrency_safe: bool,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, (CancellationToken, ScopeGuard)>;
+}
+
 /// The registry as the agent's tools: each call is a host call on behalf of the agent.
 pub struct HostRunner<'h> {
     host: &'h Host,
     mode: Mutex<PermissionMode>,
     caller: String,
+    scope: Option<Arc<dyn CallScope>>,
     on_update: Box<dyn Fn(RunUpdate) + Send + Sync + 'h>,
 }
 
@@ -343,8 +360,15 @@ impl<'h> HostRunner<'h> {
             host,
             mode: Mutex::new(mode),
             caller: caller.into(),
+            scope: None,
             on_update: Box::new(on_update),
         }
+    }
+
+    /// Every call runs inside `scope`.
+    pub fn within(mut self, scope: Option<Arc<dyn CallScope>>) -> Self {
+        self.scope = scope;
+        self
     }
 
     /// The mode now (`plan` becomes `accept-edits` once the plan is approved).
@@ -383,11 +407,17 @@ impl ToolRunner for HostRunner<'_> {
             let call_id = new_call_id();
             let mode = self.mode();
             let prepared = self.host.prepare(&call_id, name, args).by(Some(self.caller.clone()));
+            let safe = self.host.registry().concurrency_safe(&prepared.name, &prepared.args);
+            let (cancel, held) = match &self.scope {
+                Some(scope) => scope.enter(&call_id, safe, cancel).await,
+                None => (cancel, Box::new(()) as ScopeGuard),
+            };
             (self.on_update)(RunUpdate::CallStarted { card: self.host.pending_card(&prepared) });
             let permissions = self.host.agent_permissions();
             permissions.begin(&call_id, mode);
             let outcome = self.host.run(prepared, cancel).await;
             permissions.end(&call_id);
+            drop(held);
             let outcome = match outcome {
                 Ok(outcome) => outcome,
                 Err(err) => {
@@ -478,6 +508,15 @@ pub struct RunRequest {
     pub history: Option<(String, Vec<Message>)>,
     /// Who the cards name as the caller.
     pub caller: String,
+    /// The run's id when the caller names it before the run starts (its updates carry it).
+    pub run_id: Option<String>,
+    /// Where each call runs among the caller's own (see [`CallScope`]).
+    pub scope: Option<Arc<dyn CallScope>>,
+}
+
+/// A new run id.
+pub fn new_run_id() -> String {
+    format!("run_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
 /// A finished run with what the caller reports.
@@ -517,7 +556,7 @@ pub async fn run(
     on_update: impl Fn(RunUpdate) + Send + Sync,
 ) -> RunReport {
     use toolhost_agent::log as records;
-    let run_id = format!("run_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
+    let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
     let settings = &request.settings;
     let recorder = Recorder { host, run_id: run_id.clone(), price: settings.price };
     let continues = request.history.as_ref().map(|(id, _)| id.clone());
@@ -535,7 +574,8 @@ pub async fn run(
         host.interaction().set_plan_mode(Some(true)).await;
     }
     let options = settings.options(host.root_display());
-    let runner = HostRunner::new(host, settings.mode, request.caller.clone(), on_update);
+    let runner = HostRunner::new(host, settings.mode, request.caller.clone(), on_update)
+        .within(request.scope.clone());
     let outcome = match ModelClient::new(settings.model_config()) {
         Ok(model) => {
             let mut events = |event: AgentEvent| {
@@ -694,7 +734,8 @@ mod tests {
     #[test]
     fn modes_ask_for_what_they_promise() {
         let read = ToolAnnotations { read_only: true, ..ToolAnnotations::default() };
-        let edit = ToolAnnotations { destructive: true, open_world: false, ..ToolAnnotations::default() };
+        let edit =
+            ToolAnnotations { destructive: true, open_world: false, ..ToolAnnotations::default() };
         let bash = ToolAnnotations { destructive: true, open_world: true, ..Default::default() };
         let other = ToolAnnotations::default();
         for (mode, expect) in [

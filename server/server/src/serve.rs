@@ -17,6 +17,7 @@
 //! [`EXIT_GRACE`], stops its language servers and every child process, flushes the session log
 //! and exits (0 after `shutdown` then `exit`, 1 otherwise).
 
+mod agent;
 mod attach;
 mod documents;
 mod handlers;
@@ -99,6 +100,10 @@ struct ServerState {
     /// Set when the client's `initialized` arrived: notifications of our own may go out then
     /// (not before the initialize result).
     client_initialized: tokio::sync::watch::Sender<bool>,
+    /// `[agent]` of the resolved configuration (set by initialize).
+    agent_settings: OnceLock<crate::agent::AgentSettings>,
+    /// The own agent's chats of this connection.
+    chats: agent::Chats,
 }
 
 impl ServerState {
@@ -214,6 +219,8 @@ pub async fn serve(options: ServeOptions) -> u8 {
         watch_events: OnceLock::new(),
         attach_socket: Mutex::new(None),
         client_initialized: tokio::sync::watch::channel(false).0,
+        agent_settings: OnceLock::new(),
+        chats: Mutex::new(HashMap::new()),
     });
 
     // The reader: a plain thread, so a read blocked on a silent editor never holds up exit.

@@ -106,6 +106,8 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
         prompt: task.to_owned(),
         history: None,
         caller: CALLER.to_owned(),
+        run_id: None,
+        scope: None,
     };
     let report = own_agent::run(host, request, &cancel, &mut on_event, on_update).await;
     interrupt.abort();

@@ -99,6 +99,12 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
                 run_call(&task_state, p.name, p.arguments, p.call_id, None, None).await
             });
         }
+        methods::AGENT_PROMPT => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::AgentPromptParams = params(raw, false)?;
+                super::agent::prompt(&task_state, p).await
+            });
+        }
         methods::SET_REVIEW => {
             spawn(state, id, async move {
                 let p: toolhost_protocol::lsp_ext::SetReviewParams = params(raw, true)?;
@@ -285,6 +291,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    let _ = state.agent_settings.set(config.agent.clone());
     let sessions = session::sessions_dir(&config, state.options.session_dir.as_deref())
         .map_err(|e| ErrorObject::internal(e.to_string()))?;
     let id = requested.unwrap_or_else(toolhost_session::new_session_id);
@@ -481,7 +488,7 @@ pub(super) async fn run_call(
 
 /// A barrier permit, held (never read) until the call ends.
 #[allow(dead_code)]
-enum Permit {
+pub(super) enum Permit {
     Shared(tokio::sync::OwnedRwLockReadGuard<()>),
     Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
 }

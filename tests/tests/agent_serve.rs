@@ -1,0 +1,312 @@
+//! toolhost's own agent from the editor: `toolhost/agentPrompt` on `toolhost serve` against a
+//! scripted chat completions server on 127.0.0.1. A prompt streams its answer and its calls'
+//! cards (`toolhost/agentUpdate`, `toolhost/card` naming the agent as the caller) and answers with
+//! the run's end; the next prompt of the chat continues the conversation; `$/cancelRequest` (the
+//! editor's Stop) ends the run `cancelled` and recorded; `ask` mode asks the editor before a
+//! write; a chat answers one prompt at a time.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "../../server/agent/tests/support/sse.rs"]
+mod sse;
+
+use serde_json::{Value, json};
+use server::{Env, raw_request, wait_response};
+use sse::{Answer, server as model_server};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
+
+fn calling(calls: &[(&str, &str)]) -> Answer {
+    let fragments: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            json!({"index": i, "id": format!("m{i}"), "type": "function",
+                   "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    Answer::sse(&[
+        json!({"choices": [{"delta": {"tool_calls": fragments}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 10,
+               "total_tokens": 130}}),
+    ])
+}
+
+/// An answer streamed in pieces.
+fn answering(pieces: &[&str]) -> Answer {
+    let mut chunks: Vec<Value> =
+        pieces.iter().map(|p| json!({"choices": [{"delta": {"content": p}}]})).collect();
+    chunks.push(json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}));
+    chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": 7,
+                       "total_tokens": 207}}));
+    Answer::sse(&chunks)
+}
+
+/// `[agent]` in the user's configuration (the endpoint is never a workspace's or an editor
+/// setting's say in an untrusted workspace).
+fn agent_options(env: &Env, base: &str, mode: &str) -> Value {
+    let dir = env.config.join("toolhost");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[agent]\nbase_url = \"{base}\"\napi_key_env = \"\"\nmode = \"{mode}\"\n\n\
+             [agent.price]\ninput = 1.0\noutput = 2.0\n"
+        ),
+    )
+    .unwrap();
+    json!({})
+}
+
+/// An editor that answers every `toolhost/askUser` with `answer`, keeping what it was asked.
+fn editor(env: &Env, options: Value, answer: Option<Value>) -> (Client, Arc<Mutex<Vec<Value>>>) {
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let handler: RequestHandler = {
+        let asked = Arc::clone(&asked);
+        Arc::new(move |method, params| {
+            if method != "toolhost/askUser" {
+                return Err((-32601, format!("unhandled {method}")));
+            }
+            asked.lock().unwrap().push(params.clone());
+            answer.clone().ok_or((NO_REPLY, String::new()))
+        })
+    };
+    let mut client = env.spawn_with(&[], handler);
+    let capabilities = json!({"experimental": {"toolhost": {"askUser": true}}});
+    client.initialize(&env.root, options, capabilities).unwrap();
+    (client, asked)
+}
+
+fn updates(client: &Client, run_id: &str) -> Vec<Value> {
+    client
+        .seen
+        .iter()
+        .filter(|n| n["method"] == "toolhost/agentUpdate" && n["params"]["runId"] == run_id)
+        .map(|n| n["params"]["update"].clone())
+        .collect()
+}
+
+fn log_events(env: &Env) -> Vec<Value> {
+    let logs = env.session_logs();
+    assert_eq!(logs.len(), 1, "one session");
+    std::fs::read_to_string(&logs[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_streams_its_answer_and_cards_and_the_next_prompt_continues_the_chat() {
+    let env = Env::new();
+    env.write("a.txt", "hello world\n");
+    let model = model_server(|n, _| match n {
+        0 => calling(&[("read", r#"{"file_path":"a.txt"}"#)]),
+        1 => {
+            calling(&[("edit", r#"{"file_path":"a.txt","old_string":"hello","new_string":"hi"}"#)])
+        }
+        2 => answering(&["Done: ", "a.txt says hi."]),
+        _ => answering(&["It said hello before."]),
+    })
+    .await;
+    let (env, bodies) = (Arc::new(env), Arc::clone(&model.bodies));
+    let options = agent_options(&env, &model.base, "auto");
+    let task_env = Arc::clone(&env);
+    tokio::task::spawn_blocking(move || {
+        let env = task_env;
+        let (mut client, _) = editor(&env, options, None);
+        let first =
+            client.request("toolhost/agentPrompt", json!({"prompt": "say hi in a.txt"})).unwrap();
+        assert_eq!(first["stop"], "answered", "{first}");
+        assert_eq!(first["answer"], "Done: a.txt says hi.");
+        assert_eq!(first["turns"], 3);
+        assert_eq!(first["usage"]["promptTokens"], 120 + 120 + 200);
+        assert!(first["cost"].as_f64().unwrap() > 0.0, "{first}");
+        assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "hi world\n");
+
+        // What streamed: each turn's usage once its stream ended, the calls (started, finished,
+        // with their cards), then the answer's pieces.
+        let run_id = first["runId"].as_str().unwrap();
+        let streamed = updates(&client, run_id);
+        let kinds: Vec<&str> = streamed.iter().map(|u| u["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "usage",
+                "toolCall",
+                "toolResult",
+                "usage",
+                "toolCall",
+                "toolResult",
+                "text",
+                "text",
+                "usage"
+            ],
+            "{streamed:#?}"
+        );
+        assert_eq!(streamed[2]["name"], "read");
+        assert_eq!(streamed[5]["card"]["kind"], "diff");
+        assert_eq!(streamed[5]["card"]["caller"], "toolhost agent");
+        let texts: String = streamed
+            .iter()
+            .filter(|u| u["type"] == "text")
+            .map(|u| u["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts, "Done: a.txt says hi.");
+        // The cards also went out as `toolhost/card`, like any call's.
+        let edit_card = client
+            .seen
+            .iter()
+            .find(|n| {
+                n["method"] == "toolhost/card"
+                    && n["params"]["tool"] == "edit"
+                    && n["params"]["status"] == "completed"
+            })
+            .expect("the edit's final card");
+        assert_eq!(edit_card["params"]["caller"], "toolhost agent");
+
+        // The chat goes on: the next request carries the first exchange.
+        let second = client
+            .request(
+                "toolhost/agentPrompt",
+                json!({"prompt": "what did it say before?", "chatId": first["chatId"]}),
+            )
+            .unwrap();
+        assert_eq!(second["chatId"], first["chatId"]);
+        assert_ne!(second["runId"], first["runId"]);
+        assert_eq!(second["answer"], "It said hello before.");
+        client.shutdown().unwrap();
+    })
+    .await
+    .unwrap();
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 4);
+    let messages = bodies[3]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"],
+        "{messages:#?}"
+    );
+    assert_eq!(messages[1]["content"], "say hi in a.txt");
+    assert_eq!(messages[6]["content"], "Done: a.txt says hi.");
+    assert_eq!(messages[7]["content"], "what did it say before?");
+
+    // Both runs are in the log, the second continuing the first.
+    let events = log_events(&env);
+    let runs: Vec<&Value> = events.iter().filter(|e| e["type"] == "agent/run").collect();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["data"]["continues"], runs[0]["data"]["runId"]);
+    let ends: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "agent/end")
+        .map(|e| e["data"]["stop"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["answered", "answered"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_cancels_the_run_which_ends_recorded_and_the_chat_goes_on() {
+    let env = Env::new();
+    let model = model_server(|n, _| match n {
+        0 => {
+            // A first piece, then a long silence: the editor stops the run meanwhile.
+            let mut slow = answering(&["Thinking about it"]);
+            let first = slow.pieces.remove(0);
+            slow.pieces.insert(0, (Duration::from_secs(30), String::new()));
+            slow.pieces.insert(0, first);
+            slow
+        }
+        _ => answering(&["Fine."]),
+    })
+    .await;
+    let env = Arc::new(env);
+    let options = agent_options(&env, &model.base, "auto");
+    let task_env = Arc::clone(&env);
+    tokio::task::spawn_blocking(move || {
+        let env = task_env;
+        let (mut client, _) = editor(&env, options, None);
+        let id = json!(9001);
+        client
+            .write_raw(&raw_request(id.clone(), "toolhost/agentPrompt", json!({"prompt": "think"})))
+            .unwrap();
+        let first_text = client
+            .wait_for(Duration::from_secs(10), |n| {
+                n["method"] == "toolhost/agentUpdate" && n["params"]["update"]["type"] == "text"
+            })
+            .expect("the first piece of the answer");
+        assert_eq!(first_text["params"]["update"]["text"], "Thinking about it");
+        let chat_id = first_text["params"]["chatId"].clone();
+        client.notify("$/cancelRequest", json!({"id": id})).unwrap();
+        let response = wait_response(&mut client, &id, Duration::from_secs(10)).unwrap();
+        assert_eq!(response["error"]["code"], -32800, "{response}");
+        // The run winds down on its own; then the chat takes the next prompt.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let second = loop {
+            let answer = client
+                .request_raw("toolhost/agentPrompt", json!({"prompt": "go on", "chatId": chat_id}))
+                .unwrap();
+            if answer.get("error").is_none() || std::time::Instant::now() > deadline {
+                break answer;
+            }
+            assert_eq!(answer["error"]["code"], -32600, "{answer}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(second["result"]["answer"], "Fine.", "{second}");
+        client.shutdown().unwrap();
+    })
+    .await
+    .unwrap();
+    let events = log_events(&env);
+    let ends: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "agent/end")
+        .map(|e| e["data"]["stop"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["cancelled", "answered"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_mode_asks_the_editor_before_a_write_and_a_refusal_reaches_the_model() {
+    let env = Env::new();
+    let model = model_server(|n, _| match n {
+        0 => calling(&[("write", r#"{"file_path":"new.txt","content":"x\n"}"#)]),
+        _ => answering(&["Understood."]),
+    })
+    .await;
+    let (env, bodies) = (Arc::new(env), Arc::clone(&model.bodies));
+    let options = agent_options(&env, &model.base, "auto");
+    let task_env = Arc::clone(&env);
+    let asked = tokio::task::spawn_blocking(move || {
+        let env = task_env;
+        let deny = json!({"answers": [{"id": "permission", "selected": ["Deny"]}]});
+        let (mut client, asked) = editor(&env, options, Some(deny));
+        let result = client
+            .request("toolhost/agentPrompt", json!({"prompt": "make new.txt", "mode": "ask"}))
+            .unwrap();
+        assert_eq!(result["stop"], "answered", "{result}");
+        let bad = client
+            .request_raw("toolhost/agentPrompt", json!({"prompt": "x", "mode": "yolo"}))
+            .unwrap();
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+        client.shutdown().unwrap();
+        asked.lock().unwrap().clone()
+    })
+    .await
+    .unwrap();
+    assert!(!env.root.join("new.txt").exists(), "a refused write ran");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["intent"], "permission");
+    assert_eq!(asked[0]["tool"], "write");
+    let bodies = bodies.lock().unwrap().clone();
+    let tool = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(tool["content"].as_str().unwrap().starts_with("Error:"), "{tool}");
+}
