@@ -130,6 +130,10 @@ test('plugin loads lazily and works without setup()', function()
     'hl-ToolhostTodoActive',
     'hl-ToolhostQuestion',
     'hl-ToolhostPlanHeading',
+    'toolhost-chat',
+    ':Toolhost-ask',
+    ':Toolhost-chat',
+    'hl-ToolhostChatPrompt',
   }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
@@ -1303,6 +1307,7 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
     H.eq(out.lsp_provider, true, variant .. ': lspProvider')
     H.eq(out.handlers, {
       '$/cancelRequest',
+      'toolhost/agentUpdate',
       'toolhost/askUser',
       'toolhost/callOutput',
       'toolhost/card',
@@ -1400,8 +1405,10 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   local c = H.client()
   local th = require('toolhost')
   H.eq(th.complete('', 'Toolhost '), {
+    'ask',
     'call',
     'cards',
+    'chat',
     'clear',
     'mcp-servers',
     'plan-mode',
@@ -1415,7 +1422,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'stop',
     'tools',
   }, 'subcommands')
-  H.eq(th.complete('c', 'Toolhost c'), { 'call', 'cards', 'clear' }, 'prefix')
+  H.eq(th.complete('c', 'Toolhost c'), { 'call', 'cards', 'chat', 'clear' }, 'prefix')
   H.eq(th.complete('ed', 'Toolhost call ed'), { 'edit' }, 'tool names')
   H.eq(th.complete('', 'Toolhost call read '), {}, 'no completion for the JSON')
   H.eq(vim.fn.getcompletion('Toolhost rep', 'cmdline'), { 'replay' }, 'command-line completion is wired')
@@ -4203,6 +4210,332 @@ test('web cards: <CR> on a source or the page line opens its URL with vim.ui.ope
     end
   end)
   vim.ui.open, vim.notify = open, notify
+  if not ok then
+    error(err, 0)
+  end
+end)
+
+-- `:Toolhost ask`: toolhost's own agent (`toolhost/agentPrompt`) against a scripted chat
+-- completions server (tests/model_server.py) that the real server reaches through `[agent]` in the
+-- user configuration (an endpoint is never taken from an untrusted workspace).
+
+--- Starts tests/model_server.py (with `args`), points the user configuration's `[agent]` at it
+--- (mode auto, a price), runs `fn(record)` — `record` the file of the request bodies, one JSON
+--- line each — and then removes the configuration and stops the model server.
+---@param args string[]
+---@param fn fun(record: string)
+local function with_model(args, fn)
+  local record = vim.fn.tempname() .. '-bodies.jsonl'
+  local out = ''
+  local cmd = vim.list_extend({ 'python3', here .. '/model_server.py', '--record', record }, args)
+  local proc = vim.system(cmd, {
+    stdout = function(_, data)
+      out = out .. (data or '')
+    end,
+  })
+  local user_config = vim.env.XDG_CONFIG_HOME .. '/toolhost/config.toml'
+  local ok, err = pcall(function()
+    H.wait(function()
+      return out:find('\n', 1, true)
+    end, 'the model server’s port')
+    local port = assert(tonumber(out:match('^(%d+)')), out)
+    H.check(H.read(user_config) == nil, 'no user config to overwrite at ' .. user_config)
+    H.write(
+      user_config,
+      ('[agent]\nbase_url = "http://127.0.0.1:%d/v1"\napi_key_env = ""\nmode = "auto"\n\n'):format(port)
+        .. '[agent.price]\ninput = 1.0\noutput = 2.0\n'
+    )
+    fn(record)
+  end)
+  os.remove(user_config)
+  proc:kill(9)
+  proc:wait(2000)
+  if not ok then
+    error(err, 0)
+  end
+end
+
+---@param record string
+---@return table[] the request bodies the model server received
+local function model_requests(record)
+  local out = {}
+  for _, line in ipairs(vim.split(H.read(record) or '', '\n', { trimempty = true })) do
+    table.insert(out, vim.json.decode(line))
+  end
+  return out
+end
+
+test('chat: :Toolhost ask streams the answer, a line per call, the footer; the next prompt continues', function()
+  with_model({}, function(record)
+    local ws, sessions = H.workspace({ ['a.txt'] = 'hello world\n' })
+    H.setup(sessions)
+    vim.cmd.edit(ws .. '/a.txt')
+    local c = H.client()
+    local chat = require('toolhost.chat')
+    local th = require('toolhost')
+    -- arguments and completion
+    H.eq(th.complete('mode=p', 'Toolhost ask mode=p'), { 'mode=plan' }, 'mode completes')
+    H.eq(th.complete('', 'Toolhost ask mode=plan '), { 'model=' }, 'each option once')
+    H.eq(th.complete('', 'Toolhost ask fix it '), {}, 'no completion in the task')
+    H.eq(th.complete('', 'Toolhost chat '), { 'new', 'stop' }, 'chat words')
+    H.eq({ chat.parse('mode=plan model=m  do it') }, { 'do it', { mode = 'plan', model = 'm' } }, 'parse')
+    local msgs = {}
+    local orig = vim.notify
+    vim.notify = function(m)
+      table.insert(msgs, m)
+    end
+    vim.cmd('Toolhost ask mode=bogus do it')
+    vim.notify = orig
+    H.check(msgs[1] and msgs[1]:find('unknown mode "bogus"', 1, true), 'a bad mode is refused: ' .. vim.inspect(msgs))
+    H.eq(chat.running(), nil, 'nothing sent')
+
+    -- The answer's text as each piece arrives (streamed into the last line).
+    local pieces = {}
+    local on_update = chat.on_update
+    chat.on_update = function(id, params)
+      on_update(id, params)
+      if params.update.type == 'text' then
+        local lines = vim.api.nvim_buf_get_lines(chat.state().buf, 0, -1, false)
+        table.insert(pieces, lines[#lines])
+      end
+    end
+    vim.cmd('Toolhost ask what does a.txt say?')
+    H.check(chat.running() ~= nil, 'the prompt runs')
+    H.wait(function()
+      return not chat.running()
+    end, 'the answer', 20000)
+    chat.on_update = on_update
+    local buf = chat.state().buf
+    H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), {
+      '> what does a.txt say?',
+      '',
+      '→ read Read a.txt ✓',
+      '',
+      'a.txt says hello world.',
+      '',
+      '── answered · 2 turns · 440 tokens in, 27 out · $0.0005',
+    }, 'the chat buffer')
+    H.eq(pieces, { 'a.txt says ', 'a.txt says hello', 'a.txt says hello world.' }, 'streamed piece by piece')
+    H.eq({ vim.api.nvim_buf_get_name(buf), vim.bo[buf].filetype }, { 'toolhost://chat', 'markdown' }, 'the buffer')
+    H.check(vim.fn.bufwinid(buf) ~= -1, 'the chat is shown')
+    H.eq(vim.api.nvim_get_current_buf(), vim.fn.bufnr(ws .. '/a.txt'), 'the cursor stayed in a.txt')
+    local first_chat = chat.state().chat_id
+    H.check(type(first_chat) == 'string', 'the chat id is kept')
+
+    -- The agent's card is in the cards buffer; <CR> on the call line goes to it.
+    local card
+    for _, cd in ipairs(require('toolhost.cards').list(c.id)) do
+      if cd.tool == 'read' then
+        card = cd
+      end
+    end
+    H.check(card ~= nil, 'the read card arrived')
+    H.eq({ card.status, card.caller, card.title }, { 'completed', 'toolhost agent', 'Read a.txt' }, 'the card')
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+    vim.api.nvim_win_set_cursor(0, { 3, 0 })
+    vim.fn.maparg('<CR>', 'n', false, true).callback()
+    local cards_buf = vim.api.nvim_get_current_buf()
+    H.check(vim.api.nvim_buf_get_name(cards_buf):find('^toolhost://cards/'), 'in the cards buffer')
+    H.eq(
+      require('toolhost.cards').card_at(cards_buf, vim.api.nvim_win_get_cursor(0)[1]).callId,
+      card.callId,
+      'on the card of the call'
+    )
+
+    -- The next prompt (from the chat buffer) continues the chat.
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+    local result
+    th.ask('and before that?', nil, function(e, r)
+      result = { e, r }
+    end)
+    H.wait(function()
+      return result
+    end, 'the second answer', 20000)
+    H.eq(result[1], nil, 'no error')
+    H.eq(result[2].chatId, first_chat, 'the same chat')
+    H.eq(vim.list_slice(vim.api.nvim_buf_get_lines(buf, 0, -1, false), 9), {
+      '> and before that?',
+      '',
+      'Second answer.',
+      '',
+      '── answered · 1 turn · 200 tokens in, 8 out · $0.0002',
+    }, 'the second exchange')
+    local requests = model_requests(record)
+    H.eq(#requests, 3, 'three model requests')
+    local said = {}
+    for _, m in ipairs(requests[3].messages) do
+      if m.role ~= 'system' then
+        table.insert(said, { m.role, type(m.content) == 'string' and m.content or '' })
+      end
+    end
+    H.eq(said[1], { 'user', 'what does a.txt say?' }, 'the first prompt: ' .. vim.inspect(said))
+    H.eq(said[2][1], 'assistant', 'the call')
+    H.eq(said[3][1], 'tool', 'its answer')
+    H.check(said[3][2]:find('hello world', 1, true), 'the file as read: ' .. said[3][2])
+    H.eq(said[4], { 'assistant', 'a.txt says hello world.' }, 'the first answer')
+    H.eq(said[5], { 'user', 'and before that?' }, 'the second prompt')
+    H.eq(#said, 5, 'nothing else')
+
+    -- :Toolhost chat new: the next prompt starts another chat.
+    vim.cmd('Toolhost chat new')
+    H.eq(chat.state().chat_id, nil, 'no chat to continue')
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq(lines[#lines], '── new chat', 'said in the buffer')
+  end)
+end)
+
+test('chat: <C-c> in the chat buffer stops a slow answer: cancelled here and in the session log', function()
+  with_model({ '--slow' }, function()
+    local ws, sessions = H.workspace({ ['a.txt'] = 'hello world\n' })
+    H.setup(sessions)
+    vim.cmd.edit(ws .. '/a.txt')
+    local c = H.client()
+    local chat = require('toolhost.chat')
+    local done
+    vim.cmd('Toolhost! ask mode=plan count slowly')
+    chat.running().cb = function(e, r)
+      done = { e, r }
+    end
+    local buf = chat.state().buf
+    H.wait(function()
+      return H.buf_text(buf):find('tick tick', 1, true)
+    end, 'the answer streaming')
+    H.check(chat.running() ~= nil and done == nil, 'still running')
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+    vim.fn.maparg('<C-c>', 'n', false, true).callback()
+    H.eq(done and done[1], 'cancelled', 'the prompt ended')
+    H.eq(chat.running(), nil, 'nothing runs')
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq({ lines[1], lines[2], lines[#lines - 1], lines[#lines] }, {
+      '> count slowly',
+      '',
+      '',
+      '── cancelled',
+    }, 'the prompt and the footer')
+    H.check(lines[3]:find('^tick tick'), 'the text so far: ' .. lines[3])
+    vim.wait(200)
+    H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), lines, 'nothing after the footer')
+    -- The server stopped the run and recorded it, in the mode asked for.
+    local session = require('toolhost.client').state(c.id).session_id
+    local records
+    H.wait(function()
+      local res = c:request_sync('toolhost/replaySession', { sessionId = session }, 5000)
+      records = {}
+      for _, r in ipairs(res and res.result and res.result.conversation or {}) do
+        records[r.type] = r.data
+      end
+      return records['agent/end']
+    end, 'the end of the run in the log')
+    H.eq(records['agent/end'].stop, 'cancelled', 'recorded as cancelled')
+    H.eq(records['agent/run'].mode, 'plan', 'mode=plan reached the server')
+  end)
+end)
+
+test('chat: reasoning, a retry drops the broken attempt, compaction, call failures, stop, errors', function()
+  -- A stand-in client object: what the chat sends and the updates it draws, without a server.
+  local chat = require('toolhost.chat')
+  local sent = {}
+  local fake = { id = 99999, initialized = true, root_dir = '/nowhere' }
+  function fake:is_stopped()
+    return false
+  end
+  function fake:request(method, params, cb)
+    table.insert(sent, { method = method, params = params, cb = cb })
+    return true, #sent
+  end
+  local ok, err = pcall(function()
+    local function up(run, u)
+      chat.on_update(fake.id, { chatId = 'chat_x', runId = run, update = u })
+    end
+    local done
+    chat.ask('fix it', { client = fake, new = true, mode = 'accept-edits' }, function(e, r)
+      done = { e, r }
+    end)
+    H.eq({ sent[1].method, sent[1].params }, {
+      'toolhost/agentPrompt',
+      { prompt = 'fix it', mode = 'accept-edits' },
+    }, 'the request')
+    up('run_x', { type = 'text', text = 'Partial' })
+    up('run_x', { type = 'retry', attempt = 1, delayMs = 1000, reason = 'HTTP 503' })
+    up('run_x', { type = 'reasoning', text = 'Let me think.\nYes.' })
+    up('run_x', { type = 'text', text = 'Looking ' })
+    up('run_x', { type = 'text', text = 'at it.' })
+    up('run_x', { type = 'usage', promptTokens = 100, completionTokens = 5, totalTokens = 105, cachedTokens = 40 })
+    up('run_x', { type = 'toolCall', callId = 'c1', name = 'edit', card = { title = 'Edit a.txt' } })
+    up('run_x', { type = 'toolCall', callId = 'c2', name = 'bash', card = { title = 'make' } })
+    local rejected = 'the user rejected tool "edit"\nmore'
+    up('run_x', { type = 'toolResult', callId = 'c1', name = 'edit', isError = true, text = rejected, card = {} })
+    up('run_x', { type = 'toolResult', callId = 'c2', name = 'bash', isError = false, text = 'ok', card = {} })
+    up('run_x', { type = 'compaction', tokensBefore = 1000, tokensAfter = 300, pruned = 2, summarized = false })
+    local usage = { promptTokens = 100, completionTokens = 5, totalTokens = 105, cachedTokens = 40 }
+    local failed = { chatId = 'chat_x', runId = 'run_x', stop = 'failed', turns = 1, usage = usage }
+    failed.error = 'MODEL_HTTP_ERROR: 401 Unauthorized'
+    sent[1].cb(nil, failed)
+    local buf = chat.state().buf
+    H.eq(vim.api.nvim_buf_get_lines(buf, 0, -1, false), {
+      '> fix it',
+      '',
+      '… the model request failed (HTTP 503); retry 1 in 1000 ms',
+      '',
+      'Let me think.',
+      'Yes.',
+      '',
+      'Looking at it.',
+      '',
+      '→ edit Edit a.txt ✗ the user rejected tool "edit"',
+      '→ bash make ✓',
+      '',
+      '… conversation compacted (1000 → 300 tokens, 2 outputs pruned)',
+      '',
+      '── failed · 1 turn · 100 tokens in (40 cached), 5 out · MODEL_HTTP_ERROR: 401 Unauthorized',
+    }, 'the chat buffer')
+    H.eq(done, { 'MODEL_HTTP_ERROR: 401 Unauthorized', failed }, 'the callback')
+    local groups = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, chat.namespace, 0, -1, { details = true })) do
+      local g = m[4].hl_group or m[4].line_hl_group
+      groups[g] = groups[g] or {}
+      table.insert(groups[g], m[2] + 1)
+    end
+    H.eq(groups.ToolhostChatReasoning, { 5 }, 'the reasoning (one mark from line 5)')
+    H.eq(groups.ToolhostExitError, { 10 }, 'the ✗')
+    H.eq(groups.ToolhostExitOk, { 11 }, 'the ✓')
+    H.eq(groups.ToolhostChatFooter, { 15 }, 'the footer')
+
+    -- Stopped: the footer at once; a late call result still marks its line, late text is dropped.
+    chat.ask('again', { client = fake })
+    H.eq(sent[2].params.chatId, 'chat_x', 'the chat continues')
+    up('run_y', { type = 'toolCall', callId = 'c3', name = 'read', card = { title = 'Read b.txt' } })
+    H.eq(chat.stop(), true, 'stopped')
+    up('run_y', { type = 'toolResult', callId = 'c3', name = 'read', isError = false, text = '', card = {} })
+    up('run_y', { type = 'text', text = 'late' })
+    sent[2].cb(nil, { stop = 'answered' }) -- (Neovim drops the answer of a cancelled request anyway)
+    H.eq(vim.list_slice(vim.api.nvim_buf_get_lines(buf, 0, -1, false), 16), {
+      '',
+      '> again',
+      '',
+      '→ read Read b.txt ✓',
+      '',
+      '── cancelled',
+    }, 'the stopped prompt')
+
+    -- A request the server refuses.
+    chat.ask('third', { client = fake })
+    sent[3].cb({ code = -32600, message = 'Invalid request: chat chat_x is still answering a prompt' })
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    H.eq(lines[#lines], '── error: Invalid request: chat chat_x is still answering a prompt', 'the error')
+
+    -- Without a task it is asked for.
+    local input, asked = vim.ui.input, nil
+    vim.ui.input = function(opts, on_confirm)
+      asked = opts.prompt
+      on_confirm('from the input')
+    end
+    chat.ask(nil, { client = fake })
+    vim.ui.input = input
+    H.eq({ asked, sent[4] and sent[4].params.prompt }, { 'Ask toolhost: ', 'from the input' }, 'asked with vim.ui.input')
+    sent[4].cb(nil, { stop = 'answered', turns = 1, usage = usage })
+  end)
+  chat.forget(fake.id)
   if not ok then
     error(err, 0)
   end

@@ -142,6 +142,11 @@ function M.define_highlights()
     ToolhostPlanCode = 'String',
     ToolhostPlanQuote = 'Comment',
     ToolhostMcpServer = 'PmenuSel',
+    ToolhostChatPrompt = 'Question',
+    ToolhostChatCall = 'Special',
+    ToolhostChatReasoning = 'Comment',
+    ToolhostChatNote = 'Comment',
+    ToolhostChatFooter = 'Comment',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
@@ -1225,6 +1230,19 @@ end
 function M.card_at(buf, row)
   local li = (line_info[buf] or {})[row]
   return li and li.card or nil
+end
+
+--- The first line (1-based) of a call's card in a cards buffer, or nil (not shown there).
+---@param buf integer
+---@param call_id string
+---@return integer?
+function M.row_of(buf, call_id)
+  for row, li in ipairs(line_info[buf] or {}) do
+    if li and not li.pinned and li.card.callId == call_id then
+      return row
+    end
+  end
+  return nil
 end
 
 --- Creates (or finds) a scratch cards buffer named `name`.

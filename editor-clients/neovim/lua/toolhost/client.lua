@@ -187,9 +187,9 @@ local function capabilities(cfg)
 end
 
 --- The handlers of a toolhost client: cards and the live output of running calls, the server's
---- notices, the status of its MCP servers, the editor-backed lsp provider, review mode, questions
---- for the person and the server's `$/cancelRequest` of a request it no longer waits for (a
---- query, a review or a question).
+--- notices, the status of its MCP servers, what a chat prompt streams (|toolhost-chat|), the
+--- editor-backed lsp provider, review mode, questions for the person and the server's
+--- `$/cancelRequest` of a request it no longer waits for (a query, a review or a question).
 ---@return table<string, function>
 function M.handlers()
   return {
@@ -207,6 +207,12 @@ function M.handlers()
     end,
     ['toolhost/mcpServersChanged'] = function(_, params, ctx)
       require('toolhost.mcp').on_changed(ctx.client_id, params)
+    end,
+    ['toolhost/agentUpdate'] = function(_, params, ctx)
+      -- Only a prompt of this editor streams updates: the chat module is loaded by then.
+      if package.loaded['toolhost.chat'] then
+        require('toolhost.chat').on_update(ctx.client_id, params)
+      end
     end,
     ['toolhost/lspQuery'] = function(_, params, ctx)
       return require('toolhost.provider').handle(params, ctx)
@@ -283,6 +289,9 @@ function M.forget(client_id)
     end
     if package.loaded['toolhost.mcp'] then
       require('toolhost.mcp').forget(client_id)
+    end
+    if package.loaded['toolhost.chat'] then
+      require('toolhost.chat').forget(client_id)
     end
     states[client_id] = nil
   end)

@@ -22,6 +22,10 @@
 ---@field ["open-file"] string|false? default `gf`
 ---@field close? string|false  default `q`
 
+---@class toolhost.ChatConfig The prompts of |:Toolhost-ask| (|toolhost-chat|).
+---@field mode? 'ask'|'accept-edits'|'plan'|'auto' permission mode (nil: the server's `[agent] mode`)
+---@field model? string model (nil: the server's `[agent] model`)
+
 ---@class toolhost.Config
 ---@field cmd string[] Command that starts the server (`toolhost serve`).
 ---@field cmd_env? table<string,string> Extra environment for the server process.
@@ -43,6 +47,7 @@
 ---  defaults, a table overrides some, `false` none (map the <Plug> mappings yourself).
 ---@field ask_user boolean Answer `toolhost/askUser` with |vim.ui.select()| / |vim.ui.input()|
 ---  (advertise `experimental.toolhost.askUser`).
+---@field chat toolhost.ChatConfig Defaults of |:Toolhost-ask|: `mode`, `model`.
 
 local M = {}
 
@@ -64,6 +69,7 @@ M.defaults = {
   review_open = 'split',
   review_keys = true,
   ask_user = true,
+  chat = {},
 }
 
 ---@type toolhost.Keymaps
@@ -131,6 +137,19 @@ function M.problems(cfg)
   check('review', cfg.review, 'boolean')
   check('review_keys', cfg.review_keys, { 'boolean', 'table' })
   check('ask_user', cfg.ask_user, 'boolean')
+  check('chat', cfg.chat, 'table')
+  if type(cfg.chat) == 'table' then
+    local modes = { 'ask', 'accept-edits', 'plan', 'auto' }
+    if cfg.chat.mode ~= nil and not vim.tbl_contains(modes, cfg.chat.mode) then
+      table.insert(
+        out,
+        ('chat.mode: expected one of %s, got %s'):format(table.concat(modes, ', '), vim.inspect(cfg.chat.mode))
+      )
+    end
+    if cfg.chat.model ~= nil and type(cfg.chat.model) ~= 'string' then
+      table.insert(out, ('chat.model: expected a string, got %s'):format(vim.inspect(cfg.chat.model)))
+    end
+  end
   if not vim.tbl_contains({ 'split', 'focus', 'notify' }, cfg.review_open) then
     table.insert(
       out,

@@ -126,6 +126,30 @@ function M.check()
     end
   end
 
+  health.start('toolhost: chat (:Toolhost ask, toolhost’s own agent)')
+  local chat_cfg = type(cfg.chat) == 'table' and cfg.chat or {}
+  local xdg = vim.env.XDG_CONFIG_HOME
+  local user_config = vim.fs.joinpath(
+    (xdg and xdg ~= '') and xdg or vim.fs.joinpath(vim.env.HOME or '~', '.config'),
+    'toolhost',
+    'config.toml'
+  )
+  health.info(
+    ('prompts run in %s with %s; the model endpoint is [agent] in the user configuration (%s)'):format(
+      chat_cfg.mode and ('mode ' .. chat_cfg.mode) or 'the server’s [agent] mode',
+      chat_cfg.model and ('model ' .. chat_cfg.model) or 'its [agent] model',
+      user_config
+    )
+  )
+  if package.loaded['toolhost.chat'] then
+    local st = require('toolhost.chat').state()
+    if st.run then
+      health.info(('a prompt is running (chat %s): stop it with :Toolhost chat stop'):format(st.chat_id or 'new'))
+    elseif st.chat_id then
+      health.info(('the next prompt continues chat %s (:Toolhost chat new starts another)'):format(st.chat_id))
+    end
+  end
+
   health.start('toolhost: language servers (editor-backed lsp provider)')
   if not cfg.lsp_provider then
     health.info('the lsp provider is disabled (lsp_provider = false)')

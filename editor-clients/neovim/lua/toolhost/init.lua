@@ -598,8 +598,64 @@ end
 ---@field run fun(args: string, opts: {bang: boolean}) `bang`: the command was `:Toolhost!`
 ---@field complete? fun(arg_lead: string, line: string): string[]
 
+--- `:Toolhost ask`: sends a task to toolhost's own agent and streams the run into the chat
+--- buffer (|toolhost-chat|). `opts.new` starts a new chat; without `task` it is asked for with
+--- |vim.ui.input()|. `cb(err, result)` gets the `toolhost/agentPrompt` result.
+---@param task? string
+---@param opts? toolhost.AskOpts
+---@param cb? fun(err: string?, result: table?)
+function M.ask(task, opts, cb)
+  require('toolhost.chat').ask(task, opts, cb)
+end
+
+--- Stops the running chat prompt (|:Toolhost-chat| `stop`); false when none runs.
+---@return boolean
+function M.stop_ask()
+  return require('toolhost.chat').stop()
+end
+
 ---@type table<string, toolhost.Subcommand>
 M.subcommands = {
+  ask = {
+    desc = 'ask [mode=…] [model=…] [task]: toolhost’s own agent, in the chat buffer (:Toolhost! ask: a new chat)',
+    run = function(args, opts)
+      local chat = require('toolhost.chat')
+      local task, o, problem = chat.parse(args)
+      if not o then
+        local usage = '; usage: :Toolhost[!] ask [mode={mode}] [model={model}] [task]'
+        return notify((problem or 'invalid arguments') .. usage, vim.log.levels.ERROR)
+      end
+      o.new = opts.bang
+      chat.ask(task, o)
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.chat').complete(arg_lead, line)
+    end,
+  },
+  chat = {
+    desc = 'chat [new|stop]: open the chat buffer; new: the next ask starts a new chat; stop: stop the prompt',
+    run = function(args)
+      local word = vim.trim(args)
+      local chat = require('toolhost.chat')
+      if word == '' then
+        chat.open(true)
+      elseif word == 'new' then
+        chat.new()
+      elseif word == 'stop' then
+        chat.stop()
+      else
+        notify(('unexpected %q; usage: :Toolhost chat [new|stop]'):format(word), vim.log.levels.ERROR)
+      end
+    end,
+    complete = function(arg_lead, line)
+      if line:match('^%s*%S+%s+%S+%s+%S+%s') then
+        return {}
+      end
+      return vim.tbl_filter(function(w)
+        return vim.startswith(w, arg_lead)
+      end, { 'new', 'stop' })
+    end,
+  },
   call = {
     desc = 'call {tool} {json}: run a tool and show its card',
     run = function(args)
@@ -804,7 +860,7 @@ function M.status()
 end
 
 --- `:Toolhost[!] {subcommand} [args]`. The bang reaches the subcommand (`revert-since` skips
---- its confirmation); the others ignore it.
+--- its confirmation, `ask` starts a new chat); the others ignore it.
 ---@param opts {args: string, fargs: string[], bang?: boolean}
 function M.command(opts)
   local sub, rest = opts.args:match('^%s*(%S+)%s*(.-)%s*$')
