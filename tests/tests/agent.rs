@@ -469,3 +469,115 @@ async fn ctrl_c_in_the_middle_of_a_stream_cancels_the_run() {
     let end = lines.iter().find(|l| l["type"] == "end").unwrap();
     assert_eq!(end["stop"], "cancelled");
 }
+
+/// The first user message of a request: tells a subagent's requests from its parent's.
+fn first_prompt(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn has_tool_answer(body: &Value) -> bool {
+    body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagent_runs_a_child_loop_whose_answer_is_the_calls_result() {
+    let env = Env::new();
+    env.write("a.txt", "hello world\n");
+    let model = model_server(|_, body| {
+        let child = first_prompt(body) == "find where hello is";
+        match (child, has_tool_answer(body)) {
+            (false, false) => calling(
+                &[("subagent", r#"{"description":"find hello","prompt":"find where hello is"}"#)],
+                100,
+            ),
+            (true, false) => calling(&[("grep", r#"{"pattern":"hello"}"#)], 80),
+            (true, true) => answering("hello is in a.txt"),
+            (false, true) => answering("The subagent found it in a.txt."),
+        }
+    })
+    .await;
+    let run = agent(&env, &model.base, "where is hello?", &["--mode", "auto"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.end()["answer"], "The subagent found it in a.txt.");
+    // The parent's call answered with the child's answer; the child's own calls are cards too.
+    let bodies = model.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 4);
+    let parent_last = bodies.iter().rfind(|b| first_prompt(b) == "where is hello?").unwrap();
+    assert_eq!(tool_messages(parent_last)[0].1, "hello is in a.txt");
+    let child_first = bodies.iter().find(|b| first_prompt(b) == "find where hello is").unwrap();
+    assert!(child_first["messages"].as_array().unwrap().len() == 2, "a fresh conversation");
+    let results = run.of_type("toolResult");
+    assert_eq!(results.len(), 1, "the parent's stream shows its own calls");
+    assert_eq!(results[0]["name"], "subagent");
+    assert_eq!(results[0]["card"]["title"], "Subagent: find hello");
+
+    let (_, events) = session_log(&env);
+    let runs: Vec<&Value> = events.iter().filter(|e| e["type"] == "agent/run").collect();
+    assert_eq!(runs.len(), 2);
+    let subagent_call = events
+        .iter()
+        .find(|e| e["type"] == "tool/call" && e["data"]["name"] == "subagent")
+        .unwrap();
+    assert_eq!(runs[1]["data"]["parentCallId"], subagent_call["data"]["callId"]);
+    let grep_call =
+        events.iter().find(|e| e["type"] == "tool/call" && e["data"]["name"] == "grep").unwrap();
+    assert_eq!(grep_call["data"]["caller"], "subagent", "{grep_call}");
+    let result = events
+        .iter()
+        .find(|e| {
+            e["type"] == "tool/result" && e["data"]["callId"] == subagent_call["data"]["callId"]
+        })
+        .unwrap();
+    assert_eq!(result["data"]["content"][0]["text"], "hello is in a.txt", "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_subagent_is_a_job_and_a_failed_child_fails_the_call_with_why() {
+    let env = Env::new();
+    let model = model_server(|_, body| {
+        let prompt = first_prompt(body);
+        let tool_texts: Vec<String> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        match prompt.as_str() {
+            "slow research" => answering("research done"),
+            // A child whose model refuses it.
+            "doomed" => Answer::status(400, r#"{"error":{"message":"model exploded"}}"#),
+            _ if tool_texts.is_empty() => calling(
+                &[(
+                    "subagent",
+                    r#"{"description":"research","prompt":"slow research","run_in_background":true}"#,
+                )],
+                100,
+            ),
+            _ if tool_texts.len() == 1 => calling(
+                &[
+                    ("job_output", r#"{"job_id":"subagent-1","wait":true}"#),
+                    ("subagent", r#"{"description":"doomed","prompt":"doomed"}"#),
+                ],
+                100,
+            ),
+            _ => answering("ok"),
+        }
+    })
+    .await;
+    let run = agent(&env, &model.base, "research", &["--mode", "auto"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bodies = model.bodies.lock().unwrap().clone();
+    let last = bodies.iter().rfind(|b| first_prompt(b) == "research").unwrap();
+    let answers = tool_messages(last);
+    assert_eq!(answers[0].1, "started background subagent job subagent-1", "{answers:?}");
+    assert!(answers[1].1.contains("research done"), "job_output reads the answer: {answers:?}");
+    assert!(answers[2].1.starts_with("Error: subagent run failed\nDiagnostic: "), "{answers:?}");
+}

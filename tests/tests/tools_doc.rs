@@ -166,6 +166,8 @@ async fn example_web() -> u16 {
 /// The examples' configuration: the defaults, with the example web opened and searchable.
 fn example_config(port: u16) -> Config {
     let mut config = Config::default();
+    // `subagent` needs a model; the documented set must not depend on a key in the environment.
+    config.agent.api_key_env = Some("TOOLHOST_TOOLS_DOC_NO_MODEL_KEY".to_owned());
     config.web.allow =
         vec![toolhost_tools_web::AllowEntry::parse(&format!("127.0.0.1:{port}")).unwrap()];
     config.web.providers = vec![toolhost_tools_web::ProviderConfig {

@@ -202,7 +202,9 @@ fn is_workspace_edit(annotations: ToolAnnotations) -> bool {
 
 /// The permission modes of the agent's running calls; a pre-execute policy of the registry.
 pub struct AgentPermissions {
-    calls: Mutex<HashMap<String, PermissionMode>>,
+    /// Each running call of the agent: its run's mode and depth (1 for a top-level run, one
+    /// more for each subagent level).
+    calls: Mutex<HashMap<String, (PermissionMode, u32)>>,
     annotations: AnnotationsOf,
     review: SessionReviewHandle,
 }
@@ -212,17 +214,26 @@ impl AgentPermissions {
         AgentPermissions { calls: Mutex::new(HashMap::new()), annotations, review }
     }
 
-    /// Call `call_id` is the agent's, in `mode`, until [`AgentPermissions::end`].
-    pub fn begin(&self, call_id: &str, mode: PermissionMode) {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), mode);
+    /// Call `call_id` is the agent's, in `mode` at `depth`, until [`AgentPermissions::end`].
+    pub fn begin(&self, call_id: &str, mode: PermissionMode, depth: u32) {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned(), (mode, depth));
     }
 
     pub fn end(&self, call_id: &str) {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
     }
 
-    fn mode(&self, call_id: &str) -> Option<PermissionMode> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).copied()
+    /// The mode of the run that made call `call_id`; `None` when the agent did not make it.
+    pub fn mode(&self, call_id: &str) -> Option<PermissionMode> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map(|c| c.0)
+    }
+
+    /// The depth of the run that made call `call_id`: 0 when the agent did not make it.
+    pub fn depth(&self, call_id: &str) -> u32 {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map_or(0, |c| c.1)
     }
 }
 
@@ -236,6 +247,10 @@ impl PreExecute for AgentPermissions {
             let decision = next.run().await?;
             let Some(mode) = self.mode(&exec.call_id) else { return Ok(decision) };
             if decision != PreDecision::Allow {
+                return Ok(decision);
+            }
+            // A subagent's own calls ask in its run's mode; starting one asks nothing.
+            if exec.name == crate::subagent::NAME {
                 return Ok(decision);
             }
             let annotations = (self.annotations)(&exec.name);
@@ -346,6 +361,8 @@ pub struct HostRunner<'h> {
     mode: Mutex<PermissionMode>,
     caller: String,
     scope: Option<Arc<dyn CallScope>>,
+    /// 1 for a top-level run, one more per subagent level.
+    depth: u32,
     on_update: Box<dyn Fn(RunUpdate) + Send + Sync + 'h>,
 }
 
@@ -361,8 +378,15 @@ impl<'h> HostRunner<'h> {
             mode: Mutex::new(mode),
             caller: caller.into(),
             scope: None,
+            depth: 1,
             on_update: Box::new(on_update),
         }
+    }
+
+    /// The run is a subagent `depth - 1` levels below a top-level run.
+    pub fn at_depth(mut self, depth: u32) -> Self {
+        self.depth = depth.max(1);
+        self
     }
 
     /// Every call runs inside `scope`.
@@ -414,7 +438,7 @@ impl ToolRunner for HostRunner<'_> {
             };
             (self.on_update)(RunUpdate::CallStarted { card: self.host.pending_card(&prepared) });
             let permissions = self.host.agent_permissions();
-            permissions.begin(&call_id, mode);
+            permissions.begin(&call_id, mode, self.depth);
             let outcome = self.host.run(prepared, cancel).await;
             permissions.end(&call_id);
             drop(held);
@@ -512,6 +536,8 @@ pub struct RunRequest {
     pub run_id: Option<String>,
     /// Where each call runs among the caller's own (see [`CallScope`]).
     pub scope: Option<Arc<dyn CallScope>>,
+    /// A subagent's run: the `subagent` call that started it and the run's depth.
+    pub parent: Option<(String, u32)>,
 }
 
 /// A new run id.
@@ -567,7 +593,7 @@ pub async fn run(
             model: settings.model.clone(),
             mode: settings.mode.as_str().to_owned(),
             continues,
-            parent_call_id: None,
+            parent_call_id: request.parent.as_ref().map(|(call, _)| call.clone()),
         },
     );
     if settings.mode == PermissionMode::Plan && !host.interaction().plan_active() {
@@ -575,7 +601,8 @@ pub async fn run(
     }
     let options = settings.options(host.root_display());
     let runner = HostRunner::new(host, settings.mode, request.caller.clone(), on_update)
-        .within(request.scope.clone());
+        .within(request.scope.clone())
+        .at_depth(request.parent.as_ref().map_or(1, |(_, depth)| *depth));
     let outcome = match ModelClient::new(settings.model_config()) {
         Ok(model) => {
             let mut events = |event: AgentEvent| {

@@ -812,7 +812,7 @@ fn open_host(
     root: &Path,
     opened: Option<&session::OpenedSession>,
     session_id: Option<String>,
-) -> Result<Host, Failure> {
+) -> Result<Arc<Host>, Failure> {
     let options = match opened {
         Some(opened) => HostOptions {
             roots: vec![root.to_path_buf()],
@@ -835,7 +835,7 @@ fn open_host(
     if let Some(opened) = opened {
         host.restore_session_state(&opened.report);
     }
-    Ok(host)
+    Ok(host.shared())
 }
 
 /// The server's log goes to stderr (editors show it in their output panel), or appended to the

@@ -123,6 +123,8 @@ pub struct Host {
     mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
     /// The permission modes of the own agent's running calls (docs/agent.md).
     agent_permissions: Arc<crate::agent::AgentPermissions>,
+    /// What `subagent` needs to start children (bound by [`Host::shared`]).
+    subagents: Arc<crate::subagent::Subagents>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -299,6 +301,11 @@ impl Host {
             state: Arc::clone(&interaction),
             annotations: Box::new(registry.annotations_lookup()),
         }));
+        // `subagent` runs the own agent again, so it exists only when a model is reachable.
+        let subagents = Arc::new(crate::subagent::Subagents::new(config.agent.clone()));
+        if crate::subagent::Subagents::available(&config.agent) {
+            let _ = registry.register(crate::subagent::SubagentTool(Arc::clone(&subagents)))?;
+        }
         // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
         if let Some(log) = &options.session {
             crate::history::record_changes(&workspace, log);
@@ -322,7 +329,25 @@ impl Host {
             questions,
             mcp,
             agent_permissions,
+            subagents,
         })
+    }
+
+    /// The host behind an `Arc`, as every caller keeps it: `subagent` can start children then.
+    pub fn shared(self) -> Arc<Host> {
+        let host = Arc::new(self);
+        host.subagents.bind(&host);
+        host
+    }
+
+    /// The capabilities every call's context carries.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// The shell's background jobs (none when `[shell]` is off).
+    pub fn shell_jobs(&self) -> Option<Arc<toolhost_tools_shell::JobRegistry>> {
+        self.shell.as_ref().map(|shell| Arc::clone(&shell.jobs))
     }
 
     /// Starts the MCP servers that start with the host (not `startup = "lazy"` ones).

@@ -16,6 +16,7 @@ pub mod review;
 pub mod serve;
 pub mod session;
 pub mod skills;
+pub mod subagent;
 pub mod terminal_ask;
 #[cfg(feature = "test-tools")]
 pub mod test_tools;

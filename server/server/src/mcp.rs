@@ -56,7 +56,7 @@ impl LocalBackend {
         )
         .map_err(|e| e.to_string())?;
         host.restore_session_state(&opened.report);
-        Ok(LocalBackend { host: Arc::new(host), _opened: opened, barrier: Arc::default() })
+        Ok(LocalBackend { host: host.shared(), _opened: opened, barrier: Arc::default() })
     }
 
     pub fn host(&self) -> &Arc<Host> {

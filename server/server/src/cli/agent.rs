@@ -108,6 +108,7 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
         caller: CALLER.to_owned(),
         run_id: None,
         scope: None,
+        parent: None,
     };
     let report = own_agent::run(host, request, &cancel, &mut on_event, on_update).await;
     interrupt.abort();

@@ -198,6 +198,7 @@ pub(super) async fn prompt(
             caller: CALLER.to_owned(),
             run_id: Some(task_run.clone()),
             scope: Some(Arc::new(ServeScope(Arc::clone(&state))) as Arc<dyn CallScope>),
+            parent: None,
         };
         let report = own_agent::run(&host, request, &cancel, &mut on_event, on_update).await;
         if let Ok(outcome) = &report.outcome

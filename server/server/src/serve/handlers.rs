@@ -349,7 +349,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         host.questions().set_editor(Some(Arc::new(asker)));
     }
     host.restore_session_state(&opened.report);
-    let host = Arc::new(host);
+    let host = host.shared();
     // MCP servers start with the session; the editor hears of every change of their state.
     host.start_mcp_servers();
     if let Some(bridge) = host.mcp_bridge() {
