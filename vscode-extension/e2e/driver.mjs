@@ -17,14 +17,23 @@
 // Last, the MCP bridge (with TOOLHOST_E2E_MCP_BRIDGE=1: scripts/test.sh configures the MCP server
 // `echo`, tests/mcp-servers/structured.py, in the user config): "toolhost: Show MCP Servers" shows
 // it ready with its two tools, and its tools' calls become MCP cards (server badge, text,
-// Structured JSON).
+// Structured JSON). Last, the chat with toolhost's own agent (with TOOLHOST_E2E_AGENT=1:
+// scripts/test.sh starts the scripted model server e2e/modelServer.mjs and configures it in the
+// user config): "toolhost: Ask the Agent" focuses the panel's chat box, a task typed there (a
+// mode picked, Shift+Enter for a new line) is sent with Enter; the reasoning folded, the tool line
+// leading to the read card (caller "toolhost agent"), the streamed answer, and the footer with the
+// tokens and the cost; a second prompt continues the chat; Stop (Esc) ends a slow answer; New chat
+// clears the transcript.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),
 //      TOOLHOST_TEST_RESULT, TOOLHOST_TEST_RESULT_UI (mocha result files), SHOTS (screenshot dir),
 //      TOOLHOST_TEST_BIN (the toolhost binary), TOOLHOST_TEST_WS (the workspace folder),
 //      TOOLHOST_TEST_USER_DATA (code-server's user data dir: the output channel logs),
-//      TOOLHOST_E2E_MCP_BRIDGE (1: the MCP server `echo` is configured; check the bridge's view and cards)
+//      TOOLHOST_E2E_MCP_BRIDGE (1: the MCP server `echo` is configured; check the bridge's view and cards),
+//      TOOLHOST_E2E_AGENT (1: the scripted model server is configured; check the chat),
+//      TOOLHOST_E2E_MODEL_URL (that server, for what it was sent), TOOLHOST_E2E_ONLY (chat: only the
+//      chat checks after the startup suite)
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -1068,6 +1077,144 @@ async function mcpBridge(page, frame) {
   });
 }
 
+/** The chat's exchanges as a person reads them. */
+async function chatExchanges(frame) {
+  return frame.evaluate(() =>
+    Array.from(document.querySelectorAll('#chat-log .chat-x')).map((x) => ({
+      key: x.getAttribute('data-chat-key'),
+      state: x.getAttribute('data-state'),
+      stop: x.getAttribute('data-stop'),
+      prompt: x.querySelector('.chat-prompt')?.textContent ?? '',
+      mode: x.querySelector('.chat-mode-badge')?.textContent ?? null,
+      reasoning: Array.from(x.querySelectorAll('details.chat-reasoning')).map((d) => ({ summary: d.querySelector('summary')?.textContent, open: d.open })),
+      tools: Array.from(x.querySelectorAll('.chat-tool')).map((t) => ({ status: t.getAttribute('data-status'), callId: t.querySelector('button[data-card]')?.getAttribute('data-card'), text: t.textContent })),
+      text: Array.from(x.querySelectorAll('.chat-text')).map((t) => t.textContent).join('\n'),
+      strong: Array.from(x.querySelectorAll('.chat-text strong')).map((t) => t.textContent),
+      stopLine: x.querySelector('.chat-stop')?.textContent ?? null,
+      error: x.querySelector('.chat-error')?.textContent ?? null,
+      footer: x.querySelector('.chat-footer')?.textContent ?? null,
+    })),
+  );
+}
+
+/** The chat with toolhost's own agent, against the scripted model server. */
+async function agentChat(page, frame) {
+  if (process.env.TOOLHOST_E2E_AGENT !== '1') {
+    log('  - ui: the chat with the agent (TOOLHOST_E2E_AGENT is not 1: no model server configured) (skipped)');
+    return;
+  }
+  await palette(page, 'View: Close All Editors').catch(() => undefined);
+  await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
+  const model = process.env.TOOLHOST_E2E_MODEL_URL;
+  const sentToModel = async () => (await (await fetch(`${model}/requests`)).json());
+  const first = {};
+  await check('"toolhost: Ask the Agent" focuses the chat box; a mode picked, a task typed (Shift+Enter: a new line) and sent with Enter streams the answer, the read card shows in the panel, and the footer has the tokens and the cost', async () => {
+    // whether Stop showed while the prompt ran (it runs for well under a second)
+    await frame.evaluate(() => {
+      const stop = document.getElementById('chat-stop');
+      window.__chatStopShown = false;
+      new MutationObserver(() => {
+        if (stop && !stop.hidden) {
+          window.__chatStopShown = true;
+        }
+      }).observe(stop, { attributes: true });
+    });
+    await palette(page, 'toolhost: Ask the Agent');
+    await frame.waitForFunction(() => document.activeElement?.id === 'chat-input' && document.hasFocus(), null, { timeout: 10_000 });
+    await frame.selectOption('#chat-mode', 'accept-edits');
+    await frame.focus('#chat-input');
+    await page.keyboard.type('What does a.txt say?');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('Be brief <b>please</b>.');
+    assertEqual(await frame.inputValue('#chat-input'), 'What does a.txt say?\nBe brief <b>please</b>.', 'Shift+Enter is a new line');
+    await page.keyboard.press('Enter');
+    const done = frame.locator('#chat-log .chat-x[data-state="done"]');
+    await done.first().waitFor({ timeout: 30_000 });
+    const [x] = await chatExchanges(frame);
+    assert(x, 'an exchange');
+    first.callId = x.tools[0]?.callId;
+    assertEqual(
+      { ...x, key: undefined, tools: x.tools.map((t) => ({ ...t, callId: undefined })) },
+      {
+        key: undefined,
+        state: 'done',
+        stop: 'answered',
+        prompt: 'What does a.txt say?\nBe brief <b>please</b>.',
+        mode: 'accept-edits',
+        reasoning: [{ summary: 'Reasoning', open: false }],
+        tools: [{ status: 'completed', callId: undefined, text: '✓ Read a.txt' }],
+        text: 'The file a.txt starts with hello and has 4 lines.',
+        strong: ['hello'],
+        stopLine: null,
+        error: null,
+        footer: '2 turns · 1,120 tokens in · 50 out · 100 cached · $0.0012',
+      },
+      'the exchange',
+    );
+    assert(await frame.evaluate(() => window.__chatStopShown), 'Stop showed while the prompt ran');
+    assert(await frame.locator('#chat-stop').isHidden(), 'Stop is hidden again');
+    assert(await frame.locator('#chat-send').isEnabled(), 'Send is enabled again');
+    assertEqual(await frame.inputValue('#chat-input'), '', 'the box is empty');
+    assertEqual(await frame.locator('#chat-log b').count(), 0, 'the prompt\'s markup is text');
+    // the read card, as the agent's call
+    assert(first.callId, 'the tool line names its call');
+    const card = frame.locator(`article[data-call-id="${first.callId}"][data-status="completed"][data-kind="read"]`);
+    await card.waitFor({ timeout: 10_000 });
+    assertEqual((await cardLines(frame, first.callId))?.[0], 'read Read a.txt · completed · toolhost agent', 'the card\'s title line');
+    // the model got the file's lines as the read's answer
+    const sent = await sentToModel();
+    const tool = sent[sent.length - 1]?.messages?.find((m) => m.role === 'tool');
+    assert(/hello/.test(String(tool?.content)), `the read's answer sent to the model: ${JSON.stringify(tool)}`);
+    first.requests = sent.length;
+  });
+  await frame.locator('#chat').scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, '20-agent-chat');
+
+  await check('the tool line leads to its card (keyboard: focus + Enter focuses the card)', async () => {
+    assert(first.callId, 'the first exchange');
+    const link = frame.locator(`#chat-log button[data-card="${first.callId}"]`);
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await frame.waitForFunction((id) => document.activeElement?.getAttribute('data-call-id') === id, first.callId, { timeout: 5000 });
+  });
+
+  await check('a second prompt continues the chat: the model gets the first prompt and answer again', async () => {
+    await frame.focus('#chat-input');
+    await page.keyboard.type('And the last line?');
+    await page.keyboard.press('Enter');
+    await frame.locator('#chat-log .chat-x:nth-child(2)[data-state="done"]').waitFor({ timeout: 30_000 });
+    const xs = await chatExchanges(frame);
+    assertEqual(xs.map((x) => [x.prompt, x.stop, x.mode]), [['What does a.txt say?\nBe brief <b>please</b>.', 'answered', 'accept-edits'], ['And the last line?', 'answered', 'accept-edits']]);
+    const sent = await sentToModel();
+    assert(sent.length > first.requests, 'new requests');
+    const users = sent[sent.length - 1].messages.filter((m) => m.role === 'user').map((m) => m.content);
+    assertEqual(users, ['What does a.txt say?\nBe brief <b>please</b>.', 'And the last line?'], 'the conversation sent');
+  });
+
+  await check('Stop (Esc in the chat box) cancels a slow answer: "Stopped", the tokens so far; Send is back', async () => {
+    await frame.focus('#chat-input');
+    await page.keyboard.type('Think about it [slow]');
+    await page.keyboard.press('Enter');
+    await frame.waitForFunction(() => /Thinking slowly\.\./.test(document.querySelector('#chat-log .chat-x:last-child .chat-text')?.textContent ?? ''), null, { timeout: 15_000 });
+    assert(await frame.locator('#chat-stop').isVisible(), 'Stop is shown');
+    await page.keyboard.press('Escape');
+    const stopped = frame.locator('#chat-log .chat-x:last-child[data-state="done"]');
+    await stopped.waitFor({ timeout: 15_000 });
+    const xs = await chatExchanges(frame);
+    const last = xs[xs.length - 1];
+    assertEqual([last.stop, last.stopLine], ['cancelled', 'Stopped: the run was cancelled (the chat keeps what was said).']);
+    assert(await frame.locator('#chat-send').isEnabled(), 'Send is enabled again');
+  });
+  await frame.locator('#chat-log .chat-x:last-child').scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, '21-agent-chat-stopped');
+
+  await check('New chat clears the transcript', async () => {
+    await frame.locator('#chat-new').click();
+    await frame.waitForFunction(() => document.querySelectorAll('#chat-log .chat-x').length === 0, null, { timeout: 5000 });
+    assert(await frame.locator('#chat-log').isHidden(), 'the empty transcript is hidden');
+  });
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -1102,6 +1249,11 @@ async function main() {
     });
     if (!frame) {
       throw new Error('no panel, cannot continue');
+    }
+    if (process.env.TOOLHOST_E2E_ONLY === 'chat') {
+      log('  (TOOLHOST_E2E_ONLY=chat: only the chat checks)');
+      await agentChat(page, frame);
+      return;
     }
 
     const cards = data.conformanceDiffCards ?? [];
@@ -1305,6 +1457,7 @@ async function main() {
     await reviewMode(page, frame);
     await questionsAndTodos(page, frame);
     await mcpBridge(page, frame);
+    await agentChat(page, frame);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

@@ -6,7 +6,11 @@
 // colours of terminal output, set through the CSSOM because the CSP allows no style attributes.
 // Question forms (`toolhost/askUser`, drawn by ask.ts): the page runs their keys and reports the
 // raw state of a form (checked labels, typed text) with the person's decision; the extension turns
-// that into the answer.
+// that into the answer. The chat with toolhost's agent (chat.ts): the page sends the prompt (Enter;
+// Shift+Enter is a new line), Stop (Esc), New chat and the mode picked; the extension sends the
+// transcript's exchanges as they stream, which the page places, keeping what a person unfolded
+// and following the end of the transcript while it is scrolled there. A tool line of the
+// transcript scrolls its card into view.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -16,6 +20,12 @@
   const reviews = /** @type {HTMLElement} */ (document.getElementById('reviews'));
   const questions = /** @type {HTMLElement} */ (document.getElementById('questions'));
   const todos = /** @type {HTMLElement} */ (document.getElementById('todos'));
+  const chatLog = document.getElementById('chat-log');
+  const chatInput = /** @type {HTMLTextAreaElement | null} */ (document.getElementById('chat-input'));
+  const chatMode = /** @type {HTMLSelectElement | null} */ (document.getElementById('chat-mode'));
+  const chatSend = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-send'));
+  const chatStop = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-stop'));
+  const chatNew = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-new'));
 
   function updateEmpty() {
     empty.hidden = feed.children.length > 0;
@@ -196,6 +206,17 @@
       focusQuestion(message.key);
     } else if (message.type === 'todos') {
       todos.replaceChildren(fragment(message.html || ''));
+    } else if (message.type === 'chat') {
+      placeChat(undefined, message.html || '');
+      chatState(message.running === true, message.stopping === true);
+    } else if (message.type === 'chatX') {
+      placeChat(message.key, message.html || '');
+      chatState(message.running === true, message.stopping === true);
+    } else if (message.type === 'chatFocus') {
+      if (chatInput) {
+        chatInput.focus();
+        chatInput.scrollIntoView({ block: 'nearest' });
+      }
     } else if (message.type === 'reset') {
       const node = fragment(message.html);
       decorate(node);
@@ -204,6 +225,127 @@
     }
     updateEmpty();
   });
+
+  // ------------------------------------------------------------------ the chat
+
+  /** The open folds (reasoning) of an exchange, by name. */
+  function openFolds(el) {
+    return new Set(
+      Array.from(el.querySelectorAll('details[data-fold]'))
+        .filter((d) => d instanceof HTMLDetailsElement && d.open)
+        .map((d) => (d instanceof HTMLElement ? d.dataset.fold : undefined)),
+    );
+  }
+
+  /** Places one exchange of the transcript (`key`), or the whole transcript (no key). */
+  function placeChat(key, html) {
+    if (!chatLog) {
+      return;
+    }
+    const atEnd = chatLog.scrollHeight - chatLog.scrollTop - chatLog.clientHeight < 24;
+    if (key === undefined) {
+      chatLog.replaceChildren(fragment(html));
+    } else {
+      const fresh = fragment(html).firstElementChild;
+      const existing = Array.from(chatLog.children).find((el) => el instanceof HTMLElement && el.dataset.chatKey === key);
+      if (fresh && existing) {
+        const open = openFolds(existing);
+        for (const d of fresh.querySelectorAll('details[data-fold]')) {
+          if (d instanceof HTMLDetailsElement && open.has(d.dataset.fold)) {
+            d.open = true;
+          }
+        }
+        const focusedCard = document.activeElement instanceof HTMLElement && existing.contains(document.activeElement) ? document.activeElement.dataset.card : undefined;
+        existing.replaceWith(fresh);
+        if (focusedCard !== undefined) {
+          const again = Array.from(fresh.querySelectorAll('button[data-card]')).find((b) => b instanceof HTMLElement && b.dataset.card === focusedCard);
+          if (again instanceof HTMLElement) {
+            again.focus();
+          }
+        }
+      } else if (fresh) {
+        chatLog.append(fresh);
+      }
+    }
+    chatLog.hidden = chatLog.children.length === 0;
+    if (atEnd) {
+      chatLog.scrollTop = chatLog.scrollHeight;
+    }
+  }
+
+  /** The chat box while a prompt runs: Send off, Stop shown (Stopping… once pressed). */
+  function chatState(running, stopping) {
+    if (chatSend) {
+      chatSend.disabled = running;
+    }
+    if (chatStop) {
+      const hadFocus = document.activeElement === chatStop;
+      chatStop.hidden = !running;
+      chatStop.disabled = stopping;
+      chatStop.textContent = stopping ? 'Stopping…' : 'Stop';
+      if (hadFocus && !running && chatInput) {
+        chatInput.focus();
+      }
+    }
+  }
+
+  function chatRunning() {
+    return chatStop !== null && !chatStop.hidden;
+  }
+
+  function sendPrompt() {
+    if (!chatInput || chatRunning()) {
+      return;
+    }
+    const prompt = chatInput.value;
+    if (prompt.trim() === '') {
+      return;
+    }
+    chatInput.value = '';
+    chatState(true, false);
+    vscode.postMessage({ action: 'chat', op: 'send', prompt, mode: chatMode ? chatMode.value : '' });
+  }
+
+  function stopPrompt() {
+    if (chatRunning() && chatStop && !chatStop.disabled) {
+      chatState(true, true);
+      vscode.postMessage({ action: 'chat', op: 'stop' });
+    }
+  }
+
+  if (chatLog) {
+    chatLog.hidden = chatLog.children.length === 0;
+    chatLog.scrollTop = chatLog.scrollHeight;
+  }
+  chatInput?.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      event.preventDefault();
+      sendPrompt();
+    } else if (event.key === 'Escape' && chatRunning()) {
+      event.preventDefault();
+      stopPrompt();
+    }
+  });
+  chatSend?.addEventListener('click', sendPrompt);
+  chatStop?.addEventListener('click', stopPrompt);
+  chatNew?.addEventListener('click', () => {
+    vscode.postMessage({ action: 'chat', op: 'new' });
+    chatInput?.focus();
+  });
+  chatMode?.addEventListener('change', () => vscode.postMessage({ action: 'chat', op: 'mode', mode: chatMode.value }));
+
+  /** A tool line of the transcript: its card scrolled into view and focused. */
+  function showCard(callId) {
+    const card = findCard(callId);
+    if (!card) {
+      return;
+    }
+    card.scrollIntoView({ block: 'nearest' });
+    card.focus({ preventScroll: true });
+    card.classList.remove('flash');
+    void card.offsetWidth;
+    card.classList.add('flash');
+  }
 
   // ------------------------------------------------------------------ question forms
 
@@ -546,9 +688,15 @@
   }
 
   document.addEventListener('click', (event) => {
-    if (event.target instanceof Element) {
-      send(event.target);
+    if (!(event.target instanceof Element)) {
+      return;
     }
+    const link = event.target.closest('button[data-card]');
+    if (link instanceof HTMLElement && link.dataset.card !== undefined) {
+      showCard(link.dataset.card);
+      return;
+    }
+    send(event.target);
   });
 
   // Arrow keys move between cards; Home/End jump to the newest/oldest one.

@@ -14,9 +14,12 @@
 #      (the file's bytes back, the revert's own card, a refused revert), review mode (an edit's
 #      two hunks accepted and rejected with the keyboard in the review diff), and a question
 #      (`ask_user_question`) answered with the keyboard in the panel's form, the pinned todo list
-#      and plan mode's commands, and last the MCP bridge: the MCP server `echo`
+#      and plan mode's commands, the MCP bridge: the MCP server `echo`
 #      (tests/mcp-servers/structured.py, configured in the user config) ready in the MCP Servers
-#      view, and its tools' calls as MCP cards
+#      view, and its tools' calls as MCP cards, and last the chat with toolhost's own agent
+#      against a scripted model server (e2e/modelServer.mjs, configured in the user config): a
+#      prompt typed into the panel's chat box, the streamed answer, the read card, the tokens and
+#      cost, a continued chat, Stop and New chat
 #      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #
@@ -26,7 +29,10 @@
 #        TOOLHOST_CODE_SERVER_VERSION (default 4.100.3 = VS Code 1.100.3, where the MCP server
 #        definition API is only a proposal; 4.103.2 is the first npm release with VS Code >= 1.101,
 #        where it is stable, and needs Node 22), TOOLHOST_E2E_MCP_BRIDGE=0 to configure no MCP
-#        server (for a toolhost without the MCP bridge: `[mcp.servers]` is an unknown key there).
+#        server (for a toolhost without the MCP bridge: `[mcp.servers]` is an unknown key there),
+#        TOOLHOST_E2E_AGENT=0 to configure no model server (and skip the chat checks),
+#        TOOLHOST_E2E_ONLY=chat to run only the chat checks of the driver after the startup suite
+#        (quicker while working on the chat).
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -160,8 +166,10 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
   say "e2e: code-server $CODE_SERVER_VERSION + Chromium + playwright-core $PLAYWRIGHT_VERSION"
   S="$(mktemp -d "${TMPDIR:-/tmp}/toolhost-vscode-e2e.XXXXXX")"
   CSPID=""
+  MODELPID=""
   cleanup() {
     if [ -n "$CSPID" ]; then kill -- "-$CSPID" 2>/dev/null || true; wait "$CSPID" 2>/dev/null || true; fi
+    if [ -n "$MODELPID" ]; then kill "$MODELPID" 2>/dev/null || true; wait "$MODELPID" 2>/dev/null || true; fi
     if [ -f "$S/cs.log" ]; then cp "$S/cs.log" "$OUT/code-server.log"; fi
     if [ -d "$S/user/logs" ]; then rm -rf "$OUT/vscode-logs"; cp -r "$S/user/logs" "$OUT/vscode-logs" 2>/dev/null || true; fi
     rm -rf "$S"
@@ -202,12 +210,28 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
     echo "no $TOOLS/py/bin/python (cargo xtask install-deps): the MCP bridge checks are skipped" >&2
     TOOLHOST_E2E_MCP_BRIDGE=0
   fi
+  mkdir -p "$XDG_CONFIG_HOME/toolhost"
+  : > "$XDG_CONFIG_HOME/toolhost/config.toml"
   if [ "$TOOLHOST_E2E_MCP_BRIDGE" = 1 ]; then
-    mkdir -p "$XDG_CONFIG_HOME/toolhost"
-    printf '[mcp.servers.echo]\ncommand = "%s"\nargs = ["%s"]\n' "$TOOLS/py/bin/python" "$ROOT/tests/mcp-servers/structured.py" \
-      > "$XDG_CONFIG_HOME/toolhost/config.toml"
+    printf '[mcp.servers.echo]\ncommand = "%s"\nargs = ["%s"]\n\n' "$TOOLS/py/bin/python" "$ROOT/tests/mcp-servers/structured.py" \
+      >> "$XDG_CONFIG_HOME/toolhost/config.toml"
   fi
   export TOOLHOST_E2E_MCP_BRIDGE
+  # toolhost's own agent for the chat checks: the scripted model server (e2e/modelServer.mjs) on
+  # 127.0.0.1, in the user config too (a workspace's base_url counts only when it is trusted),
+  # written before code-server starts the extension's toolhost serve, which reads it.
+  TOOLHOST_E2E_AGENT="${TOOLHOST_E2E_AGENT:-1}"
+  if [ "$TOOLHOST_E2E_AGENT" = 1 ]; then
+    node "$EXT_DIR/e2e/modelServer.mjs" > "$S/model-port" 2> "$S/model.log" &
+    MODELPID=$!
+    for _ in $(seq 1 50); do [ -s "$S/model-port" ] && break; sleep 0.1; done
+    MODEL_PORT="$(head -n1 "$S/model-port")"
+    [ -n "$MODEL_PORT" ] || die "the scripted model server did not start: $(cat "$S/model.log")"
+    export TOOLHOST_E2E_MODEL_URL="http://127.0.0.1:$MODEL_PORT"
+    printf '[agent]\nbase_url = "%s/v1"\napi_key_env = ""\nmode = "auto"\n\n[agent.price]\ninput = 1.0\noutput = 2.0\n' "$TOOLHOST_E2E_MODEL_URL" \
+      >> "$XDG_CONFIG_HOME/toolhost/config.toml"
+  fi
+  export TOOLHOST_E2E_AGENT
   CS_FLAGS=(--config "$S/config.yaml" --user-data-dir "$S/user" --extensions-dir "$S/ext" --disable-telemetry --disable-update-check)
   installed() {
     "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { sed 's/^/    /' "$S/install.log" >&2; return 1; }

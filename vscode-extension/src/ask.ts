@@ -1,5 +1,6 @@
 // Questions for the person (docs/protocol.md, `toolhost/askUser`): `ask_user_question` asks
-// (intent `question`), `exit_plan_mode` puts a plan up for approval (intent `plan-review`). Here:
+// (intent `question`), `exit_plan_mode` puts a plan up for approval (intent `plan-review`),
+// toolhost's own agent asks whether a call may run (intent `permission`: Allow / Deny). Here:
 // the request's shape, turning what the person did in the panel's form into the protocol's answer
 // (`{answers: [{id, selected, custom?}]}` or `{dismissed: true}`), the queue of open questions
 // (several calls may ask at once; one question per call, so the call id is the key) and the form's
@@ -336,7 +337,7 @@ export const QUESTION_KEYS = '↑/↓ or j/k move · Space selects · 1–9 pick
 export const PLAN_KEYS = 'a approve · k keep planning (type feedback, Enter sends) · Esc dismisses';
 
 function headerHtml(params: AskUserParams): string {
-  const badge = params.intent === 'plan-review' ? 'plan review' : 'question';
+  const badge = params.intent === 'plan-review' ? 'plan review' : params.intent === 'permission' ? 'permission' : 'question';
   const caller = params.caller ? ` <span class="card-caller">${escapeHtml(params.caller)}</span>` : '';
   return (
     `<div class="ask-title"><span class="ask-badge">${badge}</span> <span class="card-tool">${escapeHtml(params.tool)}</span> ` +
@@ -359,12 +360,17 @@ function questionHtml(params: AskUserParams, q: Question, index: number): string
     })
     .join('');
   const other = q.options.length > 0 ? 'Other (your own answer)…' : 'Your answer…';
+  // A permission is Allow or Deny: free text would only count as Deny.
+  const otherField =
+    params.intent === 'permission' && q.options.length > 0
+      ? ''
+      : `<input type="text" class="ask-other" aria-label="${escapeHtml(`${other} ${q.question}`)}" placeholder="${escapeHtml(other)}">`;
   return (
     `<fieldset class="ask-q" data-qid="${escapeHtml(q.id)}" data-multi="${q.multiSelect}">` +
     `<legend class="ask-question">${header}<span class="ask-text">${escapeHtml(q.question)}</span>` +
     `${q.multiSelect ? ' <span class="ask-multi">(choose any)</span>' : ''}</legend>` +
     (options ? `<div class="ask-options" role="${q.multiSelect ? 'group' : 'radiogroup'}">${options}</div>` : '') +
-    `<input type="text" class="ask-other" aria-label="${escapeHtml(`${other} ${q.question}`)}" placeholder="${escapeHtml(other)}">` +
+    otherField +
     `</fieldset>`
   );
 }
@@ -386,7 +392,7 @@ export function askFormHtml(session: AskSession): string {
     );
   }
   return (
-    `<form class="ask" data-ask="${key}" data-intent="question" tabindex="-1" aria-label="${escapeHtml(`question: ${params.title}`)}">` +
+    `<form class="ask" data-ask="${key}" data-intent="${params.intent}" tabindex="-1" aria-label="${escapeHtml(`${params.intent}: ${params.title}`)}">` +
     headerHtml(params) +
     params.questions.map((q, i) => questionHtml(params, q, i)).join('') +
     `<div class="actions">${button('submit', 'Submit (Enter)', ' primary')}${button('dismiss', 'Dismiss (Esc)')}</div>` +

@@ -388,6 +388,8 @@ export interface PageOptions {
   questionsHtml?: string;
   /** The session's todo list (dataCards.ts `pinnedTodosHtml`), if any. */
   todosHtml?: string;
+  /** The chat with toolhost's agent: transcript and chat box (chat.ts `chatSectionHtml`), if any. */
+  chatHtml?: string;
 }
 
 /** The whole webview document: strict CSP (no remote anything, scripts only with the nonce). */
@@ -409,11 +411,12 @@ export function renderPage(options: PageOptions): string {
 <title>toolhost</title>
 </head>
 <body>
+${options.chatHtml ?? ''}
 <div id="banner" role="status" aria-live="polite">${options.bannerHtml ?? ''}</div>
 <section id="questions" aria-label="questions for you">${options.questionsHtml ?? ''}</section>
 <section id="reviews" aria-label="open reviews" aria-live="polite">${options.reviewsHtml ?? ''}</section>
 <div id="todos">${options.todosHtml ?? ''}</div>
-<p id="empty" class="empty-state">No tool calls yet. Run <strong>toolhost: Call Tool…</strong> or replay a session.</p>
+<p id="empty" class="empty-state">No tool calls yet. Ask the agent above, run <strong>toolhost: Call Tool…</strong> or replay a session.</p>
 <section id="cards" role="feed" aria-label="toolhost cards">${options.cardsHtml}</section>
 <script nonce="${escapeHtml(options.nonce)}" src="${escapeHtml(options.scriptUri)}"></script>
 </body>

@@ -3,7 +3,8 @@
 // notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
 // output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and
 // `toolhost/askUser` to the question forms, switches plan mode, passes the MCP bridge's
-// `toolhost/mcpServersChanged` on (the MCP Servers view), and reports its state, the session's
+// `toolhost/mcpServersChanged` on (the MCP Servers view), hands the own agent's
+// `toolhost/agentUpdate` notifications to the chat (chatView.ts), and reports its state, the session's
 // review and plan modes and what waits for the person (status bar, API).
 
 import * as fs from 'node:fs';
@@ -114,6 +115,7 @@ export class ToolhostController implements vscode.Disposable {
   private pendingQuestions = 0;
   /** The session's plan mode as the server last reported it (undefined: not known). */
   private planModeValue: boolean | undefined;
+  private agentUpdateHandler: ((params: unknown) => void) | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
   readonly onDidNotice = this.noticeEmitter.event;
@@ -163,6 +165,11 @@ export class ToolhostController implements vscode.Disposable {
   /** Who answers `toolhost/askUser` (the panel's question forms). */
   setAskHandler(handler: AskHandler | undefined): void {
     this.askHandler = handler;
+  }
+
+  /** Who reads the own agent's `toolhost/agentUpdate` notifications (the chat). */
+  setAgentUpdateHandler(handler: ((params: unknown) => void) | undefined): void {
+    this.agentUpdateHandler = handler;
   }
 
   /** How many questions wait for the person (shown in the status bar). */
@@ -422,6 +429,9 @@ export class ToolhostController implements vscode.Disposable {
         this.output.appendLine(`[toolhost] ignored a malformed toolhost/mcpServersChanged: ${JSON.stringify(raw)}`);
       }
     });
+    client.onNotification(methods.agentUpdate, (raw: unknown) => {
+      this.agentUpdateHandler?.(raw);
+    });
     client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));
     client.onRequest(methods.review, (params: unknown, token: vscode.CancellationToken) => {
       const handler = this.reviewHandler;
@@ -497,14 +507,15 @@ export class ToolhostController implements vscode.Disposable {
     }
   }
 
-  /** Sends a request to the running server (waits for a start in progress). */
-  async request<R>(method: string, params: unknown): Promise<R> {
+  /** Sends a request to the running server (waits for a start in progress). Cancelling `token`
+   * sends `$/cancelRequest`; the request then resolves undefined. */
+  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
     await this.queue;
     const client = this.client;
     if (!client || this.stateValue !== 'running') {
       throw new Error(`the toolhost server is not running (${this.stateValue})${this.lastError ? `: ${this.lastError}` : ''}`);
     }
-    return client.sendRequest<R>(method, params);
+    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
   }
 
   dispose(): void {

@@ -1,5 +1,5 @@
 // Entry point: wires the card store, the panel, the language client, review mode, the question
-// forms (`toolhost/askUser`), plan mode, the MCP Servers view (the bridge's external servers), the
+// forms (`toolhost/askUser`), plan mode, the chat with toolhost's own agent (`toolhost/agentPrompt`), the MCP Servers view (the bridge's external servers), the
 // `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
@@ -7,6 +7,8 @@ import * as vscode from 'vscode';
 import type { AskUserResult } from './ask';
 import { AskController, type AskResponder, type AskSnapshot } from './askView';
 import { CardStore } from './cardStore';
+import type { ChatExchange } from './chat';
+import { CHAT_COMMANDS, ChatController, type ChatSnapshot } from './chatView';
 import { resolveServerCommand, ToolhostController, type ClientOverrides, type ServerState } from './controller';
 import { CardDiffProvider, DIFF_SCHEME, goToLocation } from './diffView';
 import { answerLspQuery } from './lspProvider';
@@ -22,6 +24,7 @@ import { CardsViewProvider, VIEW_ID } from './panel';
 import {
   annotationsLabel,
   asCard,
+  type AgentMode,
   isObject,
   methods,
   toolAnnotations,
@@ -91,6 +94,13 @@ export interface ToolhostApi {
     /** What the Answer button of the notification does: the panel, focus in the form. */
     focus(key?: string): Promise<void>;
   };
+  /** The chat with toolhost's own agent (the panel's chat box): what it shows, a prompt sent as
+   * from the box (resolves when the run ended), and Stop. */
+  readonly chat: {
+    snapshot(): ChatSnapshot;
+    prompt(text: string, mode?: AgentMode): Promise<ChatExchange | undefined>;
+    stop(): boolean;
+  };
   /** The MCP Servers view: what it shows now, and its Refresh (`toolhost/mcpServers`). */
   readonly mcpServers: {
     snapshot(): McpServersSnapshot;
@@ -122,6 +132,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   };
 
   const request = <R>(method: string, params?: unknown): Promise<R> => controller.request<R>(method, params ?? {});
+  const chat = new ChatController((params, token) => controller.request<unknown>(methods.agentPrompt, params, token), output);
+  controller.setAgentUpdateHandler((params) => chat.handleUpdate(params));
   const cancelCall = (callId: string) => request<CancelCallResult>(methods.cancelCall, { callId });
 
   const panel = new CardsViewProvider(context.extensionUri, store, {
@@ -167,7 +179,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       }
     },
     ask: (key, action): Promise<boolean> => Promise.resolve(asks.answer(key, action)),
-  });
+  }, chat);
   const showReviews = () => {
     panel.setReviews(reviewSummaryHtml(reviews.book.all(), controller.reviewSettings));
     controller.setPendingReviews(reviews.book.size);
@@ -325,11 +337,14 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     reviews.onDidChange(showReviews),
     asks,
     asks.onDidChange(showQuestions),
+    chat,
     controller.onDidChangeState((state) => {
-      // A stopped server waits for no answer: its reviews and questions close.
+      // A stopped server waits for no answer: its reviews and questions close, and its chats are
+      // gone (the next prompt starts a new one).
       if (state !== 'running') {
         reviews.withdrawAll();
         asks.withdrawAll();
+        chat.serverGone();
       }
       showReviews();
       showQuestions();
@@ -369,6 +384,24 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
         void vscode.window.showErrorMessage(`toolhost: cannot set the review mode: ${err instanceof Error ? err.message : String(err)}`);
         return undefined;
       }
+    }),
+    // Ask the Agent: the chat box, focused (or, with a prompt as the argument, that prompt sent).
+    vscode.commands.registerCommand(CHAT_COMMANDS.ask, async (prompt?: unknown) => {
+      if (typeof prompt === 'string' && prompt.trim() !== '') {
+        await panel.reveal();
+        return chat.prompt(prompt);
+      }
+      await panel.focusChat();
+      return undefined;
+    }),
+    vscode.commands.registerCommand(CHAT_COMMANDS.stop, () => {
+      if (!chat.stop()) {
+        vscode.window.setStatusBarMessage('toolhost: the agent is not running', 3000);
+      }
+    }),
+    vscode.commands.registerCommand(CHAT_COMMANDS.newChat, async () => {
+      chat.newChat();
+      await panel.focusChat();
     }),
     vscode.commands.registerCommand('toolhost.ui.enterPlanMode', () => setPlanModeCommand(true)),
     vscode.commands.registerCommand('toolhost.ui.exitPlanMode', () => setPlanModeCommand(false)),
@@ -458,6 +491,11 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       setResponder: (responder) => asks.setResponder(responder),
       ask: (params, token) => asks.handle(params, token ?? new vscode.CancellationTokenSource().token),
       focus: (key) => panel.focusQuestion(key),
+    },
+    chat: {
+      snapshot: () => chat.snapshot(),
+      prompt: (text, mode) => chat.prompt(text, mode),
+      stop: () => chat.stop(),
     },
     mcpServers: {
       snapshot: () => mcpServers.snapshot(),

@@ -4,12 +4,15 @@
 // messages (Stop, open a spilled output file, Revert, open a web card's source in the browser, …).
 // Above the cards: the forms of the open questions (`toolhost/askUser`), the summaries of the open
 // reviews (review mode) with their buttons, and the session's todo list (the latest todo card's,
-// pinned).
+// pinned). At the top: the chat with toolhost's own agent (chat.ts, chatView.ts) — its transcript,
+// streamed as the run goes (drawn again at most every 50 ms), and the chat box.
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
 import { makeNonce, renderCard, renderPage, replayBanner } from './cardHtml';
 import type { CardStore } from './cardStore';
+import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
+import type { ChatController } from './chatView';
 import { pinnedTodosHtml } from './dataCards';
 import type { Card } from './protocol';
 import { isObject } from './protocol';
@@ -46,6 +49,11 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
   private todosHtml = '';
   /** A question to focus once the page listens (asked before the view was resolved). */
   private focusAfterReady: string | undefined;
+  /** Focus the chat box once the page listens. */
+  private chatFocusAfterReady = false;
+  /** Chat exchanges changed since the page last got them (undefined in the set: all of them). */
+  private readonly chatDirty = new Set<string | undefined>();
+  private chatTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly resolvedEmitter = new vscode.EventEmitter<void>();
   readonly onDidResolve = this.resolvedEmitter.event;
@@ -54,9 +62,12 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     private readonly extensionUri: vscode.Uri,
     private readonly store: CardStore,
     private readonly actions: PanelActions,
+    private readonly chat: ChatController,
   ) {
     this.disposables.push(
       this.resolvedEmitter,
+      chat.onDidChange((change) => this.chatChanged(change?.key)),
+      { dispose: () => clearTimeout(this.chatTimer) },
       store.onChange((event) => {
         if (event.type === 'upsert') {
           void this.post({ type: 'upsert', callId: event.card.callId, html: renderCard(event.card) });
@@ -121,6 +132,48 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
+  /** Shows the panel with the keyboard focus in the chat box. */
+  async focusChat(): Promise<void> {
+    if (this.view) {
+      this.view.show(false);
+      await this.post({ type: 'chatFocus' });
+    } else {
+      this.chatFocusAfterReady = true;
+      await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+    }
+  }
+
+  /** A streamed update draws its exchange again, at most every 50 ms (text comes token by token). */
+  private chatChanged(key: string | undefined): void {
+    this.chatDirty.add(key);
+    if (this.chatTimer === undefined) {
+      this.chatTimer = setTimeout(() => {
+        this.chatTimer = undefined;
+        void this.flushChat();
+      }, 50);
+    }
+  }
+
+  private chatStateMessage(): { running: boolean; stopping: boolean } {
+    const running = this.chat.state.running;
+    return { running: running !== undefined, stopping: running?.state === 'stopping' };
+  }
+
+  private async flushChat(): Promise<void> {
+    const keys = [...this.chatDirty];
+    this.chatDirty.clear();
+    if (keys.includes(undefined)) {
+      await this.post({ type: 'chat', html: chatLogHtml(this.chat.state), ...this.chatStateMessage() });
+      return;
+    }
+    for (const key of keys) {
+      const x = key === undefined ? undefined : this.chat.state.get(key);
+      if (x) {
+        await this.post({ type: 'chatX', key: x.key, html: exchangeHtml(x), ...this.chatStateMessage() });
+      }
+    }
+  }
+
   private cardsHtml(): string {
     return this.store
       .visible()
@@ -139,6 +192,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     await this.post({ type: 'reviews', html: this.reviewsHtml });
     await this.post({ type: 'questions', forms: this.questionForms });
     await this.post({ type: 'todos', html: this.todosHtml });
+    await this.post({ type: 'chat', html: chatLogHtml(this.chat.state), ...this.chatStateMessage() });
   }
 
   private async post(message: unknown): Promise<void> {
@@ -161,6 +215,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       reviewsHtml: this.reviewsHtml,
       questionsHtml: this.questionForms.map((f) => f.html).join(''),
       todosHtml: this.todosHtml,
+      chatHtml: chatSectionHtml(this.chat.state, this.chat.mode),
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
@@ -185,6 +240,14 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         this.focusAfterReady = undefined;
         await this.post({ type: 'askFocus', key: key === '' ? undefined : key });
       }
+      if (this.chatFocusAfterReady) {
+        this.chatFocusAfterReady = false;
+        await this.post({ type: 'chatFocus' });
+      }
+      return;
+    }
+    if (message.action === 'chat') {
+      this.onChatMessage(message);
       return;
     }
     if (message.action === 'ask') {
@@ -241,6 +304,29 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       case 'revert':
       case 'revertSince':
         await this.actions.revert(card, message.action === 'revertSince');
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** The chat box: send, stop, new chat, a mode picked. */
+  private onChatMessage(message: Record<string, unknown>): void {
+    switch (message.op) {
+      case 'send':
+        if (typeof message.prompt === 'string') {
+          this.chat.mode = asAgentMode(message.mode);
+          void this.chat.prompt(message.prompt, this.chat.mode);
+        }
+        break;
+      case 'stop':
+        this.chat.stop();
+        break;
+      case 'new':
+        this.chat.newChat();
+        break;
+      case 'mode':
+        this.chat.mode = asAgentMode(message.mode);
         break;
       default:
         break;

@@ -236,4 +236,25 @@ describe('the question form', () => {
     assert.deepEqual(attrValues(html, 'data-ask-op'), ['approve', 'keep', 'dismiss']);
     assert.ok(textOf(html).includes('a approve · k keep planning'));
   });
+
+  it('a permission (toolhost\'s own agent asks whether a call may run): Allow / Deny, no free text; Allow is the answer', () => {
+    const permission = parseAskUserParams({
+      requestId: 9,
+      callId: 'call_bash',
+      tool: 'bash',
+      title: 'Run: make',
+      caller: 'toolhost agent',
+      intent: 'permission',
+      questions: [{ id: 'permission', question: 'Allow the agent to run Run: make?', header: 'Permission', options: [{ label: 'Allow', description: 'run this call' }, { label: 'Deny' }] }],
+    });
+    assert.equal(permission.intent, 'permission');
+    const html = askFormHtml(new AskBook().open(permission, () => undefined));
+    assert.match(html, /^<form class="ask" data-ask="call_bash" data-intent="permission" tabindex="-1" aria-label="permission: Run: make">/);
+    assert.match(html, /<span class="ask-badge">permission<\/span>/);
+    assert.deepEqual(attrValues(html, 'value'), ['Allow', 'Deny']);
+    assert.doesNotMatch(html, /ask-other/);
+    assert.deepEqual(resultOf(permission, { op: 'submit', state: { permission: { selected: ['Allow'] } } }), { answers: [{ id: 'permission', selected: ['Allow'] }] });
+    assert.equal(resultOf(permission, { op: 'approve' }), undefined, 'not a plan review');
+    assert.equal(notificationText(permission), 'toolhost agent asks: Allow the agent to run Run: make?');
+  });
 });

@@ -11,7 +11,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv';
 import { asCallOutput, asCard, asMcpServersResult, asNotice, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
 import { askFormHtml, AskBook, parseAskUserParams, resultOf } from '../src/ask';
-import { asPlanModeState, methods } from '../src/protocol';
+import { AGENT_MODES, AGENT_STOPS, asAgentPromptResult, asAgentUpdateParams, asPlanModeState, methods, type AgentPromptParams } from '../src/protocol';
 import { asReviewSettings, parseReviewParams, ReviewBook } from '../src/review';
 import * as fixtures from './fixtures';
 
@@ -172,7 +172,7 @@ describe('wire types against docs/schemas', () => {
     assert.deepEqual(propertyNames(def(params, 'QuestionOption')), ['description', 'label']);
     assert.deepEqual(
       (def(params, 'QuestionIntent').oneOf as { const: string }[]).map((v) => v.const),
-      ['question', 'plan-review'],
+      ['question', 'plan-review', 'permission'],
     );
     const question = {
       requestId: 3,
@@ -196,9 +196,19 @@ describe('wire types against docs/schemas', () => {
       questions: [{ id: 'plan', question: 'Approve this plan?', header: 'Plan', options: [{ label: 'Approve' }, { label: 'Keep planning' }], multiSelect: false }],
       plan: '# X',
     };
+    // toolhost's own agent asks whether a call may run (its permission mode): Allow / Deny
+    const permission = {
+      requestId: 5,
+      callId: 'call_bash',
+      tool: 'bash',
+      title: 'Run: rm -rf build',
+      caller: 'toolhost agent',
+      intent: 'permission',
+      questions: [{ id: 'permission', question: 'Allow toolhost agent to run bash: rm -rf build?', header: 'Permission', options: [{ label: 'Allow' }, { label: 'Deny' }], multiSelect: false }],
+    };
     const validateParams = validator('AskUserParams');
     const validateResult = validator('AskUserResult');
-    for (const raw of [question, plan]) {
+    for (const raw of [question, plan, permission]) {
       assertValid(validateParams, raw, `the wire params of ${raw.tool} (requestId besides)`);
       const parsed = parseAskUserParams(raw);
       assertValid(validateParams, parsed, `parsed ${raw.tool} params`);
@@ -206,7 +216,13 @@ describe('wire types against docs/schemas', () => {
     }
     const q = parseAskUserParams(question);
     const p = parseAskUserParams(plan);
+    const allow = parseAskUserParams(permission);
+    assert.equal(allow.intent, 'permission');
+    assert.match(askFormHtml(new AskBook().open(allow, () => undefined)), /data-intent="permission"/);
     const sent = [
+      resultOf(allow, { op: 'submit', state: { permission: { selected: ['Allow'] } } }),
+      resultOf(allow, { op: 'submit', state: { permission: { selected: ['Deny'] } } }),
+      resultOf(allow, { op: 'dismiss' }),
       resultOf(q, { op: 'submit', state: { db: { selected: ['SQLite'] }, langs: { selected: ['Rust', 'Go'], custom: 'Zig' }, name: { custom: 'x' } } }),
       resultOf(q, { op: 'submit', state: { db: { selected: ['SQLite'], custom: 'DuckDB' } } }),
       resultOf(q, { op: 'submit', state: {} }),
@@ -240,6 +256,62 @@ describe('wire types against docs/schemas', () => {
     }
     assert.deepEqual(propertyNames(loadSchema('StructuredOutputState')), ['recorded', 'schema', 'value']);
     assertValid(validator('StructuredOutputState'), { schema: null, recorded: true, value: { a: 1 } }, 'a recorded run');
+  });
+
+  it('the own agent (toolhost/agentPrompt, toolhost/agentUpdate): what the chat sends and reads', () => {
+    assert.equal(methods.agentPrompt, 'toolhost/agentPrompt');
+    assert.equal(methods.agentUpdate, 'toolhost/agentUpdate');
+    const params = loadSchema('AgentPromptParams');
+    assert.deepEqual(propertyNames(params), ['chatId', 'mode', 'model', 'prompt']);
+    assert.deepEqual(params.required, ['prompt']);
+    const validateParams = validator('AgentPromptParams');
+    const sent: AgentPromptParams[] = [{ prompt: 'read a.txt' }, { prompt: 'go on', chatId: 'chat_1', mode: 'accept-edits' }, ...AGENT_MODES.map((mode) => ({ prompt: 'x', mode }))];
+    for (const p of sent) {
+      assertValid(validateParams, p, JSON.stringify(p));
+    }
+    const result = loadSchema('AgentPromptResult');
+    assert.deepEqual(propertyNames(result), ['answer', 'chatId', 'cost', 'error', 'runId', 'stop', 'structured', 'turns', 'usage']);
+    assert.deepEqual(propertyNames(def(result, 'AgentTokens')), ['cachedTokens', 'completionTokens', 'promptTokens', 'totalTokens']);
+    for (const stop of AGENT_STOPS) {
+      assert.match(String((result.properties as Record<string, { description?: string }>).stop?.description), new RegExp(`\`${stop}\``), `the schema names the stop ${stop}`);
+    }
+    const validateResult = validator('AgentPromptResult');
+    const wire = {
+      chatId: 'chat_1',
+      runId: 'run_1',
+      stop: 'answered',
+      turns: 2,
+      answer: 'hello',
+      usage: { promptTokens: 250, completionTokens: 30, totalTokens: 280, cachedTokens: 0 },
+      cost: 0.0003,
+      structured: null,
+      error: null,
+    };
+    assertValid(validateResult, wire, 'an answered run');
+    const read = asAgentPromptResult(wire);
+    assertValid(validateResult, read, 'read back');
+    assertValid(validateResult, asAgentPromptResult({ ...wire, stop: 'failed', turns: 0, answer: null, cost: null, error: 'MODEL_HTTP_ERROR: 401' }), 'a failed run');
+    const update = loadSchema('AgentUpdateParams');
+    assert.deepEqual(propertyNames(update), ['chatId', 'runId', 'update']);
+    const description = String((update.properties as Record<string, { description?: string }>).update?.description);
+    for (const type of ['text', 'reasoning', 'toolCall', 'toolResult', 'usage', 'compaction', 'retry']) {
+      assert.ok(description.includes(`type: "${type}"`), `the schema names the update ${type}`);
+    }
+    const validateUpdate = validator('AgentUpdateParams');
+    const updates = [
+      { type: 'text', text: 'hi' },
+      { type: 'reasoning', text: 'hmm' },
+      { type: 'toolCall', callId: 'c', name: 'read', card: fixtures.editCard },
+      { type: 'toolResult', callId: 'c', name: 'read', isError: false, text: 'ok', card: fixtures.editCard },
+      { type: 'usage', promptTokens: 1, completionTokens: 2, totalTokens: 3, cachedTokens: 0 },
+      { type: 'compaction', tokensBefore: 10, tokensAfter: 5, pruned: 1, summarized: false },
+      { type: 'retry', attempt: 1, delayMs: 1000, reason: 'HTTP 503' },
+    ];
+    for (const u of updates) {
+      const raw = { chatId: 'chat_1', runId: 'run_1', update: u };
+      assertValid(validateUpdate, raw, u.type);
+      assert.equal(asAgentUpdateParams(raw)?.update.type, u.type, `${u.type} is read`);
+    }
   });
 
   // Generated by the server's schema drift test once the MCP bridge's status request is in.

@@ -1,0 +1,412 @@
+// The chat with toolhost's own agent in the panel (docs/agent.md, "In VS Code"): the transcript of
+// one chat — each prompt the person sent, and what the run answered as `toolhost/agentUpdate`
+// streamed it: the model's text (appended, shown as markdown), its reasoning (folded), one line
+// per tool call that leads to the call's card, retries and compactions — and, when the run ended,
+// why (unless it answered), a failed run's error, and a footer with the tokens and the cost. Also
+// the chat box's HTML. Everything from the model or a tool is escaped. Pure: no `vscode` import,
+// so `node --test` covers it; chatView.ts sends the requests and feeds the updates in.
+
+import { escapeHtml } from './html';
+import { markdownHtml } from './markdown';
+import {
+  AGENT_MODES,
+  type AgentMode,
+  type AgentPromptResult,
+  type AgentTokens,
+  type AgentUpdateParams,
+} from './protocol';
+
+/** A call of the agent, as a line of the transcript (its card is in the panel's feed). */
+export interface ChatToolLine {
+  kind: 'tool';
+  callId: string;
+  /** The tool's name. */
+  name: string;
+  /** The card's title (`Read a.txt`), else the tool's name. */
+  title: string;
+  status: 'pending' | 'completed' | 'failed';
+  /** A failed call's first line of Native text. */
+  error?: string;
+}
+
+export type ChatItem =
+  | { kind: 'text'; text: string }
+  | { kind: 'reasoning'; text: string }
+  | ChatToolLine
+  /** A retry of a model request, a compaction, the server's restart. */
+  | { kind: 'note'; text: string };
+
+/** One prompt and its run. `running` until the request is answered; `stopping` after Stop, until
+ * the request is answered as cancelled. */
+export interface ChatExchange {
+  key: string;
+  prompt: string;
+  /** The mode chosen for this prompt (none: the server's `[agent] mode`). */
+  mode?: AgentMode;
+  state: 'running' | 'stopping' | 'done';
+  items: ChatItem[];
+  /** The tokens of the model requests so far (the `usage` updates, summed). */
+  usage: AgentTokens;
+  runId?: string;
+  /** The request's answer (a run that ended by itself). */
+  result?: AgentPromptResult;
+  /** Stopped with the Stop button: the request was cancelled (no result comes). */
+  cancelled?: boolean;
+  /** The request itself failed (the server is not running, refused the prompt, …). */
+  error?: string;
+  /** Where the current model request's text starts in `items`: a retried request's text is
+   * dropped from here. */
+  attemptStart: number;
+}
+
+export const ZERO_TOKENS: Readonly<AgentTokens> = { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedTokens: 0 };
+
+/** What a run's reasoning summary says when folded. */
+export const REASONING_LABEL = 'Reasoning';
+
+function firstLine(text: string): string {
+  return (text.split('\n').find((l) => l.trim() !== '') ?? '').trim();
+}
+
+/** The transcript of one chat and the chat's id on the server (known once the server named it,
+ * in the first update or the first answer). One prompt runs at a time. */
+export class ChatState {
+  chatId: string | undefined;
+  readonly exchanges: ChatExchange[] = [];
+  private next = 1;
+
+  /** The exchange whose prompt is still running, if any. */
+  get running(): ChatExchange | undefined {
+    const last = this.exchanges[this.exchanges.length - 1];
+    return last && last.state !== 'done' ? last : undefined;
+  }
+
+  get(key: string): ChatExchange | undefined {
+    return this.exchanges.find((x) => x.key === key);
+  }
+
+  /** A new prompt; throws while another one runs (the server answers one prompt per chat). */
+  begin(prompt: string, mode?: AgentMode): ChatExchange {
+    if (this.running) {
+      throw new Error('the agent is still answering the last prompt: stop it first');
+    }
+    const exchange: ChatExchange = {
+      key: `x${this.next++}`,
+      prompt,
+      state: 'running',
+      items: [],
+      usage: { ...ZERO_TOKENS },
+      attemptStart: 0,
+    };
+    if (mode !== undefined) {
+      exchange.mode = mode;
+    }
+    this.exchanges.push(exchange);
+    return exchange;
+  }
+
+  /** Applies one `toolhost/agentUpdate` to the running exchange; the exchange it changed, or
+   * undefined when the update is not this chat's (another chat's, or nothing runs). */
+  apply(params: AgentUpdateParams): ChatExchange | undefined {
+    const x = this.running;
+    if (!x) {
+      return undefined;
+    }
+    if (x.runId !== undefined ? params.runId !== x.runId : this.chatId !== undefined && params.chatId !== this.chatId) {
+      return undefined;
+    }
+    x.runId = params.runId;
+    this.chatId = params.chatId;
+    const update = params.update;
+    const last = x.items[x.items.length - 1];
+    switch (update.type) {
+      case 'text':
+      case 'reasoning':
+        if (update.text === '') {
+          return x;
+        }
+        if (last?.kind === update.type && x.items.length > x.attemptStart) {
+          last.text += update.text;
+        } else {
+          x.items.push({ kind: update.type, text: update.text });
+        }
+        break;
+      case 'toolCall':
+      case 'toolResult': {
+        let line = x.items.find((i): i is ChatToolLine => i.kind === 'tool' && i.callId === update.callId);
+        if (!line) {
+          line = { kind: 'tool', callId: update.callId, name: update.name, title: update.name, status: 'pending' };
+          x.items.push(line);
+        }
+        const title = update.card?.title;
+        if (title) {
+          line.title = title;
+        }
+        if (update.type === 'toolResult') {
+          const failed = update.isError || update.card?.status === 'failed';
+          line.status = failed ? 'failed' : 'completed';
+          const error = failed ? firstLine(update.text) : '';
+          if (error !== '') {
+            line.error = error;
+          } else {
+            delete line.error;
+          }
+        }
+        x.attemptStart = x.items.length;
+        break;
+      }
+      case 'usage':
+        x.usage = {
+          promptTokens: x.usage.promptTokens + update.promptTokens,
+          completionTokens: x.usage.completionTokens + update.completionTokens,
+          totalTokens: x.usage.totalTokens + update.totalTokens,
+          cachedTokens: x.usage.cachedTokens + update.cachedTokens,
+        };
+        x.attemptStart = x.items.length;
+        break;
+      case 'compaction': {
+        const how = [update.pruned > 0 ? `${update.pruned} ${update.pruned === 1 ? 'output' : 'outputs'} pruned` : '', update.summarized ? 'summarized' : '']
+          .filter((s) => s !== '')
+          .join(', ');
+        x.items.push({ kind: 'note', text: `conversation compacted (${tokens(update.tokensBefore)} → ${tokens(update.tokensAfter)} tokens${how ? `, ${how}` : ''})` });
+        x.attemptStart = x.items.length;
+        break;
+      }
+      case 'retry':
+        // The failed attempt's text and reasoning go: the retried request streams them again.
+        x.items.splice(x.attemptStart, x.items.length - x.attemptStart, {
+          kind: 'note',
+          text: `the model request failed (${update.reason || 'no reason given'}); retry ${update.attempt} in ${seconds(update.delayMs)}`,
+        });
+        x.attemptStart = x.items.length;
+        break;
+    }
+    return x;
+  }
+
+  /** The request was answered: how the run ended. */
+  finish(key: string, result: AgentPromptResult): ChatExchange | undefined {
+    const x = this.get(key);
+    if (!x) {
+      return undefined;
+    }
+    x.state = 'done';
+    x.result = result;
+    x.runId = result.runId || x.runId;
+    this.chatId = result.chatId;
+    const answer = result.answer ?? '';
+    // The last model turn's items: those after the last call or note.
+    let turn = x.items.length;
+    while (turn > 0 && (x.items[turn - 1]?.kind === 'text' || x.items[turn - 1]?.kind === 'reasoning')) {
+      turn--;
+    }
+    if (answer.trim() !== '' && !x.items.slice(turn).some((i) => i.kind === 'text')) {
+      // Nothing of the answer was streamed (or it was dropped): the answer itself.
+      x.items.push({ kind: 'text', text: answer });
+    }
+    return x;
+  }
+
+  /** Stop was pressed: the request is being cancelled. */
+  stopping(key: string): ChatExchange | undefined {
+    const x = this.get(key);
+    if (x?.state === 'running') {
+      x.state = 'stopping';
+    }
+    return x;
+  }
+
+  /** The request was cancelled (Stop): the run stopped, the chat keeps what was said. */
+  cancelled(key: string): ChatExchange | undefined {
+    const x = this.get(key);
+    if (x && x.state !== 'done') {
+      x.state = 'done';
+      x.cancelled = true;
+    }
+    return x;
+  }
+
+  /** The request failed (no run, or no answer from the server). */
+  fail(key: string, message: string): ChatExchange | undefined {
+    const x = this.get(key);
+    if (x && x.state !== 'done') {
+      x.state = 'done';
+      x.error = message;
+    }
+    return x;
+  }
+
+  /** The server went away: the chat's conversation is gone with it, so the next prompt starts a
+   * new one. A note in the last exchange says so. */
+  forgetChat(): ChatExchange | undefined {
+    if (this.chatId === undefined) {
+      return undefined;
+    }
+    this.chatId = undefined;
+    const last = this.exchanges[this.exchanges.length - 1];
+    last?.items.push({ kind: 'note', text: 'the toolhost server restarted: the next prompt starts a new chat' });
+    return last;
+  }
+
+  /** New chat: an empty transcript and no chat id. */
+  clear(): void {
+    this.exchanges.length = 0;
+    this.chatId = undefined;
+  }
+}
+
+/** `1,234` */
+export function tokens(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s`;
+}
+
+/** `$0.0012`: four decimals, as `toolhost agent` prints it. */
+export function formatCost(cost: number): string {
+  return `$${cost.toFixed(4)}`;
+}
+
+/** The tokens the footer shows: the server's count of the whole run once it answered, else the
+ * requests' counts so far. */
+export function exchangeUsage(x: ChatExchange): AgentTokens {
+  return x.result?.usage ?? x.usage;
+}
+
+/** The footer: `2 turns · 250 tokens in · 20 out · 0 cached · $0.0003` (turns and cost once the
+ * run answered; the cost only with `[agent.price]`). Empty while no request counted anything. */
+export function footerText(x: ChatExchange): string {
+  const usage = exchangeUsage(x);
+  const parts: string[] = [];
+  if (x.result) {
+    parts.push(`${x.result.turns} ${x.result.turns === 1 ? 'turn' : 'turns'}`);
+  }
+  if (x.result || usage.totalTokens > 0 || usage.promptTokens > 0) {
+    parts.push(`${tokens(usage.promptTokens)} tokens in`, `${tokens(usage.completionTokens)} out`, `${tokens(usage.cachedTokens)} cached`);
+  }
+  if (x.result?.cost !== undefined) {
+    parts.push(formatCost(x.result.cost));
+  }
+  return parts.join(' · ');
+}
+
+/** Why the run ended, when it did not simply answer (a failed run's error is shown instead). */
+export function stopText(x: ChatExchange): string | undefined {
+  if (x.cancelled) {
+    return 'Stopped: the run was cancelled (the chat keeps what was said).';
+  }
+  const result = x.result;
+  if (!result) {
+    return undefined;
+  }
+  switch (result.stop) {
+    case 'answered':
+    case 'failed':
+      return undefined;
+    case 'structured':
+      return 'Ended with a structured value.';
+    case 'turn-limit':
+      return `Stopped at the turn limit (${result.turns} ${result.turns === 1 ? 'turn' : 'turns'}) before an answer.`;
+    case 'token-budget':
+      return 'Stopped at the token budget before an answer.';
+    case 'cancelled':
+      return 'Stopped: the run was cancelled (the chat keeps what was said).';
+    default:
+      return `Stopped: ${result.stop}.`;
+  }
+}
+
+/** A failed run's (or request's) error line. */
+export function errorText(x: ChatExchange): string | undefined {
+  if (x.error !== undefined) {
+    return `Failed: ${x.error}`;
+  }
+  if (x.result?.stop === 'failed') {
+    return `Failed: ${x.result.error ?? 'the model failed'}`;
+  }
+  return undefined;
+}
+
+const TOOL_MARK: Record<ChatToolLine['status'], string> = { pending: '→', completed: '✓', failed: '✗' };
+
+function itemHtml(item: ChatItem, index: number): string {
+  switch (item.kind) {
+    case 'text':
+      return `<div class="chat-text markdown">${markdownHtml(item.text)}</div>`;
+    case 'reasoning':
+      return (
+        `<details class="chat-reasoning" data-fold="r${index}"><summary>${REASONING_LABEL}</summary>` +
+        `<div class="chat-reasoning-text">${escapeHtml(item.text)}</div></details>`
+      );
+    case 'tool': {
+      const error = item.error ? `<span class="chat-tool-error">${escapeHtml(item.error)}</span>` : '';
+      return (
+        `<div class="chat-tool" data-status="${item.status}" data-call-id="${escapeHtml(item.callId)}">` +
+        `<button type="button" class="link chat-card-link" data-card="${escapeHtml(item.callId)}" title="${escapeHtml(`Show the card of ${item.name} (${item.callId})`)}">` +
+        `<span class="chat-tool-mark" aria-hidden="true">${TOOL_MARK[item.status]}</span> ${escapeHtml(item.title)}</button>${error}</div>`
+      );
+    }
+    case 'note':
+      return `<div class="chat-note">${escapeHtml(item.text)}</div>`;
+  }
+}
+
+/** One prompt and its run. */
+export function exchangeHtml(x: ChatExchange): string {
+  const mode = x.mode ? ` <span class="chat-mode-badge">${escapeHtml(x.mode)}</span>` : '';
+  const items = x.items.map(itemHtml).join('');
+  const working =
+    x.state !== 'done'
+      ? `<div class="chat-working" role="status">${x.state === 'stopping' ? 'Stopping…' : x.items.length === 0 ? 'Working…' : 'Working… (Stop: Esc)'}</div>`
+      : '';
+  const stop = stopText(x);
+  const error = errorText(x);
+  const structured =
+    x.result?.structured !== undefined ? `<pre class="chat-structured json">${escapeHtml(JSON.stringify(x.result.structured, null, 2))}</pre>` : '';
+  const footer = footerText(x);
+  const stopAttr = x.result ? ` data-stop="${escapeHtml(x.result.stop)}"` : x.cancelled ? ' data-stop="cancelled"' : x.error !== undefined ? ' data-stop="failed"' : '';
+  return (
+    `<article class="chat-x" data-chat-key="${escapeHtml(x.key)}" data-state="${x.state}"${stopAttr}>` +
+    `<div class="chat-user"><div class="chat-who">You${mode}</div><div class="chat-prompt">${escapeHtml(x.prompt)}</div></div>` +
+    `<div class="chat-agent"><div class="chat-who">toolhost agent</div>${items}${working}` +
+    (stop ? `<div class="chat-stop">${escapeHtml(stop)}</div>` : '') +
+    (error ? `<div class="chat-error" role="alert">${escapeHtml(error)}</div>` : '') +
+    structured +
+    (footer ? `<div class="chat-footer">${escapeHtml(footer)}</div>` : '') +
+    `</div></article>`
+  );
+}
+
+/** The whole transcript. */
+export function chatLogHtml(state: ChatState): string {
+  return state.exchanges.map(exchangeHtml).join('');
+}
+
+/** The chat section: the transcript, then the box (prompt, mode, Send / Stop / New chat). `mode`:
+ * the mode picked last (none: the server's `[agent] mode`). */
+export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined): string {
+  const running = state.running !== undefined;
+  const options = [`<option value=""${mode === undefined ? ' selected' : ''}>default mode</option>`]
+    .concat(AGENT_MODES.map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`))
+    .join('');
+  return (
+    `<section id="chat" aria-label="chat with toolhost's agent"${running ? ' data-running="true"' : ''}>` +
+    `<div id="chat-log" role="log" aria-label="the chat" aria-live="polite">${chatLogHtml(state)}</div>` +
+    `<form id="chat-form" class="chat-form" aria-label="ask the agent">` +
+    `<textarea id="chat-input" rows="2" aria-label="Prompt for toolhost's agent (Enter sends, Shift+Enter: new line)" placeholder="Ask toolhost's agent… (Enter sends, Shift+Enter: new line)"></textarea>` +
+    `<div class="chat-bar">` +
+    `<select id="chat-mode" aria-label="Permission mode for the next prompt" title="Permission mode: ask, accept-edits, plan or auto (default: [agent] mode of the configuration)">${options}</select>` +
+    `<span class="chat-spacer"></span>` +
+    `<button type="button" id="chat-new" class="action" title="Start a new chat (the transcript is cleared)">New chat</button>` +
+    `<button type="button" id="chat-stop" class="action stop"${running ? '' : ' hidden'} title="Stop the agent (Esc)">Stop</button>` +
+    `<button type="button" id="chat-send" class="action primary"${running ? ' disabled' : ''} title="Send (Enter)">Send</button>` +
+    `</div></form></section>`
+  );
+}
+
+/** A mode from the page (a `<select>` value), or undefined for the default (or junk). */
+export function asAgentMode(value: unknown): AgentMode | undefined {
+  return AGENT_MODES.find((m) => m === value);
+}

@@ -1,0 +1,162 @@
+// The chat with toolhost's own agent (chat.ts draws it): a prompt from the panel's chat box (or
+// "toolhost: Ask the Agent") becomes a `toolhost/agentPrompt` request — continuing the chat with
+// its id, with the mode picked in the box —, the server's `toolhost/agentUpdate` notifications
+// stream into the transcript, and Stop cancels the request (`$/cancelRequest`: the run stops, the
+// chat keeps what was said). The calls' cards come as ordinary `toolhost/card` notifications.
+
+import * as vscode from 'vscode';
+import { ChatState, type ChatExchange } from './chat';
+import { asAgentPromptResult, asAgentUpdateParams, type AgentMode, type AgentPromptParams } from './protocol';
+
+/** Sends `toolhost/agentPrompt`; resolves undefined when `token` cancelled it. */
+export type PromptSender = (params: AgentPromptParams, token: vscode.CancellationToken) => Promise<unknown>;
+
+/** What changed: one exchange (its key), or the whole chat (undefined). */
+export type ChatChange = { key: string } | undefined;
+
+/** A copy of the chat for the API (tests, diagnostics). */
+export interface ChatSnapshot {
+  chatId: string | undefined;
+  running: boolean;
+  exchanges: ChatExchange[];
+}
+
+const RUNNING_CONTEXT = 'toolhost.agentRunning';
+
+export class ChatController implements vscode.Disposable {
+  readonly state = new ChatState();
+  /** The mode picked last in the chat box (undefined: the server's `[agent] mode`). */
+  mode: AgentMode | undefined;
+  private cancel: vscode.CancellationTokenSource | undefined;
+  private readonly changeEmitter = new vscode.EventEmitter<ChatChange>();
+  readonly onDidChange = this.changeEmitter.event;
+
+  constructor(
+    private readonly send: PromptSender,
+    private readonly output: vscode.OutputChannel,
+  ) {}
+
+  get running(): boolean {
+    return this.state.running !== undefined;
+  }
+
+  private changed(x: ChatExchange | undefined): void {
+    this.changeEmitter.fire(x ? { key: x.key } : undefined);
+  }
+
+  private setRunning(running: boolean): void {
+    void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, running);
+  }
+
+  /** A `toolhost/agentUpdate` notification. */
+  handleUpdate(raw: unknown): void {
+    const params = asAgentUpdateParams(raw);
+    if (!params) {
+      return;
+    }
+    const x = this.state.apply(params);
+    if (x) {
+      this.changed(x);
+    }
+  }
+
+  /** Sends `prompt` (continuing the chat) and resolves with its exchange once the run ended. */
+  async prompt(prompt: string, mode: AgentMode | undefined = this.mode): Promise<ChatExchange | undefined> {
+    const text = prompt.trim();
+    if (text === '') {
+      return undefined;
+    }
+    if (this.running) {
+      void vscode.window.showWarningMessage('toolhost: the agent is still answering: stop it first (Stop, or Esc in the chat box).');
+      return undefined;
+    }
+    const x = this.state.begin(text, mode);
+    const params: AgentPromptParams = { prompt: text };
+    if (this.state.chatId !== undefined) {
+      params.chatId = this.state.chatId;
+    }
+    if (mode !== undefined) {
+      params.mode = mode;
+    }
+    const cancel = new vscode.CancellationTokenSource();
+    this.cancel = cancel;
+    this.setRunning(true);
+    this.changed(x);
+    this.output.appendLine(`[toolhost] agent prompt${params.chatId ? ` (chat ${params.chatId})` : ' (new chat)'}${mode ? `, mode ${mode}` : ''}`);
+    try {
+      const raw = await this.send(params, cancel.token);
+      const result = asAgentPromptResult(raw);
+      if (cancel.token.isCancellationRequested || raw === undefined || raw === null) {
+        this.state.cancelled(x.key);
+      } else if (result) {
+        this.state.finish(x.key, result);
+        this.output.appendLine(`[toolhost] agent run ${result.runId} ended: ${result.stop}${result.error ? ` (${result.error})` : ''}`);
+      } else {
+        this.state.fail(x.key, `unexpected toolhost/agentPrompt result: ${JSON.stringify(raw)}`);
+      }
+    } catch (err) {
+      if (err instanceof vscode.CancellationError || cancel.token.isCancellationRequested) {
+        this.state.cancelled(x.key);
+      } else {
+        const message = err instanceof Error ? err.message : String(err);
+        this.output.appendLine(`[toolhost] agent prompt failed: ${message}`);
+        this.state.fail(x.key, message);
+      }
+    } finally {
+      cancel.dispose();
+      if (this.cancel === cancel) {
+        this.cancel = undefined;
+      }
+      // (A new chat may have started meanwhile.)
+      this.setRunning(this.running);
+      this.changed(this.state.get(x.key));
+    }
+    return x;
+  }
+
+  /** Stop: cancels the running prompt's request; false when nothing runs. */
+  stop(): boolean {
+    const x = this.state.running;
+    if (!x || !this.cancel) {
+      return false;
+    }
+    this.state.stopping(x.key);
+    this.changed(x);
+    this.cancel.cancel();
+    return true;
+  }
+
+  /** New chat: stops a running prompt and clears the transcript. */
+  newChat(): void {
+    this.stop();
+    this.state.clear();
+    this.changed(undefined);
+  }
+
+  /** The server stopped or restarted: its chats are gone. */
+  serverGone(): void {
+    const x = this.state.forgetChat();
+    if (x) {
+      this.changed(x);
+    }
+  }
+
+  snapshot(): ChatSnapshot {
+    return {
+      chatId: this.state.chatId,
+      running: this.running,
+      exchanges: JSON.parse(JSON.stringify(this.state.exchanges)) as ChatExchange[],
+    };
+  }
+
+  dispose(): void {
+    this.cancel?.cancel();
+    this.changeEmitter.dispose();
+  }
+}
+
+export const CHAT_COMMANDS = {
+  ask: 'toolhost.agent.ask',
+  stop: 'toolhost.agent.stop',
+  newChat: 'toolhost.agent.newChat',
+} as const;
