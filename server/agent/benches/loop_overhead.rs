@@ -11,6 +11,7 @@
 //! the last turns (the longest conversation). Target: under 2 ms per turn.
 
 #![cfg_attr(test, allow(dead_code))]
+#![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
