@@ -1191,7 +1191,7 @@ async function agentChat(page, frame) {
     assertEqual(users, ['What does a.txt say?\nBe brief <b>please</b>.', 'And the last line?'], 'the conversation sent');
   });
 
-  await check('Stop (Esc in the chat box) cancels a slow answer: "Stopped", the tokens so far; Send is back', async () => {
+  await check('Stop (Esc in the chat box) cancels a slow answer: "Stopped"; Send is back, and the chat goes on with what was said', async () => {
     await frame.focus('#chat-input');
     await page.keyboard.type('Think about it [slow]');
     await page.keyboard.press('Enter');
@@ -1204,9 +1204,17 @@ async function agentChat(page, frame) {
     const last = xs[xs.length - 1];
     assertEqual([last.stop, last.stopLine], ['cancelled', 'Stopped: the run was cancelled (the chat keeps what was said).']);
     assert(await frame.locator('#chat-send').isEnabled(), 'Send is enabled again');
+    await frame.locator('#chat-log .chat-x:last-child').scrollIntoViewIfNeeded().catch(() => undefined);
+    await shot(page, '21-agent-chat-stopped');
+    // the chat goes on, with what was said before the Stop
+    await page.keyboard.type('Go on');
+    await page.keyboard.press('Enter');
+    await frame.locator('#chat-log .chat-x:nth-child(4)[data-state="done"]').waitFor({ timeout: 30_000 });
+    assertEqual((await chatExchanges(frame))[3]?.stop, 'answered', 'the prompt after the Stop');
+    const sent = await sentToModel();
+    const users = sent[sent.length - 1].messages.filter((m) => m.role === 'user').map((m) => m.content);
+    assertEqual(users.slice(-2), ['Think about it [slow]', 'Go on'], 'the conversation sent after the Stop');
   });
-  await frame.locator('#chat-log .chat-x:last-child').scrollIntoViewIfNeeded().catch(() => undefined);
-  await shot(page, '21-agent-chat-stopped');
 
   await check('New chat clears the transcript', async () => {
     await frame.locator('#chat-new').click();

@@ -22,6 +22,10 @@ export interface ChatSnapshot {
 }
 
 const RUNNING_CONTEXT = 'toolhost.agentRunning';
+/** How often, and how far apart, a prompt refused while its chat's stopped run finishes is sent
+ * again (10 s in all). */
+const BUSY_RETRIES = 40;
+const BUSY_DELAY_MS = 250;
 
 export class ChatController implements vscode.Disposable {
   readonly state = new ChatState();
@@ -84,7 +88,7 @@ export class ChatController implements vscode.Disposable {
     this.changed(x);
     this.output.appendLine(`[toolhost] agent prompt${params.chatId ? ` (chat ${params.chatId})` : ' (new chat)'}${mode ? `, mode ${mode}` : ''}`);
     try {
-      const raw = await this.send(params, cancel.token);
+      const raw = await this.sendWhenFree(params, cancel.token);
       const result = asAgentPromptResult(raw);
       if (cancel.token.isCancellationRequested || raw === undefined || raw === null) {
         this.state.cancelled(x.key);
@@ -112,6 +116,26 @@ export class ChatController implements vscode.Disposable {
       this.changed(this.state.get(x.key));
     }
     return x;
+  }
+
+  /** Sends the prompt. After a Stop the server answers at once, but the stopped run may still be
+   * finishing its calls, and a prompt of the same chat is refused meanwhile (`-32600`, "still
+   * answering"): the prompt is sent again for a few seconds, until the chat is free. */
+  private async sendWhenFree(params: AgentPromptParams, token: vscode.CancellationToken): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.send(params, token);
+      } catch (err) {
+        const busy = (err as { code?: unknown }).code === -32600 && /still answering/.test(err instanceof Error ? err.message : '');
+        if (!busy || params.chatId === undefined || attempt >= BUSY_RETRIES || token.isCancellationRequested) {
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, BUSY_DELAY_MS));
+        if (token.isCancellationRequested) {
+          return undefined;
+        }
+      }
+    }
   }
 
   /** Stop: cancels the running prompt's request; false when nothing runs. */
