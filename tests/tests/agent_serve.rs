@@ -310,3 +310,54 @@ async fn ask_mode_asks_the_editor_before_a_write_and_a_refusal_reaches_the_model
         .clone();
     assert!(tool["content"].as_str().unwrap().starts_with("Error:"), "{tool}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_of_the_session_log_continues_after_the_server_restarted() {
+    let env = Env::new();
+    let model = model_server(|n, _| match n {
+        0 => answering(&["The answer is 42."]),
+        _ => answering(&["You asked about the answer."]),
+    })
+    .await;
+    let (env, bodies) = (Arc::new(env), Arc::clone(&model.bodies));
+    agent_options(&env, &model.base, "auto");
+    let task_env = Arc::clone(&env);
+    tokio::task::spawn_blocking(move || {
+        let env = task_env;
+        let (mut client, _) = editor(&env, json!({}), None);
+        let first =
+            client.request("toolhost/agentPrompt", json!({"prompt": "the answer?"})).unwrap();
+        client.shutdown().unwrap();
+        let logs = env.session_logs();
+        let header: Value = serde_json::from_str(
+            std::fs::read_to_string(&logs[0]).unwrap().lines().next().unwrap(),
+        )
+        .unwrap();
+        let session_id =
+            header["id"].as_str().expect("the session id in the log header").to_owned();
+        // The editor starts the server again on the same session and goes on with the run.
+        let (mut client, _) = editor(&env, json!({"session_id": session_id}), None);
+        let second = client
+            .request(
+                "toolhost/agentPrompt",
+                json!({"prompt": "what did I ask?", "chatId": first["runId"]}),
+            )
+            .unwrap();
+        assert_eq!(second["answer"], "You asked about the answer.", "{second}");
+        client.shutdown().unwrap();
+    })
+    .await
+    .unwrap();
+    let bodies = bodies.lock().unwrap().clone();
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let said: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[0].0, "system");
+    assert_eq!(
+        &said[1..],
+        [("user", "the answer?"), ("assistant", "The answer is 42."), ("user", "what did I ask?")]
+    );
+}

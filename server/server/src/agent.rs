@@ -674,6 +674,62 @@ pub async fn run(
     report
 }
 
+/// The conversation run `run_id` of the session logged at `log` left, rebuilt from its `agent/*`
+/// records: the runs it continued (oldest first), then its own — as the model would see it next.
+/// `None` when the log has no such run.
+pub fn conversation_from_log(
+    log: &std::path::Path,
+    run_id: &str,
+) -> Result<Option<Vec<Message>>, toolhost_session::SessionError> {
+    use toolhost_agent::log::{self as records, Replayed};
+    use toolhost_protocol::session_log::AgentMessageEvent;
+    let view = toolhost_session::read_session(log)?;
+    // Which run continued which.
+    let mut continues: HashMap<String, Option<String>> = HashMap::new();
+    for (_, kind, data) in &view.conversation {
+        if kind == records::AGENT_RUN
+            && let Ok(run) = serde_json::from_value::<AgentRunEvent>(data.clone())
+        {
+            continues.insert(run.run_id, run.continues);
+        }
+    }
+    if !continues.contains_key(run_id) {
+        return Ok(None);
+    }
+    let mut chain = vec![run_id.to_owned()];
+    while let Some(Some(earlier)) = chain.last().and_then(|r| continues.get(r)) {
+        if chain.contains(earlier) {
+            break;
+        }
+        chain.push(earlier.clone());
+    }
+    let mut messages = Vec::new();
+    let mut compactions = Vec::new();
+    for (_, kind, data) in &view.conversation {
+        let run = data.get("runId").and_then(Value::as_str).unwrap_or_default();
+        if !chain.iter().any(|r| r == run) {
+            continue;
+        }
+        if kind == records::AGENT_MESSAGE
+            && let Ok(message) = serde_json::from_value::<AgentMessageEvent>(data.clone())
+        {
+            messages.push(Some(message));
+            compactions.push(None);
+        } else if kind == records::AGENT_COMPACTION
+            && let Ok(compaction) = serde_json::from_value::<AgentCompactionEvent>(data.clone())
+        {
+            messages.push(None);
+            compactions.push(Some(compaction));
+        }
+    }
+    let replayed = messages.iter().zip(&compactions).filter_map(|pair| match pair {
+        (Some(message), _) => Some(Replayed::Message(message)),
+        (None, Some(compaction)) => Some(Replayed::Compaction(compaction)),
+        (None, None) => None,
+    });
+    Ok(Some(records::rebuild(replayed)))
+}
+
 /// The JSON line `toolhost agent --json` prints for an event of the model's stream or the run.
 pub fn event_json(event: &AgentEvent) -> Option<Value> {
     use toolhost_agent::model::StreamEvent;

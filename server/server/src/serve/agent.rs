@@ -4,7 +4,9 @@
 //! `toolhost/agentUpdate` notifications, and each call's cards as `toolhost/card` like any other
 //! call's. The run is a task of its own: cancelling the request (`$/cancelRequest`, the editor's
 //! Stop) cancels the run, which still ends properly — calls started finish, the rest are answered
-//! as aborted, `agent/end` is recorded — and the chat keeps what was said up to there. The agent's
+//! as aborted, `agent/end` is recorded — and the chat keeps what was said up to there. A `chatId`
+//! this connection does not know but the session log does (a `runId`, after the editor restarted
+//! the server on the same session) continues that run's conversation, rebuilt from the log. The agent's
 //! calls take the connection's barrier like every other call and are listed for
 //! `toolhost/cancelCall`, so a card's own Stop works on them too.
 
@@ -162,6 +164,21 @@ pub(super) async fn prompt(
         }
         chat.running = true;
         chat.last_run.clone().map(|run| (run, chat.messages.clone()))
+    };
+    // A chat this connection does not know may be a run of the session's log (the editor
+    // restarted the server on the same session): its conversation is rebuilt from the records.
+    let history = match (history, params.chat_id.as_deref(), state.opened.get()) {
+        (None, Some(run_id), Some(opened)) if !run_id.is_empty() => {
+            match own_agent::conversation_from_log(opened.log.log_path(), run_id) {
+                Ok(Some(messages)) => Some((run_id.to_owned(), messages)),
+                Ok(None) => None,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot read the session log to continue {run_id}");
+                    None
+                }
+            }
+        }
+        (history, _, _) => history,
     };
     let run_id = own_agent::new_run_id();
     let cancel = CancellationToken::new();
