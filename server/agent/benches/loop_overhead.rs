@@ -14,9 +14,11 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+#[path = "../tests/support/sse.rs"]
+mod sse;
+
+use sse::Answer;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::agent::{AgentOptions, BoxFuture, ToolOutcome, ToolRunner, run};
 use toolhost_agent::model::{ModelClient, ModelConfig, ToolSpec};
@@ -58,75 +60,22 @@ impl ToolRunner for Instant2k {
     }
 }
 
-fn sse(chunks: &[Value]) -> String {
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// Serves request n with a tool call (n < TURNS) or an answer; returns, per request, when it
-/// arrived and when its answer was written.
-async fn model_server() -> (String, Arc<Mutex<Vec<(Instant, Instant)>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port());
-    let times: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
-    let seen = Arc::clone(&times);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let times = Arc::clone(&seen);
-            tokio::spawn(async move {
-                let mut data = Vec::new();
-                let mut buf = vec![0u8; 64 * 1024];
-                let (head_end, length) = loop {
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-                        let length = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        break (end + 4, length);
-                    }
-                };
-                while data.len() < head_end + length {
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                }
-                let arrived = Instant::now();
-                let n = times.lock().unwrap().len();
-                let body = if n < TURNS {
-                    let call = json!({"index": 0, "id": format!("c{n}"), "type": "function",
-                        "function": {"name": "read", "arguments": format!("{{\"file_path\":\"src/f{n}.rs\"}}")}});
-                    sse(&[
-                        json!({"choices": [{"delta": {"content": "Let me look."}}]}),
-                        json!({"choices": [{"delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}]}),
-                        json!({"choices": [], "usage": {"prompt_tokens": 1000 + n * 600, "completion_tokens": 20, "total_tokens": 1020 + n * 600}}),
-                    ])
-                } else {
-                    sse(&[
-                        json!({"choices": [{"delta": {"content": "Done."}, "finish_reason": "stop"}]}),
-                        json!({"choices": [], "usage": {"prompt_tokens": 40000, "completion_tokens": 2, "total_tokens": 40002}}),
-                    ])
-                };
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: text/event-stream\r\n\r\n{body}"
-                );
-                let _ = stream.write_all(response.as_bytes()).await;
-                let _ = stream.flush().await;
-                let _ = stream.shutdown().await;
-                times.lock().unwrap().push((arrived, Instant::now()));
-            });
-        }
-    });
-    (base, times)
+/// Request n: a tool call (n < TURNS) or the answer.
+fn script(n: usize, _body: &Value) -> Answer {
+    if n < TURNS {
+        let call = json!({"index": 0, "id": format!("c{n}"), "type": "function",
+            "function": {"name": "read", "arguments": format!("{{\"file_path\":\"src/f{n}.rs\"}}")}});
+        Answer::sse(&[
+            json!({"choices": [{"delta": {"content": "Let me look."}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 1000 + n * 600, "completion_tokens": 20, "total_tokens": 1020 + n * 600}}),
+        ])
+    } else {
+        Answer::sse(&[
+            json!({"choices": [{"delta": {"content": "Done."}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 40000, "completion_tokens": 2, "total_tokens": 40002}}),
+        ])
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -139,8 +88,9 @@ fn main() {
     let mut late: Vec<f64> = Vec::new();
     for _ in 0..RUNS {
         runtime.block_on(async {
-            let (base, times) = model_server().await;
-            let model = ModelClient::new(ModelConfig::new(base, "bench-model")).unwrap();
+            let server = sse::server(script).await;
+            let model =
+                ModelClient::new(ModelConfig::new(server.base.clone(), "bench-model")).unwrap();
             let options = AgentOptions {
                 system_prompt: "You are a coding agent.".repeat(20),
                 max_turns: (TURNS + 5) as u32,
@@ -151,7 +101,7 @@ fn main() {
                     .await
                     .unwrap();
             assert_eq!(outcome.turns as usize, TURNS + 1);
-            let times = times.lock().unwrap().clone();
+            let times = server.times.lock().unwrap().clone();
             for (i, pair) in times.windows(2).enumerate() {
                 let gap = ms(pair[1].0.saturating_duration_since(pair[0].1));
                 gaps.push(gap);

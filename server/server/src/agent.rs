@@ -609,19 +609,8 @@ pub async fn run(
                 recorder.event(&event);
                 on_event(&event);
             };
-            match request.history {
-                Some((_, history)) => {
-                    toolhost_agent::agent::continue_run(
-                        &model,
-                        &runner,
-                        &options,
-                        history,
-                        &request.prompt,
-                        cancel,
-                        &mut events,
-                    )
-                    .await
-                }
+            let history = match request.history {
+                Some((_, history)) => history,
                 None => {
                     // The system prompt is part of the recorded conversation.
                     let mut history = Vec::new();
@@ -630,18 +619,19 @@ pub async fn run(
                         events(AgentEvent::Message { message: system.clone(), call_id: None });
                         history.push(system);
                     }
-                    toolhost_agent::agent::continue_run(
-                        &model,
-                        &runner,
-                        &options,
-                        history,
-                        &request.prompt,
-                        cancel,
-                        &mut events,
-                    )
-                    .await
+                    history
                 }
-            }
+            };
+            toolhost_agent::agent::continue_run(
+                &model,
+                &runner,
+                &options,
+                history,
+                &request.prompt,
+                cancel,
+                &mut events,
+            )
+            .await
         }
         Err(err) => Err(err),
     };

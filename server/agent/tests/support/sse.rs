@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One scripted answer.
@@ -38,6 +38,9 @@ impl Answer {
 pub struct Server {
     pub base: String,
     pub bodies: Arc<Mutex<Vec<Value>>>,
+    /// Per answered request, in the order answers ended: when its body had arrived and when its
+    /// answer was written (the loop-overhead bench measures the gaps).
+    pub times: Arc<Mutex<Vec<(Instant, Instant)>>>,
 }
 
 pub async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'static) -> Server {
@@ -46,9 +49,12 @@ pub async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'st
     let bodies: Arc<Mutex<Vec<Value>>> = Arc::default();
     let script = Arc::new(script);
     let seen = Arc::clone(&bodies);
+    let times: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+    let timed = Arc::clone(&times);
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let (seen, script) = (Arc::clone(&seen), Arc::clone(&script));
+            let (seen, script, timed) =
+                (Arc::clone(&seen), Arc::clone(&script), Arc::clone(&timed));
             tokio::spawn(async move {
                 let mut data = Vec::new();
                 let mut buf = [0u8; 4096];
@@ -75,6 +81,7 @@ pub async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'st
                     }
                     data.extend_from_slice(&buf[..n]);
                 }
+                let arrived = Instant::now();
                 let body: Value = serde_json::from_slice(&data[head_end..]).unwrap_or(Value::Null);
                 let n = {
                     let mut seen = seen.lock().unwrap();
@@ -97,8 +104,10 @@ pub async fn server(script: impl Fn(usize, &Value) -> Answer + Send + Sync + 'st
                     }
                     let _ = stream.flush().await;
                 }
+                let _ = stream.shutdown().await;
+                timed.lock().unwrap().push((arrived, Instant::now()));
             });
         }
     });
-    Server { base, bodies }
+    Server { base, bodies, times }
 }
