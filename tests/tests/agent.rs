@@ -274,8 +274,9 @@ async fn plan_mode_refuses_an_edit_until_the_plan_is_approved() {
     assert!(events.iter().any(|e| e["type"] == "plan/mode" && e["data"]["active"] == true));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ask_mode_with_nobody_to_ask_refuses_changes_and_tells_the_model() {
+/// A task that reads a.txt, then edits it and runs a command in one turn, in `mode`: the
+/// workspace, the run and the tool answers of the last request.
+async fn edit_and_command(mode: &str) -> (Env, Run, Vec<(String, String)>) {
     let env = Env::new();
     env.write("a.txt", "hello\n");
     let model = model_server(|n, _| match n {
@@ -287,14 +288,20 @@ async fn ask_mode_with_nobody_to_ask_refuses_changes_and_tells_the_model() {
             ],
             100,
         ),
-        _ => answering("I could not change anything."),
+        _ => answering("Done what I could."),
     })
     .await;
-    let run = agent(&env, &model.base, "change a.txt", &["--mode", "ask"]).await;
+    let run = agent(&env, &model.base, "change a.txt", &["--mode", mode]).await;
+    let answers = tool_messages(&model.bodies.lock().unwrap()[2]);
+    (env, run, answers)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_mode_with_nobody_to_ask_refuses_changes_and_tells_the_model() {
+    let (env, run, answers) = edit_and_command("ask").await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "hello\n");
     assert!(!env.root.join("made-by-bash").exists());
-    let answers = tool_messages(&model.bodies.lock().unwrap()[2]);
     assert!(
         answers[1]
             .1
@@ -304,24 +311,11 @@ async fn ask_mode_with_nobody_to_ask_refuses_changes_and_tells_the_model() {
     assert!(answers[2].1.contains("tool \"bash\" requires approval"), "{answers:?}");
 
     // accept-edits: the edit runs, the command still asks.
-    let env = Env::new();
-    env.write("a.txt", "hello\n");
-    let model = model_server(|n, _| match n {
-        0 => calling(&[("read", r#"{"file_path":"a.txt"}"#)], 100),
-        1 => calling(
-            &[
-                ("edit", r#"{"file_path":"a.txt","old_string":"hello","new_string":"bye"}"#),
-                ("bash", r#"{"command":"touch made-by-bash"}"#),
-            ],
-            100,
-        ),
-        _ => answering("Edited; the command was refused."),
-    })
-    .await;
-    let run = agent(&env, &model.base, "change a.txt", &["--mode", "accept-edits"]).await;
+    let (env, run, answers) = edit_and_command("accept-edits").await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "bye\n");
     assert!(!env.root.join("made-by-bash").exists());
+    assert!(answers[2].1.contains("tool \"bash\" requires approval"), "{answers:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,7 +16,7 @@ use server::{Env, raw_request, wait_response};
 use sse::{Answer, server as model_server};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
+use toolhost_harness::client::Client;
 
 fn calling(calls: &[(&str, &str)]) -> Answer {
     let fragments: Vec<Value> = calls
@@ -62,21 +62,7 @@ fn agent_options(env: &Env, base: &str, mode: &str) -> Value {
 
 /// An editor that answers every `toolhost/askUser` with `answer`, keeping what it was asked.
 fn editor(env: &Env, options: Value, answer: Option<Value>) -> (Client, Arc<Mutex<Vec<Value>>>) {
-    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let handler: RequestHandler = {
-        let asked = Arc::clone(&asked);
-        Arc::new(move |method, params| {
-            if method != "toolhost/askUser" {
-                return Err((-32601, format!("unhandled {method}")));
-            }
-            asked.lock().unwrap().push(params.clone());
-            answer.clone().ok_or((NO_REPLY, String::new()))
-        })
-    };
-    let mut client = env.spawn_with(&[], handler);
-    let capabilities = json!({"experimental": {"toolhost": {"askUser": true}}});
-    client.initialize(&env.root, options, capabilities).unwrap();
-    (client, asked)
+    server::asking_editor(env, options, answer)
 }
 
 fn updates(client: &Client, run_id: &str) -> Vec<Value> {

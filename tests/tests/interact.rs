@@ -14,7 +14,7 @@ use server::{Env, call_ok, raw_request, wait_response};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_contract::{BoxFuture, CancellationToken};
-use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
+use toolhost_harness::client::Client;
 use toolhost_protocol::lsp_ext::{AskUserParams, AskUserResult};
 use toolhost_server::config::Config;
 use toolhost_server::host::{Host, HostOptions};
@@ -25,21 +25,7 @@ const DB_QUESTION: &str = r#"{"questions":[{"id":"db","question":"Which database
 
 /// An editor that answers questions: every question is kept, answered with `answer` (or never).
 fn asking_editor(env: &Env, answer: Option<Value>) -> (Client, Arc<Mutex<Vec<Value>>>) {
-    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let handler: RequestHandler = {
-        let asked = Arc::clone(&asked);
-        Arc::new(move |method, params| {
-            if method != "toolhost/askUser" {
-                return Err((-32601, format!("unhandled {method}")));
-            }
-            asked.lock().unwrap().push(params.clone());
-            answer.clone().ok_or((NO_REPLY, String::new()))
-        })
-    };
-    let mut client = env.spawn_with(&[], handler);
-    let capabilities = json!({"experimental": {"toolhost": {"askUser": true}}});
-    client.initialize(&env.root, json!({}), capabilities).unwrap();
-    (client, asked)
+    server::asking_editor(env, json!({}), answer)
 }
 
 fn text(out: &Value) -> &str {

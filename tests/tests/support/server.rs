@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost_harness::client::{Client, RequestHandler};
+use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
 
 /// The workspace root (this crate's parent directory).
 pub fn workspace_root() -> PathBuf {
@@ -212,6 +212,30 @@ impl Env {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
+}
+
+/// An editor that answers questions (`toolhost/askUser`): every question is kept and answered
+/// with `answer` (or never); `init_options` are its initializationOptions.
+pub fn asking_editor(
+    env: &Env,
+    init_options: Value,
+    answer: Option<Value>,
+) -> (Client, Arc<Mutex<Vec<Value>>>) {
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let handler: RequestHandler = {
+        let asked = Arc::clone(&asked);
+        Arc::new(move |method, params| {
+            if method != "toolhost/askUser" {
+                return Err((-32601, format!("unhandled {method}")));
+            }
+            asked.lock().unwrap().push(params.clone());
+            answer.clone().ok_or((NO_REPLY, String::new()))
+        })
+    };
+    let mut client = env.spawn_with(&[], handler);
+    let capabilities = json!({"experimental": {"toolhost": {"askUser": true}}});
+    client.initialize(&env.root, init_options, capabilities).unwrap();
+    (client, asked)
 }
 
 /// Answers `toolhost/test/echo` with `{echo: params}`; refuses everything else.
