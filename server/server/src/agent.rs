@@ -89,6 +89,9 @@ impl Price {
     }
 }
 
+/// Who the cards of the own agent's calls name as the caller.
+pub const CALLER: &str = "toolhost agent";
+
 /// The default provider: DeepSeek's OpenAI-compatible API.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
@@ -555,6 +558,24 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// How the run ended: the `agent/end` record, and what an editor's prompt is answered.
+    pub fn end_event(&self) -> AgentEndEvent {
+        let (turns, usage, answer) = match &self.outcome {
+            Ok(o) => (o.turns, o.usage.clone(), o.answer.clone()),
+            Err(_) => (0, Usage::default(), None),
+        };
+        AgentEndEvent {
+            run_id: self.run_id.clone(),
+            stop: self.stop_name().to_owned(),
+            turns,
+            usage: toolhost_agent::log::tokens(&usage),
+            cost: self.cost,
+            answer,
+            structured: self.structured.clone(),
+            error: self.outcome.as_ref().err().map(|e| format!("{}: {e}", e.code())),
+        }
+    }
+
     pub fn stop_name(&self) -> &'static str {
         match &self.outcome {
             Ok(outcome) => outcome.stop.as_str(),
@@ -642,20 +663,8 @@ pub async fn run(
     };
     let usage = outcome.as_ref().map(|o| o.usage.clone()).unwrap_or_default();
     let cost = settings.price.map(|p| p.cost(&usage));
-    let report = RunReport { run_id: run_id.clone(), outcome, cost, structured };
-    recorder.record(
-        records::AGENT_END,
-        AgentEndEvent {
-            run_id,
-            stop: report.stop_name().to_owned(),
-            turns: report.outcome.as_ref().map_or(0, |o| o.turns),
-            usage: records::tokens(&usage),
-            cost,
-            answer: report.outcome.as_ref().ok().and_then(|o| o.answer.clone()),
-            structured: report.structured.clone(),
-            error: report.outcome.as_ref().err().map(|e| format!("{}: {e}", e.code())),
-        },
-    );
+    let report = RunReport { run_id, outcome, cost, structured };
+    recorder.record(records::AGENT_END, report.end_event());
     if let Some(log) = host.session()
         && let Err(err) = log.flush().await
     {

@@ -14,9 +14,6 @@ use toolhost_agent::model::StreamEvent;
 use toolhost_contract::CancellationToken;
 use toolhost_protocol::card::CardStatus;
 
-/// Who the cards of the agent's calls name as the caller.
-pub const CALLER: &str = "toolhost agent";
-
 fn print_line(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{text}");
@@ -105,7 +102,7 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
         settings: settings.clone(),
         prompt: task.to_owned(),
         history: None,
-        caller: CALLER.to_owned(),
+        caller: own_agent::CALLER.to_owned(),
         run_id: None,
         scope: None,
         parent: None,

@@ -27,9 +27,6 @@ use toolhost_protocol::lsp_ext::{
     AgentPromptParams, AgentPromptResult, AgentUpdateParams, methods,
 };
 
-/// Who the cards of the agent's calls name as the caller.
-pub const CALLER: &str = "toolhost agent";
-
 /// A chat of this connection: the conversation so far and the run that last added to it.
 #[derive(Default)]
 pub(super) struct Chat {
@@ -212,7 +209,7 @@ pub(super) async fn prompt(
             settings,
             prompt: params.prompt,
             history,
-            caller: CALLER.to_owned(),
+            caller: own_agent::CALLER.to_owned(),
             run_id: Some(task_run.clone()),
             scope: Some(Arc::new(ServeScope(Arc::clone(&state))) as Arc<dyn CallScope>),
             parent: None,
@@ -235,19 +232,16 @@ pub(super) async fn prompt(
     let report = joined.map_err(|err| {
         ErrorObject::internal(format!("internal error: the agent's run failed: {err}"))
     })?;
-    let (turns, usage, answer) = match &report.outcome {
-        Ok(o) => (o.turns, o.usage.clone(), o.answer.clone()),
-        Err(_) => (0, Default::default(), None),
-    };
+    let end = report.end_event();
     Ok(AgentPromptResult {
         chat_id,
         run_id,
-        stop: report.stop_name().to_owned(),
-        turns,
-        answer,
-        usage: toolhost_agent::log::tokens(&usage),
-        cost: report.cost,
-        structured: report.structured.clone(),
-        error: report.outcome.as_ref().err().map(|e| format!("{}: {e}", e.code())),
+        stop: end.stop,
+        turns: end.turns,
+        answer: end.answer,
+        usage: end.usage,
+        cost: end.cost,
+        structured: end.structured,
+        error: end.error,
     })
 }
