@@ -7,8 +7,12 @@
 //! confined twice: lexically (every path must fall under a root) and by the kernel (every open
 //! goes through the root's directory handle with `RESOLVE_BENEATH`), so a directory swapped for
 //! a symlink between check and use still cannot lead out.
+//!
+//! Inside an editor the text of writable files can come from and go to the editor's buffers
+//! instead of the disk: see [`TextBackend`] and [`Workspace::set_text_backend`].
 
 mod atomic;
+mod backend;
 mod dirty;
 mod error;
 mod ledger;
@@ -22,6 +26,7 @@ mod workspace;
 pub mod testkit;
 
 pub use atomic::TEMP_PREFIX;
+pub use backend::{BackendFuture, TextBackend};
 pub use dirty::DirtyBuffers;
 pub use error::{FsError, Op, SandboxReason};
 pub use ledger::{Ledger, Observation, ObserveHook, content_version};

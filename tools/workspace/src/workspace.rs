@@ -6,17 +6,21 @@
 //! which re-checks the expectation against the file's current hash. Capturing the expectation
 //! before waiting for the lock is what makes the loser of two concurrent edits stale instead of
 //! silently editing the winner's result.
+//!
+//! With a [`TextBackend`] installed, the I/O step of a file in a writable root reads and writes
+//! text through it (the editor's buffers) instead of the disk; everything before it stays local.
 
 use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
 
 use crate::atomic;
+use crate::backend::{TextBackend, backend_error};
 use crate::dirty::DirtyBuffers;
 use crate::error::{FsError, IoClass, Op, SandboxReason, classify};
 use crate::ledger::{Ledger, Observation, content_version};
@@ -156,6 +160,10 @@ struct Shared {
     locks: PathLocks,
     dirty: Arc<DirtyBuffers>,
     listeners: WriteListeners,
+    /// Here rather than in [`WorkspaceConfig`] because the host learns whether its client can
+    /// serve text (an ACP `initialize`) only after the workspace is open; shared so every view
+    /// (`with_ledger`, `for_call`) uses it.
+    text_backend: RwLock<Option<Arc<dyn TextBackend>>>,
 }
 
 /// The confined filesystem of one session. Cloning is cheap; [`Workspace::with_ledger`] gives
@@ -189,6 +197,7 @@ impl Workspace {
             locks: PathLocks::default(),
             dirty: Arc::default(),
             listeners: WriteListeners::default(),
+            text_backend: RwLock::new(None),
         };
         Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()), call_id: None })
     }
@@ -217,6 +226,18 @@ impl Workspace {
         if let Ok(mut listeners) = self.shared.listeners.0.write() {
             listeners.push(listener);
         }
+    }
+
+    /// Installs (or, with `None`, removes) the backend that the text of files in writable roots
+    /// is read from and written to, for every view of this workspace. Meant to be set once, before
+    /// calls run: a call already past its I/O step keeps the source it started with.
+    pub fn set_text_backend(&self, backend: Option<Arc<dyn TextBackend>>) {
+        *self.shared.text_backend.write().unwrap_or_else(PoisonError::into_inner) = backend;
+    }
+
+    /// The installed text backend, if any.
+    pub fn text_backend(&self) -> Option<Arc<dyn TextBackend>> {
+        self.shared.text_backend.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     pub fn dirty_buffers(&self) -> &Arc<DirtyBuffers> {
@@ -280,10 +301,14 @@ impl Workspace {
     async fn read_impl(&self, input: &str, limit: Option<u64>) -> Result<ReadFile, FsError> {
         // One trip off the async threads when the path's lock is free (the common case):
         // resolve, lock and read together; a held lock is then awaited like any other.
+        // A file the backend serves leaves this trip unread: the backend is async.
         let owned = input.to_owned();
         let fast = self
             .blocking(Op::Read, input, move |ws| {
                 let target = ws.resolve_blocking(&owned, Op::Read)?;
+                if ws.backend_for(&target).is_some() {
+                    return Ok(Err(target));
+                }
                 match ws.shared.locks.try_lock(&target.key()) {
                     Some(_lock) => ws.read_blocking(&target, limit).map(Ok),
                     None => Ok(Err(target)),
@@ -295,7 +320,49 @@ impl Workspace {
             Err(target) => target,
         };
         let _lock = self.shared.locks.lock(&target.key()).await;
+        if let Some(backend) = self.backend_for(&target) {
+            return self.read_via_backend(backend.as_ref(), target, limit).await;
+        }
         self.blocking(Op::Read, input, move |ws| ws.read_blocking(&target, limit)).await
+    }
+
+    /// [`Workspace::read_blocking`] with the text from the backend: the disk still says whether
+    /// the file exists (an unsaved buffer of a file never saved stays invisible, like on disk), the
+    /// backend what it says. Runs under the path lock.
+    async fn read_via_backend(
+        &self,
+        backend: &dyn TextBackend,
+        target: ResolvedPath,
+        limit: Option<u64>,
+    ) -> Result<ReadFile, FsError> {
+        let path = target.display.clone();
+        let (target, exists) = self
+            .blocking(Op::Read, &path, move |ws| {
+                let exists = ws.exists_for_backend(&target, Op::Read)?;
+                Ok((target, exists))
+            })
+            .await?;
+        if !exists {
+            self.ledger.record(&target.key(), Observation::Absent);
+            return Err(FsError::NotFound { op: Op::Read, path });
+        }
+        let text = backend
+            .read(&target.real_path)
+            .await
+            .map_err(|err| backend_error(Op::Read, &path, &err))?;
+        let size = text.len() as u64;
+        if let Some(limit) = limit
+            && size > limit
+        {
+            return Err(FsError::TooLarge { op: Op::Read, path, size, limit });
+        }
+        let sniff = &text.as_bytes()[..text.len().min(BINARY_SNIFF_BYTES)];
+        if sniff.contains(&0) {
+            return Err(FsError::Binary { op: Op::Read, path });
+        }
+        let version = content_version(text.as_bytes());
+        self.ledger.record(&target.key(), Observation::Present(version.clone()));
+        Ok(ReadFile { display: path, real_path: target.real_path, text, version })
     }
 
     /// Writes `content` verbatim, atomically. With a present observation the file must still
@@ -307,6 +374,12 @@ impl Workspace {
         let expected = self.ledger.get(&target.key());
         let _lock = self.shared.locks.lock(&target.key()).await;
         let content = content.to_vec();
+        if let Some(backend) = self.backend_for(&target) {
+            let expected = Expected::Observed(expected.as_ref());
+            return self
+                .write_via_backend(backend.as_ref(), target, Op::Write, expected, content)
+                .await;
+        }
         self.blocking(Op::Write, input, move |ws| {
             ws.write_blocking(&target, Op::Write, expected.as_ref(), &content)
         })
@@ -327,12 +400,16 @@ impl Workspace {
         };
         self.check_dirty(&target)?;
         let lock = self.shared.locks.lock(&target.key()).await;
-        let (target, text) = self
-            .blocking(Op::Edit, input, move |ws| {
-                let text = ws.edit_load_blocking(&target, &version)?;
-                Ok((target, text))
-            })
-            .await?;
+        let (target, text) = match self.backend_for(&target) {
+            Some(backend) => self.edit_load_via_backend(backend.as_ref(), target, &version).await?,
+            None => {
+                self.blocking(Op::Edit, input, move |ws| {
+                    let text = ws.edit_load_blocking(&target, &version)?;
+                    Ok((target, text))
+                })
+                .await?
+            }
+        };
         let version = content_version(text.as_bytes());
         Ok(EditTxn { workspace: self.clone(), target, text, version, _lock: lock })
     }
@@ -355,6 +432,14 @@ impl Workspace {
         self.check_writable(&target)?;
         self.check_dirty(&target)?;
         let _lock = self.shared.locks.lock(&target.key()).await;
+        // Undoing a create removes the file on disk: an editor can replace a file's text, not
+        // delete it.
+        if let (Some(content), Some(backend)) = (content, self.backend_for(&target)) {
+            let expected = Expected::Restored(expected);
+            return self
+                .write_via_backend(backend.as_ref(), target, Op::Write, expected, content.to_vec())
+                .await;
+        }
         let expected = expected.map(str::to_owned);
         let content = content.map(<[u8]>::to_vec);
         self.blocking(Op::Write, input, move |ws| {
@@ -386,32 +471,57 @@ impl Workspace {
     }
 
     /// The bytes of a file as they are now (`None` when it does not exist), without recording an
-    /// observation: for comparing against recorded versions, never for authorizing a write.
+    /// observation: for comparing against recorded versions, never for authorizing a write. With
+    /// a text backend, an existing file's bytes are the backend's text.
     pub async fn peek(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
         let owned = input.to_owned();
-        self.blocking(Op::Read, input, move |ws| {
-            let target = ws.resolve_blocking(&owned, Op::Read)?;
-            match target.state {
-                EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
-                EntryState::Present(EntryKind::File) => {}
-                EntryState::Present(_) => {
-                    return Err(FsError::NotRegularFile { op: Op::Read, path: target.display });
+        // `Err(target)`: an existing file whose text the backend has.
+        let peeked = self
+            .blocking(Op::Read, input, move |ws| {
+                let target = ws.resolve_blocking(&owned, Op::Read)?;
+                if ws.backend_for(&target).is_some() {
+                    let exists = ws.exists_for_backend(&target, Op::Read)?;
+                    return Ok(if exists { Err(target) } else { Ok(None) });
                 }
+                ws.peek_blocking(target).map(Ok)
+            })
+            .await?;
+        let target = match peeked {
+            Ok(bytes) => return Ok(bytes),
+            Err(target) => target,
+        };
+        let Some(backend) = self.backend_for(&target) else {
+            // Removed in the meantime: the disk has the text again.
+            return self.blocking(Op::Read, input, move |ws| ws.peek_blocking(target)).await;
+        };
+        let text = backend
+            .read(&target.real_path)
+            .await
+            .map_err(|err| backend_error(Op::Read, &target.display, &err))?;
+        Ok(Some(text.into_bytes()))
+    }
+
+    /// The disk half of [`Workspace::peek`].
+    fn peek_blocking(&self, target: ResolvedPath) -> Result<Option<Vec<u8>>, FsError> {
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op: Op::Read, path: target.display });
             }
-            let root = &ws.shared.roots[target.root];
-            let io_err = |err: io::Error| FsError::from_io(Op::Read, &target.display, &err);
-            match open_regular(root.dir(), &target.real_rel) {
-                Ok(Some(mut file)) => {
-                    let mut bytes = Vec::new();
-                    file.read_to_end(&mut bytes).map_err(io_err)?;
-                    Ok(Some(bytes))
-                }
-                Ok(None) => Err(FsError::NotRegularFile { op: Op::Read, path: target.display }),
-                Err(err) if matches!(classify(&err), IoClass::NotFound) => Ok(None),
-                Err(err) => Err(io_err(err)),
+        }
+        let root = &self.shared.roots[target.root];
+        let io_err = |err: io::Error| FsError::from_io(Op::Read, &target.display, &err);
+        match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(mut file)) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).map_err(io_err)?;
+                Ok(Some(bytes))
             }
-        })
-        .await
+            Ok(None) => Err(FsError::NotRegularFile { op: Op::Read, path: target.display }),
+            Err(err) if matches!(classify(&err), IoClass::NotFound) => Ok(None),
+            Err(err) => Err(io_err(err)),
+        }
     }
 
     /// Tells every write listener about a change (a listener's panic is contained: the file is
@@ -498,16 +608,11 @@ impl Workspace {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
         let mut slot = self.slot(target, op)?;
-        match (expected, &slot.prior) {
-            (None, None) => {}
-            (Some(version), Some(prior)) if prior.version == version => {}
-            (Some(_), None) => return Err(FsError::FileGone { path: path.clone() }),
-            _ => return Err(FsError::Changed { op, path: path.clone() }),
-        }
+        Expected::Restored(expected).check(op, path, slot.prior.as_ref())?;
         let operation = match content {
             Some(content) => {
                 let parent = self.slot_dir(&mut slot)?;
-                let metadata = slot.prior.as_ref().map(|p| &p.metadata);
+                let metadata = slot.prior.as_ref().and_then(|p| p.metadata.as_ref());
                 atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
                 if slot.prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
             }
@@ -520,7 +625,18 @@ impl Workspace {
                 WriteOperation::Remove
             }
         };
-        let prior = slot.prior;
+        Ok(self.finish_restore(target, operation, slot.prior, content))
+    }
+
+    /// After restore put the file back: invalidates the observation, tells the listeners and
+    /// says what happened. Runs under the path lock.
+    fn finish_restore(
+        &self,
+        target: &ResolvedPath,
+        operation: WriteOperation,
+        prior: Option<Prior>,
+        content: Option<&[u8]>,
+    ) -> WriteOutcome {
         let version = content.map(content_version).unwrap_or_default();
         // A file that is gone may simply be created again; one with restored bytes must be read.
         let observation = match content {
@@ -532,13 +648,13 @@ impl Workspace {
             self.notify_change(target, operation, prior.as_ref(), content);
         }
         let before = prior.and_then(Prior::diff_basis);
-        Ok(WriteOutcome {
-            display: path.clone(),
+        WriteOutcome {
+            display: target.display.clone(),
             real_path: target.real_path.clone(),
             operation,
             before,
             version,
-        })
+        }
     }
 
     async fn resolve_for(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
@@ -619,14 +735,7 @@ impl Workspace {
     /// Write policy: read-only roots and protected patterns, checked on the path as given and
     /// on the path after symlinks, so `link-to-git/config` is as protected as `.git/config`.
     fn check_writable(&self, target: &ResolvedPath) -> Result<(), FsError> {
-        let root = &self.shared.roots[target.root];
-        let in_read_only = root.is_read_only()
-            || self
-                .shared
-                .roots
-                .iter()
-                .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()));
-        if in_read_only {
+        if self.in_read_only_root(target) {
             return Err(FsError::denied(&target.display, SandboxReason::ReadOnlyRoot));
         }
         for pattern in &self.shared.protected {
@@ -636,6 +745,16 @@ impl Workspace {
             }
         }
         Ok(())
+    }
+
+    /// Whether the path lies in a read-only root, as given or after symlinks.
+    fn in_read_only_root(&self, target: &ResolvedPath) -> bool {
+        self.shared.roots[target.root].is_read_only()
+            || self
+                .shared
+                .roots
+                .iter()
+                .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()))
     }
 
     fn check_dirty(&self, target: &ResolvedPath) -> Result<(), FsError> {
@@ -656,23 +775,8 @@ impl Workspace {
             self.ledger.record(&target.key(), Observation::Absent);
             FsError::NotFound { op: Op::Read, path: path.clone() }
         };
-        match target.state {
-            EntryState::Missing | EntryState::ParentNotDir => return Err(not_found()),
-            EntryState::Present(EntryKind::File) => {}
-            EntryState::Present(_) => {
-                return Err(FsError::NotRegularFile { op: Op::Read, path: path.clone() });
-            }
-        }
-        let root = &self.shared.roots[target.root];
-        let file = match open_regular(root.dir(), &target.real_rel) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Err(FsError::NotRegularFile { op: Op::Read, path: path.clone() }),
-            Err(err) => {
-                return match classify(&err) {
-                    IoClass::NotFound | IoClass::NotDirectory => Err(not_found()),
-                    _ => Err(FsError::from_io(Op::Read, path, &err)),
-                };
-            }
+        let Some(file) = self.open_existing(target, Op::Read)? else {
+            return Err(not_found());
         };
         let io_err = |err: io::Error| FsError::from_io(Op::Read, path, &err);
         let size = file.metadata().map_err(io_err)?.len();
@@ -703,36 +807,72 @@ impl Workspace {
 
     fn edit_load_blocking(&self, target: &ResolvedPath, expected: &str) -> Result<String, FsError> {
         let path = &target.display;
-        let changed = || FsError::Changed { op: Op::Edit, path: path.clone() };
-        if let EntryState::Present(EntryKind::Dir | EntryKind::Other) = target.state {
-            return Err(FsError::NotRegularFile { op: Op::Edit, path: path.clone() });
-        }
-        if target.state != EntryState::Present(EntryKind::File) {
-            return Err(changed());
-        }
-        let root = &self.shared.roots[target.root];
-        let mut file = match open_regular(root.dir(), &target.real_rel) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Err(FsError::NotRegularFile { op: Op::Edit, path: path.clone() }),
-            Err(err) => {
-                return match classify(&err) {
-                    IoClass::NotFound | IoClass::NotDirectory => Err(changed()),
-                    _ => Err(FsError::from_io(Op::Edit, path, &err)),
-                };
-            }
+        // A file gone since it was read has changed since it was read.
+        let Some(mut file) = self.open_existing(target, Op::Edit)? else {
+            return Err(FsError::Changed { op: Op::Edit, path: path.clone() });
         };
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|err| FsError::from_io(Op::Edit, path, &err))?;
-        // The version is checked before anything looks at the text: a stale file is reported
-        // as stale even if it has also become binary.
-        if content_version(&bytes) != expected {
-            return Err(changed());
-        }
-        if bytes.contains(&0) {
-            return Err(FsError::Binary { op: Op::Edit, path: path.clone() });
-        }
+        check_edit_basis(path, &bytes, expected)?;
         String::from_utf8(bytes)
             .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+    }
+
+    /// [`Workspace::edit_load_blocking`] with the text from the backend. Runs under the path lock.
+    async fn edit_load_via_backend(
+        &self,
+        backend: &dyn TextBackend,
+        target: ResolvedPath,
+        expected: &str,
+    ) -> Result<(ResolvedPath, String), FsError> {
+        let path = target.display.clone();
+        let (target, exists) = self
+            .blocking(Op::Edit, &path, move |ws| {
+                let exists = ws.exists_for_backend(&target, Op::Edit)?;
+                Ok((target, exists))
+            })
+            .await?;
+        if !exists {
+            return Err(FsError::Changed { op: Op::Edit, path });
+        }
+        let text = backend
+            .read(&target.real_path)
+            .await
+            .map_err(|err| backend_error(Op::Edit, &path, &err))?;
+        check_edit_basis(&path, text.as_bytes(), expected)?;
+        Ok((target, text))
+    }
+
+    /// Opens the regular file `target` names, as it is now: `None` when there is none (missing,
+    /// or a parent is not a directory), `FS_NOT_REGULAR_FILE` when it is something else.
+    fn open_existing(&self, target: &ResolvedPath, op: Op) -> Result<Option<File>, FsError> {
+        let path = &target.display;
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op, path: path.clone() });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(file)) => Ok(Some(file)),
+            Ok(None) => Err(FsError::NotRegularFile { op, path: path.clone() }),
+            Err(err) => match classify(&err) {
+                IoClass::NotFound | IoClass::NotDirectory => Ok(None),
+                _ => Err(FsError::from_io(op, path, &err)),
+            },
+        }
+    }
+
+    /// The backend that serves `target`'s text, if one is installed and the file is in a
+    /// writable root: read-only roots hold toolhost's own files (session blobs, spills), which
+    /// no editor buffer shadows.
+    fn backend_for(&self, target: &ResolvedPath) -> Option<Arc<dyn TextBackend>> {
+        if self.in_read_only_root(target) {
+            return None;
+        }
+        self.text_backend()
     }
 
     /// The replace step shared by write and edit commit. Runs under the path lock.
@@ -746,25 +886,22 @@ impl Workspace {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
         let mut slot = self.slot(target, op)?;
-        match (expected, &slot.prior) {
-            (Some(Observation::Present(_)), None) => {
-                return Err(match op {
-                    Op::Write => FsError::FileGone { path: path.clone() },
-                    _ => FsError::Changed { op, path: path.clone() },
-                });
-            }
-            (Some(Observation::Present(version)), Some(prior)) if prior.version != *version => {
-                return Err(FsError::Changed { op, path: path.clone() });
-            }
-            (Some(Observation::Present(_)), Some(_)) => {}
-            (_, Some(_)) => return Err(FsError::OverwriteUnread { path: path.clone() }),
-            (_, None) => {}
-        }
-
+        Expected::Observed(expected).check(op, path, slot.prior.as_ref())?;
         let parent = self.slot_dir(&mut slot)?;
         let prior = slot.prior;
-        atomic::replace(&parent, slot.name, content, prior.as_ref().map(|p| &p.metadata))
-            .map_err(io_err)?;
+        let metadata = prior.as_ref().and_then(|p| p.metadata.as_ref());
+        atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+        Ok(self.finish_write(target, prior, content))
+    }
+
+    /// After write or edit replaced the file: records the new version, tells the listeners and
+    /// says what happened. Runs under the path lock.
+    fn finish_write(
+        &self,
+        target: &ResolvedPath,
+        prior: Option<Prior>,
+        content: &[u8],
+    ) -> WriteOutcome {
         let version = content_version(content);
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         let operation =
@@ -774,13 +911,92 @@ impl Workspace {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,
         };
-        Ok(WriteOutcome {
-            display: path.clone(),
+        WriteOutcome {
+            display: target.display.clone(),
             real_path: target.real_path.clone(),
             operation,
             before,
             version,
+        }
+    }
+
+    /// Write, edit commit and restore through the backend: the same expectation, checked
+    /// against the text the backend has now, then the same record and notification as on disk.
+    /// The caller holds the path lock.
+    async fn write_via_backend(
+        &self,
+        backend: &dyn TextBackend,
+        target: ResolvedPath,
+        op: Op,
+        expected: Expected<'_>,
+        content: Vec<u8>,
+    ) -> Result<WriteOutcome, FsError> {
+        let path = target.display.clone();
+        let to_fs = |err: io::Error| backend_error(op, &path, &err);
+        let (target, exists) = self
+            .blocking(op, &path, move |ws| {
+                let exists = ws.backend_slot(&target, op)?;
+                Ok((target, exists))
+            })
+            .await?;
+        let prior = if exists {
+            Some(Prior::of_text(backend.read(&target.real_path).await.map_err(to_fs)?))
+        } else {
+            None
+        };
+        expected.check(op, &path, prior.as_ref())?;
+        // An editor holds text; bytes that are not UTF-8 have no faithful form there.
+        let text = std::str::from_utf8(&content)
+            .map_err(|_| FsError::InvalidUtf8 { op, path: path.clone() })?;
+        backend.write(&target.real_path, text).await.map_err(to_fs)?;
+        let restored = matches!(expected, Expected::Restored(_));
+        // Listeners may do file I/O (history stores blobs), so they are told off the async
+        // threads, as on the disk path.
+        self.blocking(op, &path, move |ws| {
+            if !restored {
+                return Ok(ws.finish_write(&target, prior, &content));
+            }
+            let operation =
+                if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+            Ok(ws.finish_restore(&target, operation, prior, Some(&content)))
         })
+        .await
+    }
+
+    /// Whether a file exists where a write through the backend lands, refusing what
+    /// [`Workspace::slot`] refuses: the root itself, a parent that is not a directory, an entry
+    /// that is not a regular file.
+    fn backend_slot(&self, target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
+        if target.real_rel.file_name().is_none() {
+            return Err(FsError::NotRegularFile { op, path: target.display.clone() });
+        }
+        if target.state == EntryState::ParentNotDir {
+            return Err(FsError::NotDirectory { op, path: target.display.clone() });
+        }
+        self.exists_for_backend(target, op)
+    }
+
+    /// Whether the regular file `target` names exists now, before a backend is asked for it.
+    /// The final component is not followed: the editor opens the path by name, so a file
+    /// swapped for a symbolic link since resolution is refused rather than handed over.
+    fn exists_for_backend(&self, target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
+        let path = &target.display;
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(false),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op, path: path.clone() });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        match root.dir().symlink_metadata(&target.real_rel) {
+            Ok(metadata) if metadata.is_file() => Ok(true),
+            Ok(_) => Err(FsError::NotRegularFile { op, path: path.clone() }),
+            Err(err) => match classify(&err) {
+                IoClass::NotFound | IoClass::NotDirectory => Ok(false),
+                _ => Err(FsError::from_io(op, path, &err)),
+            },
+        }
     }
 }
 
@@ -820,15 +1036,37 @@ impl EditTxn {
         workspace.check_dirty(&target)?;
         let content = new_bytes.into();
         let display = target.display.clone();
-        let outcome = workspace
-            .blocking(Op::Edit, &display, move |ws| {
-                let expected = Observation::Present(version);
-                ws.write_blocking(&target, Op::Edit, Some(&expected), &content)
-            })
-            .await?;
+        let expected = Observation::Present(version);
+        let outcome = match workspace.backend_for(&target) {
+            Some(backend) => {
+                let observed = Expected::Observed(Some(&expected));
+                workspace
+                    .write_via_backend(backend.as_ref(), target, Op::Edit, observed, content)
+                    .await?
+            }
+            None => {
+                workspace
+                    .blocking(Op::Edit, &display, move |ws| {
+                        ws.write_blocking(&target, Op::Edit, Some(&expected), &content)
+                    })
+                    .await?
+            }
+        };
         drop(_lock);
         Ok(outcome.version)
     }
+}
+
+/// The checks on the text an edit starts from. The version comes first: a stale file is reported
+/// as stale even if it has also become binary.
+fn check_edit_basis(path: &str, bytes: &[u8], expected: &str) -> Result<(), FsError> {
+    if content_version(bytes) != expected {
+        return Err(FsError::Changed { op: Op::Edit, path: path.to_owned() });
+    }
+    if bytes.contains(&0) {
+        return Err(FsError::Binary { op: Op::Edit, path: path.to_owned() });
+    }
+    Ok(())
 }
 
 /// Opens an existing regular file beneath `dir`; `Ok(None)` when it is something else. Opened
@@ -849,6 +1087,43 @@ fn open_dir(root: &Dir, rel: &Path) -> io::Result<Dir> {
     if rel.as_os_str().is_empty() { root.try_clone() } else { root.open_dir(rel) }
 }
 
+/// What a write expects to find, checked under the path lock against the file there now.
+#[derive(Debug, Clone, Copy)]
+enum Expected<'a> {
+    /// Write and edit: the session's observation of the file (`None`: never seen, so the file
+    /// must not exist).
+    Observed(Option<&'a Observation>),
+    /// Restore: exactly this version (`None`: no file).
+    Restored(Option<&'a str>),
+}
+
+impl Expected<'_> {
+    fn check(self, op: Op, path: &str, prior: Option<&Prior>) -> Result<(), FsError> {
+        let path = || path.to_owned();
+        let prior = prior.map(|p| p.version.as_str());
+        match self {
+            Expected::Observed(observed) => match (observed, prior) {
+                (Some(Observation::Present(_)), None) => Err(match op {
+                    Op::Write => FsError::FileGone { path: path() },
+                    _ => FsError::Changed { op, path: path() },
+                }),
+                (Some(Observation::Present(version)), Some(prior)) if prior != version => {
+                    Err(FsError::Changed { op, path: path() })
+                }
+                (Some(Observation::Present(_)), Some(_)) => Ok(()),
+                (_, Some(_)) => Err(FsError::OverwriteUnread { path: path() }),
+                (_, None) => Ok(()),
+            },
+            Expected::Restored(version) => match (version, prior) {
+                (None, None) => Ok(()),
+                (Some(version), Some(prior)) if prior == version => Ok(()),
+                (Some(_), None) => Err(FsError::FileGone { path: path() }),
+                _ => Err(FsError::Changed { op, path: path() }),
+            },
+        }
+    }
+}
+
 /// Where a write or restore lands (see [`Workspace::slot`]).
 struct Slot<'t> {
     target: &'t ResolvedPath,
@@ -862,12 +1137,22 @@ struct Slot<'t> {
 /// The file about to be replaced: its metadata (mode to keep), version, and — when small enough
 /// — its bytes for the diff basis.
 struct Prior {
-    metadata: Metadata,
+    /// `None` when the text came from a backend: the editor writes the file, so there is no
+    /// mode for us to keep.
+    metadata: Option<Metadata>,
     version: String,
     basis: Option<Vec<u8>>,
 }
 
 impl Prior {
+    /// The text a backend has for the file.
+    fn of_text(text: String) -> Self {
+        let version = content_version(text.as_bytes());
+        let bytes = text.into_bytes();
+        let basis = (bytes.len() < DIFF_BASIS_MAX_BYTES).then_some(bytes);
+        Prior { metadata: None, version, basis }
+    }
+
     /// The prior text for diffs: only a NUL-free, valid UTF-8 file under the cap, CRLF→LF.
     fn diff_basis(self) -> Option<String> {
         let bytes = self.basis?;
@@ -930,5 +1215,5 @@ fn load_prior(parent: &Dir, name: &OsStr) -> Result<Option<Prior>, PriorError> {
             }
         }
     }
-    Ok(Some(Prior { metadata, version: hex::encode(hasher.finalize()), basis }))
+    Ok(Some(Prior { metadata: Some(metadata), version: hex::encode(hasher.finalize()), basis }))
 }
