@@ -18,27 +18,11 @@ use std::time::Duration;
 
 /// A turn that calls `calls` (name, raw arguments), with usage.
 fn calling(calls: &[(&str, &str)], prompt_tokens: u64) -> Answer {
-    let fragments: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            json!({"index": i, "id": format!("m{i}"), "type": "function",
-                   "function": {"name": name, "arguments": args}})
-        })
-        .collect();
-    Answer::sse(&[
-        json!({"choices": [{"delta": {"reasoning_content": "let me look"}}]}),
-        json!({"choices": [{"delta": {"tool_calls": fragments}, "finish_reason": "tool_calls"}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10,
-               "total_tokens": prompt_tokens + 10, "prompt_cache_hit_tokens": 50}}),
-    ])
+    Answer::calling(calls, Some("let me look"), prompt_tokens)
 }
 
 fn answering(text: &str) -> Answer {
-    Answer::sse(&[
-        json!({"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": 300, "completion_tokens": 5, "total_tokens": 305}}),
-    ])
+    Answer::answering(&[text], 300, 5)
 }
 
 struct Run {

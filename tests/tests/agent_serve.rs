@@ -19,29 +19,12 @@ use std::time::Duration;
 use toolhost_harness::client::Client;
 
 fn calling(calls: &[(&str, &str)]) -> Answer {
-    let fragments: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            json!({"index": i, "id": format!("m{i}"), "type": "function",
-                   "function": {"name": name, "arguments": args}})
-        })
-        .collect();
-    Answer::sse(&[
-        json!({"choices": [{"delta": {"tool_calls": fragments}, "finish_reason": "tool_calls"}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 10,
-               "total_tokens": 130}}),
-    ])
+    Answer::calling(calls, None, 120)
 }
 
 /// An answer streamed in pieces.
 fn answering(pieces: &[&str]) -> Answer {
-    let mut chunks: Vec<Value> =
-        pieces.iter().map(|p| json!({"choices": [{"delta": {"content": p}}]})).collect();
-    chunks.push(json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}));
-    chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": 7,
-                       "total_tokens": 207}}));
-    Answer::sse(&chunks)
+    Answer::answering(pieces, 200, 7)
 }
 
 /// `[agent]` in the user's configuration (the endpoint is never a workspace's or an editor

@@ -3,7 +3,7 @@
 //! status — and every request body is recorded. One request per connection.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +23,40 @@ impl Answer {
             chunks.iter().map(|c| (Duration::ZERO, format!("data: {c}\n\n"))).collect();
         pieces.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
         Answer { status: 200, headers: vec![("content-type", "text/event-stream".into())], pieces }
+    }
+
+    /// A turn that calls tools (model call ids `m0`, `m1`, …), after some reasoning when given.
+    pub fn calling(calls: &[(&str, &str)], reasoning: Option<&str>, prompt_tokens: u64) -> Answer {
+        let fragments: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                json!({"index": i, "id": format!("m{i}"), "type": "function",
+                       "function": {"name": name, "arguments": args}})
+            })
+            .collect();
+        let mut chunks = Vec::new();
+        if let Some(reasoning) = reasoning {
+            chunks.push(json!({"choices": [{"delta": {"reasoning_content": reasoning}}]}));
+        }
+        chunks.push(
+            json!({"choices": [{"delta": {"tool_calls": fragments}, "finish_reason": "tool_calls"}]}),
+        );
+        chunks.push(json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
+            "completion_tokens": 10, "total_tokens": prompt_tokens + 10,
+            "prompt_cache_hit_tokens": 50}}));
+        Answer::sse(&chunks)
+    }
+
+    /// A final answer streamed in pieces, then its usage.
+    pub fn answering(pieces: &[&str], prompt_tokens: u64, completion_tokens: u64) -> Answer {
+        let mut chunks: Vec<Value> =
+            pieces.iter().map(|p| json!({"choices": [{"delta": {"content": p}}]})).collect();
+        chunks.push(json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}));
+        chunks.push(json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}}));
+        Answer::sse(&chunks)
     }
 
     pub fn status(status: u16, body: &str) -> Answer {
