@@ -175,7 +175,7 @@ fn install_deps() -> Result<()> {
             .args(["--no-audit", "--no-fund"])
             .args(&npm_packages))?;
     }
-    install_python_mcp()?;
+    install_python_clients()?;
     for agent in AGENTS {
         install_agent(agent)?;
     }
@@ -199,6 +199,8 @@ const MCP_REFERENCE_SERVERS: &[(&str, &str)] = &[
 ];
 /// The Python MCP SDK the client test drives, in its own virtual environment.
 const PYTHON_MCP: &str = "mcp==2.3.0";
+/// The official Python ACP SDK: the client side `toolhost acp` is tested with.
+const PYTHON_ACP: &str = "agent-client-protocol==0.12.1";
 
 /// A real agent from npm: its package (native binary inside), where it is unpacked under
 /// `.client-tools/agents`, and the executable inside the package.
@@ -247,20 +249,25 @@ fn install_agent(agent: &Agent) -> Result<()> {
     Ok(())
 }
 
-/// `.client-tools/py`: a virtual environment with the Python MCP SDK.
-fn install_python_mcp() -> Result<()> {
+/// `.client-tools/py`: a virtual environment with the Python MCP and ACP SDKs.
+fn install_python_clients() -> Result<()> {
     let venv = client_tools().join("py");
     let python = venv.join("bin/python");
     let ready = Command::new(&python)
-        .args(["-c", "import importlib.metadata as m; assert m.version('mcp') == '2.3.0'"])
+        .args([
+            "-c",
+            "import importlib.metadata as m; assert m.version('mcp') == '2.3.0'; \
+             assert m.version('agent-client-protocol') == '0.12.1'",
+        ])
         .status()
         .is_ok_and(|s| s.success());
     if ready {
         return Ok(());
     }
-    let _ = std::fs::remove_dir_all(&venv);
-    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-    run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PYTHON_MCP]))
+    if !python.exists() {
+        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    }
+    run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", PYTHON_MCP, PYTHON_ACP]))
 }
 
 fn is_root() -> bool {

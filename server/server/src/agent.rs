@@ -358,10 +358,15 @@ pub trait CallScope: Send + Sync {
     ) -> BoxFuture<'a, (CancellationToken, ScopeGuard)>;
 }
 
+/// A run's permission mode where its caller can change it while the run goes on (an ACP
+/// client's `session/set_mode`); the run moves it from `plan` to `accept-edits` itself once the
+/// plan is approved.
+pub type SharedMode = Arc<Mutex<PermissionMode>>;
+
 /// The registry as the agent's tools: each call is a host call on behalf of the agent.
 pub struct HostRunner<'h> {
     host: &'h Host,
-    mode: Mutex<PermissionMode>,
+    mode: SharedMode,
     caller: String,
     scope: Option<Arc<dyn CallScope>>,
     /// 1 for a top-level run, one more per subagent level.
@@ -378,7 +383,7 @@ impl<'h> HostRunner<'h> {
     ) -> Self {
         HostRunner {
             host,
-            mode: Mutex::new(mode),
+            mode: Arc::new(Mutex::new(mode)),
             caller: caller.into(),
             scope: None,
             depth: 1,
@@ -389,6 +394,14 @@ impl<'h> HostRunner<'h> {
     /// The run is a subagent `depth - 1` levels below a top-level run.
     pub fn at_depth(mut self, depth: u32) -> Self {
         self.depth = depth.max(1);
+        self
+    }
+
+    /// The mode is `mode`, shared with the caller.
+    pub fn sharing_mode(mut self, mode: Option<SharedMode>) -> Self {
+        if let Some(mode) = mode {
+            self.mode = mode;
+        }
         self
     }
 
@@ -455,16 +468,19 @@ impl ToolRunner for HostRunner<'_> {
             };
             let is_error = outcome.finalized.result.is_error();
             let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
+            // The plan was approved: the run goes on as `accept-edits` (before the update, so
+            // whoever shows the mode sees the change with the call that made it).
+            if mode == PermissionMode::Plan && !self.host.interaction().plan_active() {
+                let mut current = self.mode.lock().unwrap_or_else(PoisonError::into_inner);
+                if *current == PermissionMode::Plan {
+                    *current = PermissionMode::AcceptEdits;
+                }
+            }
             (self.on_update)(RunUpdate::CallFinished {
                 card: outcome.card,
                 text: text.clone(),
                 is_error,
             });
-            // The plan was approved: the run goes on as `accept-edits`.
-            if mode == PermissionMode::Plan && !self.host.interaction().plan_active() {
-                *self.mode.lock().unwrap_or_else(PoisonError::into_inner) =
-                    PermissionMode::AcceptEdits;
-            }
             let mut answer = ToolOutcome::new(text, is_error);
             answer.call_id = Some(call_id);
             answer.ends_run = !is_error && self.host.interaction().structured_state().recorded;
@@ -541,6 +557,8 @@ pub struct RunRequest {
     pub scope: Option<Arc<dyn CallScope>>,
     /// A subagent's run: the `subagent` call that started it and the run's depth.
     pub parent: Option<(String, u32)>,
+    /// The mode as the caller keeps it (else the run keeps `settings.mode` to itself).
+    pub mode: Option<SharedMode>,
 }
 
 /// A new run id.
@@ -622,6 +640,7 @@ pub async fn run(
     }
     let options = settings.options(host.root_display());
     let runner = HostRunner::new(host, settings.mode, request.caller.clone(), on_update)
+        .sharing_mode(request.mode.clone())
         .within(request.scope.clone())
         .at_depth(request.parent.as_ref().map_or(1, |(_, depth)| *depth));
     let outcome = match ModelClient::new(settings.model_config()) {

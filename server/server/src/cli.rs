@@ -175,6 +175,13 @@ enum Command {
         #[arg(long)]
         standalone: bool,
     },
+    /// Run toolhost's own agent as an Agent Client Protocol agent on stdio (what Zed, JetBrains
+    /// or an ACP client in Neovim or Emacs starts). Each ACP session is a toolhost session.
+    Acp {
+        /// Where session logs live (default: $XDG_STATE_HOME/toolhost/sessions).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
     /// Trust this workspace: its toolhost.toml may then configure language-server commands.
     Trust {
         #[command(flatten)]
@@ -313,7 +320,7 @@ fn workspace_root(common: &Common) -> Result<PathBuf, Failure> {
     Ok(root)
 }
 
-fn load_config(root: &Path) -> Result<Config, Failure> {
+pub(crate) fn load_config(root: &Path) -> Result<Config, Failure> {
     let user = config::user_config_path();
     let sources = Sources::load(root, user.as_deref()).map_err(|e| Failure::env(e.to_string()))?;
     let config = sources.resolve(root);
@@ -685,6 +692,13 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             served.map_err(|e| Failure::env(e.to_string()))?;
             Ok(0)
         }
+        Command::Acp { session_dir } => {
+            init_server_log("info");
+            crate::acp::serve(crate::acp::AcpOptions { session_dir })
+                .await
+                .map_err(Failure::env)?;
+            Ok(0)
+        }
         Command::Trust { common } => {
             let root = workspace_root(&common)?;
             let user = config::user_config_path().ok_or_else(|| {
@@ -807,7 +821,7 @@ async fn revert_in_editor(
     print_call(body, json)
 }
 
-fn open_host(
+pub(crate) fn open_host(
     config: &Config,
     root: &Path,
     opened: Option<&session::OpenedSession>,

@@ -1,6 +1,7 @@
 //! The toolhost server: configuration, the host that wires tools, capabilities and policies for
 //! one workspace and session, the `toolhost` command line, and (wave 1 · 4/7) the LSP server.
 
+pub mod acp;
 pub mod agent;
 pub mod attach;
 pub mod cli;

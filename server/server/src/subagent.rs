@@ -116,6 +116,7 @@ async fn run_child(
         run_id: None,
         scope: None,
         parent: Some(parent),
+        mode: None,
     };
     // The child's cards reach the editor like any call's (a foreground child's card is the
     // pending `subagent` card meanwhile).

@@ -106,6 +106,7 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
         run_id: None,
         scope: None,
         parent: None,
+        mode: None,
     };
     let report = own_agent::run(host, request, &cancel, &mut on_event, on_update).await;
     interrupt.abort();

@@ -213,6 +213,7 @@ pub(super) async fn prompt(
             run_id: Some(task_run.clone()),
             scope: Some(Arc::new(ServeScope(Arc::clone(&state))) as Arc<dyn CallScope>),
             parent: None,
+            mode: None,
         };
         let report = own_agent::run(&host, request, &cancel, &mut on_event, on_update).await;
         if let Ok(outcome) = &report.outcome

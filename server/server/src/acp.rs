@@ -1,0 +1,651 @@
+//! `toolhost acp`: toolhost's own agent as an Agent Client Protocol agent over stdio, for Zed,
+//! JetBrains, Neovim and Emacs clients (docs/acp.md).
+//!
+//! One ACP session is one toolhost session: its own host, session log and chat. A prompt runs the
+//! agent as `toolhost agent` does — every call through the whole pipeline, recorded in the log —
+//! and streams what happens as `session/update`s: the model's text and reasoning, each call as a
+//! tool call built from its cards (updates.rs), the todo list as the plan, context use. `ask`
+//! mode asks the client (`session/request_permission`, showing the call's diff); when the client
+//! offers its file system, reads see its unsaved buffers and writes go through it (client.rs).
+//! `session/load` replays a session's log: the cards and the conversation as updates, and the
+//! chat continues where it stopped.
+//!
+//! The SDK runs each incoming message's handler inside its dispatch loop, so a handler that
+//! waited for the client would wait on itself: handlers only start tasks (opening a session,
+//! running a prompt) and those answer through their responder. stdout belongs to the protocol;
+//! the server's log goes to stderr or `TOOLHOST_LOG_FILE`.
+
+mod client;
+mod updates;
+
+use crate::agent::{
+    self as own_agent, AgentSettings, DEFAULT_CONTEXT_LIMIT, PermissionMode, RunRequest, RunUpdate,
+    SharedMode,
+};
+use crate::host::Host;
+use crate::session::{self, OpenedSession};
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate,
+    EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionMode, SessionModeState,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent,
+    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{self as acp, Agent, Client, Stdio};
+use client::{AcpAsker, AcpFiles, ClientLine};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use toolhost_agent::agent::{AgentEvent, StopReason as RunStop};
+use toolhost_agent::model::{Message, StreamEvent};
+use toolhost_contract::CancellationToken;
+use toolhost_protocol::card::{CardKind, CardStatus};
+
+/// What `toolhost acp` is started with.
+#[derive(Debug, Default)]
+pub struct AcpOptions {
+    /// Where session logs live (default: the state directory).
+    pub session_dir: Option<PathBuf>,
+}
+
+/// The modes a client can pick (`session/set_mode`), as the agent's permission modes.
+fn mode_state(current: PermissionMode) -> SessionModeState {
+    let mode = |m: PermissionMode, name: &str, description: &str| {
+        SessionMode::new(m.as_str(), name).description(description.to_owned())
+    };
+    SessionModeState::new(
+        current.as_str(),
+        vec![
+            mode(PermissionMode::Ask, "Ask", "Every call that changes something asks first"),
+            mode(
+                PermissionMode::AcceptEdits,
+                "Accept edits",
+                "File edits run; commands and outside effects ask",
+            ),
+            mode(
+                PermissionMode::Plan,
+                "Plan",
+                "Read-only until the plan is approved, then Accept edits",
+            ),
+            mode(PermissionMode::Auto, "Auto", "Nothing asks"),
+        ],
+    )
+}
+
+/// The chat a session continues: the conversation so far and the run that last added to it.
+#[derive(Default)]
+struct Chat {
+    last_run: Option<String>,
+    messages: Vec<Message>,
+}
+
+/// One ACP session.
+struct AcpSession {
+    host: Arc<Host>,
+    opened: OpenedSession,
+    settings: AgentSettings,
+    mode: SharedMode,
+    /// The mode the client was last told.
+    announced: Mutex<PermissionMode>,
+    line: Arc<ClientLine>,
+    chat: Mutex<Chat>,
+    /// The running prompt's cancellation (one prompt at a time).
+    running: Mutex<Option<CancellationToken>>,
+    /// Summed over the session, when `[agent.price]` is set.
+    cost: Mutex<Option<f64>>,
+    /// Live output of each running command: the watch, and whether the call has finished (no
+    /// output update may follow its final one).
+    live: Mutex<HashMap<String, crate::events::WatchGuard>>,
+    finished: Arc<Mutex<HashSet<String>>>,
+}
+
+/// The agent: the client's capabilities and the open sessions.
+#[derive(Default)]
+struct AcpAgent {
+    options: AcpOptions,
+    /// The client offers both `fs/read_text_file` and `fs/write_text_file`.
+    client_files: Mutex<bool>,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+}
+
+/// An error whose message says what was wrong (clients show the message, rarely the data).
+fn error(code: acp::ErrorCode, kind: &str, message: impl Into<String>) -> acp::Error {
+    acp::Error::new(code, format!("{kind}: {}", message.into()))
+}
+
+fn invalid_params(message: impl Into<String>) -> acp::Error {
+    error(acp::ErrorCode::INVALID_PARAMS, "Invalid params", message)
+}
+
+fn internal(message: impl Into<String>) -> acp::Error {
+    error(acp::ErrorCode::INTERNAL_ERROR, "Internal error", message)
+}
+
+/// Runs the agent on stdio until the client closes it; then every session is closed properly.
+pub async fn serve(options: AcpOptions) -> Result<(), String> {
+    let agent = Arc::new(AcpAgent { options, ..AcpAgent::default() });
+    let (a1, a2, a3, a4, a5, a6) =
+        (agent.clone(), agent.clone(), agent.clone(), agent.clone(), agent.clone(), agent.clone());
+    let served = Agent
+        .v1()
+        .name("toolhost")
+        .on_receive_request(
+            async move |req: InitializeRequest, r: Responder<InitializeResponse>, _cx| {
+                let fs = &req.client_capabilities.fs;
+                *a1.client_files.lock().unwrap_or_else(PoisonError::into_inner) =
+                    fs.read_text_file && fs.write_text_file;
+                r.respond(
+                    InitializeResponse::new(acp::schema::ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new().load_session(true).prompt_capabilities(
+                                PromptCapabilities::new().embedded_context(true),
+                            ),
+                        )
+                        .agent_info(
+                            Implementation::new("toolhost", env!("CARGO_PKG_VERSION"))
+                                .title("toolhost".to_owned()),
+                        ),
+                )
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest,
+                        r: Responder<NewSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let agent = a2.clone();
+                tokio::spawn(async move {
+                    let result = agent.open(&req.cwd, None, cx).await.map(|(id, s)| {
+                        NewSessionResponse::new(id).modes(mode_state(s.current_mode()))
+                    });
+                    if let Err(err) = r.respond_with_result(result) {
+                        tracing::warn!(%err, "session/new: the answer was lost");
+                    }
+                });
+                Ok(())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest,
+                        r: Responder<LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let agent = a3.clone();
+                tokio::spawn(async move {
+                    let result = agent.load(req, cx).await;
+                    if let Err(err) = r.respond_with_result(result) {
+                        tracing::warn!(%err, "session/load: the answer was lost");
+                    }
+                });
+                Ok(())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, r: Responder<PromptResponse>, _cx| {
+                let Some(session) = a4.session(&req.session_id.0) else {
+                    return r.respond_with_error(invalid_params(format!(
+                        "unknown session {}",
+                        req.session_id.0
+                    )));
+                };
+                tokio::spawn(async move {
+                    let result = session.prompt(req.prompt).await;
+                    if let Err(err) = r.respond_with_result(result) {
+                        tracing::warn!(%err, "session/prompt: the answer was lost");
+                    }
+                });
+                Ok(())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, r: Responder<SetSessionModeResponse>, _cx| {
+                let Some(session) = a5.session(&req.session_id.0) else {
+                    return r.respond_with_error(invalid_params(format!(
+                        "unknown session {}",
+                        req.session_id.0
+                    )));
+                };
+                let Some(mode) = PermissionMode::parse(&req.mode_id.0) else {
+                    return r.respond_with_error(invalid_params(format!(
+                        "unknown mode {:?} (ask, accept-edits, plan or auto)",
+                        req.mode_id.0
+                    )));
+                };
+                tokio::spawn(async move {
+                    session.set_mode(mode).await;
+                    if let Err(err) = r.respond(SetSessionModeResponse::new()) {
+                        tracing::warn!(%err, "session/set_mode: the answer was lost");
+                    }
+                });
+                Ok(())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |note: CancelNotification, _cx: ConnectionTo<Client>| {
+                if let Some(session) = a6.session(&note.session_id.0) {
+                    session.cancel();
+                }
+                Ok(())
+            },
+            acp::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await;
+    agent.close().await;
+    served.map_err(|e| format!("the ACP connection failed: {e}"))
+}
+
+impl AcpAgent {
+    fn session(&self, id: &str) -> Option<Arc<AcpSession>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// Opens session `id` of the workspace at `cwd` (a new one when `None`) with its host.
+    async fn open(
+        &self,
+        cwd: &Path,
+        id: Option<&str>,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(String, Arc<AcpSession>), acp::Error> {
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(invalid_params(format!(
+                "cwd must be an absolute path to a folder: {}",
+                cwd.display()
+            )));
+        }
+        let config = crate::cli::load_config(cwd).map_err(|f| internal(f.message))?;
+        let sessions = session::sessions_dir(&config, self.options.session_dir.as_deref())
+            .map_err(|e| internal(e.to_string()))?;
+        if let Some(id) = id
+            && !session::list(&sessions, cwd, false).sessions.iter().any(|row| row.id == id)
+        {
+            return Err(invalid_params(format!(
+                "no session {id} for the workspace {}",
+                cwd.display()
+            )));
+        }
+        let (sessions_dir, root, which) =
+            (sessions.clone(), cwd.to_path_buf(), id.map(str::to_owned));
+        let (id, opened) = tokio::task::spawn_blocking(move || {
+            session::open_named(&sessions_dir, &root, which.as_deref())
+        })
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| internal(e.to_string()))?;
+        let host = crate::cli::open_host(&config, cwd, Some(&opened), Some(id.clone()))
+            .map_err(|f| internal(f.message))?;
+        let line = Arc::new(ClientLine {
+            cx,
+            session_id: id.clone().into(),
+            root: host.root_display().to_owned(),
+            pending: Mutex::new(HashMap::new()),
+            always: Mutex::new(HashSet::new()),
+        });
+        host.questions().set_editor(Some(Arc::new(AcpAsker(Arc::clone(&line)))));
+        if *self.client_files.lock().unwrap_or_else(PoisonError::into_inner) {
+            host.workspace().set_text_backend(Some(Arc::new(AcpFiles(Arc::clone(&line)))));
+        }
+        host.start_mcp_servers();
+        let settings = config.agent.clone();
+        let mode =
+            if host.interaction().plan_active() { PermissionMode::Plan } else { settings.mode };
+        let session = Arc::new(AcpSession {
+            host,
+            opened,
+            settings,
+            mode: Arc::new(Mutex::new(mode)),
+            announced: Mutex::new(mode),
+            line,
+            chat: Mutex::new(Chat::default()),
+            running: Mutex::new(None),
+            cost: Mutex::new(None),
+            live: Mutex::new(HashMap::new()),
+            finished: Arc::new(Mutex::new(HashSet::new())),
+        });
+        let replaced = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), Arc::clone(&session));
+        if let Some(old) = replaced {
+            old.close().await;
+        }
+        Ok((id, session))
+    }
+
+    /// `session/load`: opens the session, replays its log to the client and continues its chat.
+    async fn load(
+        &self,
+        req: LoadSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, acp::Error> {
+        // A session this connection has open is closed first: its log is held while open.
+        let open =
+            self.sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(&*req.session_id.0);
+        if let Some(open) = open {
+            open.close().await;
+        }
+        let (_, session) = self.open(&req.cwd, Some(&req.session_id.0), cx).await?;
+        let log = session.opened.log.log_path().to_path_buf();
+        let host = Arc::clone(&session.host);
+        let size = session.context_size();
+        let root = session.line.root.clone();
+        let (updates, last_run) = tokio::task::spawn_blocking(move || {
+            let (calls, records) = session::replay_with_conversation(host.registry(), &log)?;
+            let cards: Vec<_> = calls.into_iter().map(|c| c.card).collect();
+            let last_run = records
+                .iter()
+                .filter(|r| r.kind == "agent/run")
+                .filter(|r| r.data.get("parentCallId").is_none_or(serde_json::Value::is_null))
+                .rev()
+                .find_map(|r| r.data.get("runId").and_then(|v| v.as_str()).map(str::to_owned));
+            let updates = updates::replay(&root, &cards, &records, size);
+            let messages = match &last_run {
+                Some(run) => own_agent::conversation_from_log(&log, run)?,
+                None => None,
+            };
+            Ok::<_, toolhost_session::SessionError>((updates, last_run.zip(messages)))
+        })
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| internal(format!("cannot replay the session: {e}")))?;
+        for update in updates {
+            session.line.send(update);
+        }
+        if let Some((run, messages)) = last_run {
+            let mut chat = session.chat.lock().unwrap_or_else(PoisonError::into_inner);
+            chat.last_run = Some(run);
+            chat.messages = messages;
+        }
+        Ok(LoadSessionResponse::new().modes(mode_state(session.current_mode())))
+    }
+
+    /// The client went away: stop what runs, then close every session (its log flushed).
+    async fn close(&self) {
+        let sessions: Vec<_> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for session in sessions {
+            session.close().await;
+        }
+    }
+}
+
+/// The text of a prompt's blocks: text as is, a linked resource by its URI, an embedded one as
+/// a context block the model can read.
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(r) => {
+                    parts.push(format!("<context uri=\"{}\">\n{}\n</context>", r.uri, r.text))
+                }
+                EmbeddedResourceResource::BlobResourceContents(r) => {
+                    parts.push(format!("@{}", r.uri))
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    parts.join("\n")
+}
+
+/// Clears a session's running prompt however the prompt ends.
+struct Running<'a>(&'a Mutex<Option<CancellationToken>>);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+impl AcpSession {
+    fn current_mode(&self) -> PermissionMode {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn context_size(&self) -> u64 {
+        self.settings.context_limit.unwrap_or(DEFAULT_CONTEXT_LIMIT)
+    }
+
+    fn cancel(&self) {
+        if let Some(token) = self.running.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            token.cancel();
+        }
+    }
+
+    /// Tells the client when the mode changed without it asking (an approved plan).
+    fn announce_mode(&self) {
+        let current = self.current_mode();
+        let mut announced = self.announced.lock().unwrap_or_else(PoisonError::into_inner);
+        if *announced != current {
+            *announced = current;
+            self.line
+                .send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(current.as_str())));
+        }
+    }
+
+    async fn set_mode(&self, mode: PermissionMode) {
+        let before = {
+            let mut current = self.mode.lock().unwrap_or_else(PoisonError::into_inner);
+            std::mem::replace(&mut *current, mode)
+        };
+        *self.announced.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+        let interaction = self.host.interaction();
+        if mode == PermissionMode::Plan && !interaction.plan_active() {
+            interaction.set_plan_mode(Some(true)).await;
+        } else if before == PermissionMode::Plan && mode != PermissionMode::Plan {
+            interaction.set_plan_mode(Some(false)).await;
+        }
+    }
+
+    /// `session/prompt`: one run of the agent, continuing the session's chat.
+    async fn prompt(
+        self: &Arc<Self>,
+        blocks: Vec<ContentBlock>,
+    ) -> Result<PromptResponse, acp::Error> {
+        let text = prompt_text(&blocks);
+        if text.trim().is_empty() {
+            return Err(invalid_params("the prompt is empty"));
+        }
+        let cancel = CancellationToken::new();
+        {
+            let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            if running.is_some() {
+                return Err(error(
+                    acp::ErrorCode::INVALID_REQUEST,
+                    "Invalid request",
+                    "the session is still answering a prompt",
+                ));
+            }
+            *running = Some(cancel.clone());
+        }
+        let _running = Running(&self.running);
+        let history = {
+            let chat = self.chat.lock().unwrap_or_else(PoisonError::into_inner);
+            chat.last_run.clone().map(|run| (run, chat.messages.clone()))
+        };
+        let mut settings = self.settings.clone();
+        settings.mode = self.current_mode();
+        let size = self.context_size();
+        let price = settings.price;
+        let events = Arc::clone(self);
+        let mut on_event = move |event: &AgentEvent| match event {
+            AgentEvent::Model(StreamEvent::Text(text)) => {
+                events.line.send(updates::agent_text(text))
+            }
+            AgentEvent::Model(StreamEvent::Reasoning(text)) => {
+                events.line.send(updates::agent_thought(text))
+            }
+            AgentEvent::Usage(usage) => {
+                let cost = price.map(|p| {
+                    let mut total = events.cost.lock().unwrap_or_else(PoisonError::into_inner);
+                    let sum = total.unwrap_or(0.0) + p.cost(usage);
+                    *total = Some(sum);
+                    sum
+                });
+                events.line.send(updates::usage(
+                    usage.prompt_tokens + usage.completion_tokens,
+                    size,
+                    cost,
+                ));
+            }
+            AgentEvent::Compacted(compaction) => {
+                let cost = *events.cost.lock().unwrap_or_else(PoisonError::into_inner);
+                events.line.send(updates::usage(compaction.tokens_after, size, cost));
+            }
+            _ => {}
+        };
+        let calls = Arc::clone(self);
+        let on_update = move |update: RunUpdate| calls.call_update(update);
+        let request = RunRequest {
+            settings,
+            prompt: text,
+            history,
+            caller: own_agent::CALLER.to_owned(),
+            run_id: None,
+            scope: None,
+            parent: None,
+            mode: Some(Arc::clone(&self.mode)),
+        };
+        let report = own_agent::run(&self.host, request, &cancel, &mut on_event, on_update).await;
+        let outcome = match report.outcome {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                return Err(internal(format!("{}: {err}", err.code())));
+            }
+        };
+        {
+            let mut chat = self.chat.lock().unwrap_or_else(PoisonError::into_inner);
+            chat.messages = outcome.messages;
+            chat.last_run = Some(report.run_id);
+        }
+        Ok(PromptResponse::new(match outcome.stop {
+            RunStop::Answered | RunStop::Structured => StopReason::EndTurn,
+            RunStop::TurnLimit => StopReason::MaxTurnRequests,
+            RunStop::TokenBudget => StopReason::MaxTokens,
+            RunStop::Cancelled => StopReason::Cancelled,
+        }))
+    }
+
+    /// A call of the run started or ended: its tool call (or the plan), and a command's live
+    /// output in between.
+    fn call_update(self: &Arc<Self>, update: RunUpdate) {
+        match update {
+            RunUpdate::CallStarted { card } => {
+                self.line
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(card.call_id.clone(), card.clone());
+                if updates::is_plan(&card) {
+                    return;
+                }
+                self.line.send(SessionUpdate::ToolCall(updates::started(
+                    &self.line.root,
+                    &card,
+                    None,
+                )));
+                if card.kind == CardKind::Terminal {
+                    self.follow_output(
+                        &card.call_id,
+                        card.terminal.as_ref().map(|t| t.command.clone()),
+                    );
+                }
+            }
+            RunUpdate::CallFinished { card, .. } => {
+                self.line
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&card.call_id);
+                self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&card.call_id);
+                {
+                    // Under the lock the output forwarder sends with: nothing follows this.
+                    let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+                    finished.insert(card.call_id.clone());
+                    if updates::is_plan(&card) && card.status != CardStatus::Completed {
+                        self.line.send(SessionUpdate::ToolCall(updates::replayed(
+                            &self.line.root,
+                            &card,
+                        )));
+                    } else {
+                        self.line.send(updates::card_update(&self.line.root, &card));
+                    }
+                }
+                self.announce_mode();
+            }
+        }
+    }
+
+    /// Sends a running command's output as it comes (its tail, at most ten times a second).
+    fn follow_output(self: &Arc<Self>, call_id: &str, command: Option<String>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let guard = self.host.call_watchers().watch(call_id, tx);
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), guard);
+        let (line, finished, call_id) =
+            (Arc::clone(&self.line), Arc::clone(&self.finished), call_id.to_owned());
+        tokio::spawn(async move {
+            let mut output = String::new();
+            while let Some(chunk) = rx.recv().await {
+                output.push_str(&chunk);
+                while let Ok(more) = rx.try_recv() {
+                    output.push_str(&more);
+                }
+                const TAIL: usize = 64 * 1024;
+                if output.len() > TAIL {
+                    let mut cut = output.len() - TAIL;
+                    while !output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    output.drain(..cut);
+                }
+                let shown = match &command {
+                    Some(command) => format!("```console\n$ {command}\n{output}\n```"),
+                    None => output.clone(),
+                };
+                {
+                    let finished = finished.lock().unwrap_or_else(PoisonError::into_inner);
+                    if finished.contains(&call_id) {
+                        return;
+                    }
+                    line.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        ToolCallId::new(call_id.as_str()),
+                        ToolCallUpdateFields::new()
+                            .status(ToolCallStatus::InProgress)
+                            .content(vec![updates::text(&shown)] as Vec<ToolCallContent>),
+                    )));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        });
+    }
+
+    /// Stops the running prompt, waits briefly for it, and closes the host and the log.
+    async fn close(&self) {
+        self.cancel();
+        for _ in 0..30 {
+            if self.running.lock().unwrap_or_else(PoisonError::into_inner).is_none() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.host.shutdown().await;
+        if let Err(err) = self.opened.log.flush().await {
+            tracing::warn!(%err, "cannot flush the session log");
+        }
+    }
+}
