@@ -6,7 +6,7 @@ The editor side is played here: it records every session/update, answers permiss
 with a scripted choice, and (when it offers its file system) holds an unsaved buffer for a.txt
 that reads see and writes replace — nothing it receives is written to disk. Scenarios:
 
-- task: ask mode with the client's files; one prompt (read, edit with a permission request,
+- task: ask mode with the client's files and an MCP server of its own; one prompt (read, edit with a permission request,
   answer), then a second process loads the session (the log replayed as updates) and prompts
   again, continuing the chat.
 - modes: no client files; an edit denied, `set_session_mode` to auto (a write runs without
@@ -28,6 +28,7 @@ from acp.schema import (
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
+    McpServerStdio,
     ReadTextFileResponse,
     RequestPermissionResponse,
     WriteTextFileResponse,
@@ -121,7 +122,10 @@ async def task(binary, root, state, config):
         transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
     ) as (conn, _proc):
         out["initialize"] = await start(conn, True)
-        session = await conn.new_session(cwd=root, mcp_servers=[])
+        # An MCP server of the editor's settings: its tools join the session's.
+        structured = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp-servers", "structured.py")
+        tools = McpServerStdio(name="py tools", command=sys.executable, args=[structured], env=[])
+        session = await conn.new_session(cwd=root, mcp_servers=[tools])
         out["new"] = dump(session)
         response = await conn.prompt(
             session_id=session.session_id,

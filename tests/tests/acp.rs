@@ -180,6 +180,16 @@ async fn an_acp_client_runs_a_task_with_a_permission_request_and_a_diff_then_loa
     assert_eq!(text_of(&out["second"], "agent_message_chunk"), "I changed buffer to client.");
     let bodies = model.bodies.lock().unwrap();
     assert_eq!(bodies.len(), 4);
+    let offered: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"mcp__py_tools__weather"),
+        "the client's MCP server's tools are offered from the first prompt: {offered:?}"
+    );
     let continued = bodies[3]["messages"].to_string();
     assert!(
         continued.contains("change buffer to client in a.txt") && continued.contains("Done."),

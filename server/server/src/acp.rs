@@ -27,10 +27,10 @@ use crate::session::{self, OpenedSession};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate,
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionMode, SessionModeState,
-    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallContent,
-    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
+    SessionModeState, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{self as acp, Agent, Client, Stdio};
@@ -139,9 +139,12 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
                 r.respond(
                     InitializeResponse::new(acp::schema::ProtocolVersion::V1)
                         .agent_capabilities(
-                            AgentCapabilities::new().load_session(true).prompt_capabilities(
-                                PromptCapabilities::new().embedded_context(true),
-                            ),
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .mcp_capabilities(McpCapabilities::new().http(true))
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().embedded_context(true),
+                                ),
                         )
                         .agent_info(
                             Implementation::new("toolhost", env!("CARGO_PKG_VERSION"))
@@ -157,9 +160,10 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
                         cx: ConnectionTo<Client>| {
                 let agent = a2.clone();
                 tokio::spawn(async move {
-                    let result = agent.open(&req.cwd, None, cx).await.map(|(id, s)| {
-                        NewSessionResponse::new(id).modes(mode_state(s.current_mode()))
-                    });
+                    let result =
+                        agent.open(&req.cwd, None, &req.mcp_servers, cx).await.map(|(id, s)| {
+                            NewSessionResponse::new(id).modes(mode_state(s.current_mode()))
+                        });
                     if let Err(err) = r.respond_with_result(result) {
                         tracing::warn!(%err, "session/new: the answer was lost");
                     }
@@ -250,6 +254,7 @@ impl AcpAgent {
         &self,
         cwd: &Path,
         id: Option<&str>,
+        mcp_servers: &[McpServer],
         cx: ConnectionTo<Client>,
     ) -> Result<(String, Arc<AcpSession>), acp::Error> {
         if !cwd.is_absolute() || !cwd.is_dir() {
@@ -258,7 +263,8 @@ impl AcpAgent {
                 cwd.display()
             )));
         }
-        let config = crate::cli::load_config(cwd).map_err(|f| internal(f.message))?;
+        let mut config = crate::cli::load_config(cwd).map_err(|f| internal(f.message))?;
+        add_client_mcp_servers(&mut config.mcp_servers, mcp_servers);
         let sessions = session::sessions_dir(&config, self.options.session_dir.as_deref())
             .map_err(|e| internal(e.to_string()))?;
         if let Some(id) = id
@@ -291,6 +297,11 @@ impl AcpAgent {
             host.workspace().set_text_backend(Some(Arc::new(AcpFiles(Arc::clone(&line)))));
         }
         host.start_mcp_servers();
+        // The first prompt offers every server's tools (and the list stays the same afterwards,
+        // which prompt caching depends on).
+        if let Err(err) = host.mcp_ready().await {
+            tracing::warn!(%err, "an MCP server did not start");
+        }
         let settings = config.agent.clone();
         let mode =
             if host.interaction().plan_active() { PermissionMode::Plan } else { settings.mode };
@@ -330,7 +341,8 @@ impl AcpAgent {
         if let Some(open) = open {
             open.close().await;
         }
-        let (_, session) = self.open(&req.cwd, Some(&req.session_id.0), cx).await?;
+        let (_, session) =
+            self.open(&req.cwd, Some(&req.session_id.0), &req.mcp_servers, cx).await?;
         let log = session.opened.log.log_path().to_path_buf();
         let host = Arc::clone(&session.host);
         let size = session.context_size();
@@ -377,6 +389,61 @@ impl AcpAgent {
         for session in sessions {
             session.close().await;
         }
+    }
+}
+
+/// The MCP servers the client passes with a session join the configured ones (they are the
+/// person's own editor settings, so no trust rule applies). Names are made valid tool-name parts;
+/// a name the configuration already uses keeps the configured server. SSE servers are not
+/// supported (the capability says so) and are skipped.
+fn add_client_mcp_servers(
+    servers: &mut Vec<toolhost_tools_mcp::McpServerConfig>,
+    from_client: &[McpServer],
+) {
+    use toolhost_tools_mcp::{McpServerConfig, McpTransport};
+    for server in from_client {
+        let (name, transport) = match server {
+            McpServer::Stdio(stdio) => (
+                &stdio.name,
+                McpTransport::Stdio {
+                    command: stdio.command.to_string_lossy().into_owned(),
+                    args: stdio.args.clone(),
+                    env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+                    cwd: None,
+                },
+            ),
+            McpServer::Http(http) => (
+                &http.name,
+                McpTransport::Http {
+                    url: http.url.clone(),
+                    headers: http
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect(),
+                },
+            ),
+            other => {
+                tracing::warn!(
+                    ?other,
+                    "an MCP server of a kind toolhost does not support is skipped"
+                );
+                continue;
+            }
+        };
+        let mut valid: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .take(32)
+            .collect();
+        if valid.is_empty() {
+            valid = "client".to_owned();
+        }
+        if servers.iter().any(|s| s.name == valid) {
+            tracing::warn!(name = %valid, "the client's MCP server has the name of a configured one; the configured one is kept");
+            continue;
+        }
+        servers.push(McpServerConfig::new(valid, transport));
     }
 }
 
@@ -647,5 +714,54 @@ impl AcpSession {
         if let Err(err) = self.opened.log.flush().await {
             tracing::warn!(%err, "cannot flush the session log");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{
+        EmbeddedResource, McpServerHttp, McpServerStdio, ResourceLink, TextContent,
+        TextResourceContents,
+    };
+
+    #[test]
+    fn prompt_blocks_become_one_text_with_links_and_context() {
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("fix the bug in")),
+            ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///w/main.rs")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///w/lib.rs",
+                )),
+            )),
+        ];
+        assert_eq!(
+            prompt_text(&blocks),
+            "fix the bug in\n@file:///w/main.rs\n<context uri=\"file:///w/lib.rs\">\nfn main() {}\n</context>"
+        );
+    }
+
+    #[test]
+    fn the_clients_mcp_servers_get_valid_names_and_never_replace_configured_ones() {
+        use toolhost_tools_mcp::{McpServerConfig, McpTransport};
+        let configured = McpTransport::Http {
+            url: "http://127.0.0.1:1/mcp".into(),
+            headers: Default::default(),
+        };
+        let mut servers = vec![McpServerConfig::new("docs", configured.clone())];
+        let from_client = vec![
+            McpServer::Stdio(
+                McpServerStdio::new("py tools", "/usr/bin/python3").args(vec!["s.py".into()]),
+            ),
+            McpServer::Http(McpServerHttp::new("docs", "http://127.0.0.1:2/mcp")),
+        ];
+        add_client_mcp_servers(&mut servers, &from_client);
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "py_tools"]);
+        assert_eq!(servers[0].transport, configured);
+        assert!(matches!(&servers[1].transport, McpTransport::Stdio { command, args, .. }
+            if command == "/usr/bin/python3" && args == &["s.py".to_owned()]));
     }
 }
