@@ -19,20 +19,6 @@ use server::Env;
 use sse::{Answer, server as model_server};
 use std::time::Duration;
 
-/// `[agent]` in the user's configuration: the scripted server, no key, `mode`.
-fn configure(env: &Env, base: &str, mode: &str) {
-    let dir = env.config.join("toolhost");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "[agent]\nbase_url = \"{base}\"\napi_key_env = \"\"\nmode = \"{mode}\"\n\n\
-             [agent.price]\ninput = 1.0\noutput = 2.0\n"
-        ),
-    )
-    .unwrap();
-}
-
 /// Runs the Python client's `scenario`; the model server keeps answering on the other workers.
 fn client(env: &Env, scenario: &str) -> Value {
     let config = env.config.to_string_lossy().into_owned();
@@ -89,7 +75,7 @@ async fn an_acp_client_runs_a_task_with_a_permission_request_and_a_diff_then_loa
         _ => Answer::answering(&["I changed buffer to client."], 300, 8),
     })
     .await;
-    configure(&env, &model.base, "ask");
+    env.write_agent_config(&model.base, "ask");
     let out = client(&env, "task");
     let root = env.root.to_string_lossy().into_owned();
     let a_txt = format!("{root}/a.txt");
@@ -234,7 +220,7 @@ async fn acp_modes_deny_auto_cancel_and_plan() {
         _ => Answer::answering(&["Planned and done."], 130, 5),
     })
     .await;
-    configure(&env, &model.base, "ask");
+    env.write_agent_config(&model.base, "ask");
     let out = client(&env, "modes");
 
     assert_eq!(out["denyStop"], "end_turn", "{out}");

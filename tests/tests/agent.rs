@@ -202,7 +202,7 @@ async fn a_three_step_task_edits_the_file_and_the_log_holds_the_conversation() {
     let edit_call =
         events.iter().find(|e| e["type"] == "tool/call" && e["data"]["name"] == "edit").unwrap();
     assert_eq!(messages[7]["callId"], edit_call["data"]["callId"]);
-    assert_eq!(messages[7]["toolCallId"], "m0");
+    assert_eq!(messages[7]["toolCallId"], "call_0");
     let usage: Vec<&Value> = events.iter().filter(|e| e["type"] == "agent/usage").collect();
     assert_eq!(usage[0]["data"]["cachedTokens"], 50);
     assert!(

@@ -27,19 +27,9 @@ fn answering(pieces: &[&str]) -> Answer {
     Answer::answering(pieces, 200, 7)
 }
 
-/// `[agent]` in the user's configuration (the endpoint is never a workspace's or an editor
-/// setting's say in an untrusted workspace).
+/// `[agent]` in the user's configuration; the editor's initializationOptions stay empty.
 fn agent_options(env: &Env, base: &str, mode: &str) -> Value {
-    let dir = env.config.join("toolhost");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "[agent]\nbase_url = \"{base}\"\napi_key_env = \"\"\nmode = \"{mode}\"\n\n\
-             [agent.price]\ninput = 1.0\noutput = 2.0\n"
-        ),
-    )
-    .unwrap();
+    env.write_agent_config(base, mode);
     json!({})
 }
 

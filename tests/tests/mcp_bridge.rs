@@ -32,12 +32,6 @@ fn scripted_entry(name: &str, state: &Path, extra: &str) -> String {
     )
 }
 
-fn write_user_config(env: &Env, text: &str) {
-    let dir = env.config.join("toolhost");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.toml"), text).unwrap();
-}
-
 fn toolhost(env: &Env, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(binary())
         .args(args)
@@ -94,7 +88,7 @@ fn the_cli_starts_only_the_server_it_needs_and_bridges_toolhost_itself() {
         binary().display(),
         env.root.display()
     );
-    write_user_config(&env, &config);
+    env.write_user_config(&config);
 
     // A call of a built-in tool starts no MCP server.
     let (code, out, err) = toolhost(&env, &["call", "read", r#"{"file_path": "a.txt"}"#]);
@@ -191,7 +185,7 @@ fn serve_runs_the_servers_of_its_session_and_leaves_none_behind() {
         scripted_entry("scripted", &state, ""),
         scripted_entry("later", &lazy_state, "startup = \"lazy\"")
     );
-    write_user_config(&env, &config);
+    env.write_user_config(&config);
     // The editor answers the server's elicitation (it arrives as `toolhost/askUser`).
     let asked: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
     let handler: RequestHandler = {
@@ -263,7 +257,7 @@ fn a_client_that_goes_away_takes_the_servers_with_it() {
     let env = Env::new();
     let state = env.dir.path().join("scripted");
     std::fs::create_dir_all(&state).unwrap();
-    write_user_config(&env, &scripted_entry("scripted", &state, ""));
+    env.write_user_config(&scripted_entry("scripted", &state, ""));
     let mut client = env.start(json!({}));
     let ready = client.wait_for(Duration::from_secs(20), |n| {
         n["method"] == "toolhost/mcpServersChanged" && n["params"]["servers"][0]["state"] == "ready"

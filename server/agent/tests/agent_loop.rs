@@ -90,26 +90,11 @@ fn client(base: &str) -> ModelClient {
 
 /// A turn that calls `calls` (name, raw arguments), with usage.
 fn calling(calls: &[(&str, &str)]) -> Answer {
-    let fragments: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            json!({"index": i, "id": format!("call_{i}"), "type": "function",
-                   "function": {"name": name, "arguments": args}})
-        })
-        .collect();
-    Answer::sse(&[
-        json!({"choices": [{"delta": {"reasoning_content": "thinking"}}]}),
-        json!({"choices": [{"delta": {"tool_calls": fragments}, "finish_reason": "tool_calls"}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}),
-    ])
+    Answer::calling(calls, Some("thinking"), 100)
 }
 
 fn answering(text: &str) -> Answer {
-    Answer::sse(&[
-        json!({"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]}),
-        json!({"choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}}),
-    ])
+    Answer::answering(&[text], 200, 5)
 }
 
 /// Runs `task` to its end with no cancellation and no event sink.

@@ -151,6 +151,23 @@ impl Env {
         path
     }
 
+    /// Writes the user's configuration (`$XDG_CONFIG_HOME/toolhost/config.toml`).
+    pub fn write_user_config(&self, text: &str) {
+        let dir = self.config.join("toolhost");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    }
+
+    /// `[agent]` in the user's configuration: the scripted model server at `base`, no key,
+    /// `mode`, prices (so costs show). The user's, because an untrusted workspace's
+    /// `toolhost.toml` or an editor's settings may not choose the endpoint or `auto`.
+    pub fn write_agent_config(&self, base: &str, mode: &str) {
+        self.write_user_config(&format!(
+            "[agent]\nbase_url = \"{base}\"\napi_key_env = \"\"\nmode = \"{mode}\"\n\n\
+             [agent.price]\ninput = 1.0\noutput = 2.0\n"
+        ));
+    }
+
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
             ("XDG_STATE_HOME".into(), self.state.display().to_string()),

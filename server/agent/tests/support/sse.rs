@@ -25,13 +25,14 @@ impl Answer {
         Answer { status: 200, headers: vec![("content-type", "text/event-stream".into())], pieces }
     }
 
-    /// A turn that calls tools (model call ids `m0`, `m1`, …), after some reasoning when given.
+    /// A turn that calls tools (model call ids `call_0`, `call_1`, …), after some reasoning when
+    /// given.
     pub fn calling(calls: &[(&str, &str)], reasoning: Option<&str>, prompt_tokens: u64) -> Answer {
         let fragments: Vec<Value> = calls
             .iter()
             .enumerate()
             .map(|(i, (name, args))| {
-                json!({"index": i, "id": format!("m{i}"), "type": "function",
+                json!({"index": i, "id": format!("call_{i}"), "type": "function",
                        "function": {"name": name, "arguments": args}})
             })
             .collect();
