@@ -9,8 +9,8 @@ that reads see and writes replace — nothing it receives is written to disk. Sc
 - task: ask mode with the client's files and an MCP server of its own; one prompt (read, edit with a permission request,
   answer), then a second process loads the session (the log replayed as updates) and prompts
   again, continuing the chat.
-- modes: no client files; an edit denied, `set_session_mode` to auto (a write runs without
-  asking), a prompt cancelled mid-stream, plan mode (an edit refused, the plan approved through
+- modes: no client files; an edit denied, `set_session_mode` to auto (a todo list, a command and a
+  write run without asking), a prompt cancelled mid-stream, plan mode (an edit refused, the plan approved through
   a permission request, the mode announced as accept-edits).
 
 Prints one JSON line with what was seen; the Rust test asserts on it.

@@ -5,7 +5,7 @@
 //! the edit asks for permission showing its diff, the write goes to the editor (the disk is never
 //! touched), the calls stream as tool calls and the answer as message chunks; a second process
 //! loads the session (the log replayed as updates) and continues the chat. Then the modes: an
-//! edit denied, `auto` running a write unasked, a prompt cancelled mid-stream, plan mode refusing
+//! edit denied, `auto` running a todo list (the plan), a command (its output) and a write unasked, a prompt cancelled mid-stream, plan mode refusing
 //! an edit until the plan is approved and announcing `accept-edits`.
 #![allow(clippy::unwrap_used)]
 
@@ -197,7 +197,15 @@ async fn acp_modes_deny_auto_cancel_and_plan() {
         ),
         1 => Answer::answering(&["Understood."], 60, 2),
         // auto: the write runs unasked.
-        2 => Answer::calling(&[("write", r#"{"file_path":"b.txt","content":"b\n"}"#)], None, 70),
+        2 => Answer::calling(
+            &[
+                ("todo_write", r#"{"todos":[{"content":"write b.txt","status":"in_progress"},{"content":"say so","status":"pending"}]}"#),
+                ("bash", r#"{"command":"echo hi from bash","description":"say hi"}"#),
+                ("write", r#"{"file_path":"b.txt","content":"b\n"}"#),
+            ],
+            None,
+            70,
+        ),
         3 => Answer::answering(&["Wrote b.txt."], 80, 3),
         // cancelled while streaming.
         4 => {
@@ -230,7 +238,26 @@ async fn acp_modes_deny_auto_cancel_and_plan() {
 
     assert_eq!(out["autoStop"], "end_turn");
     assert!(out["autoPermissions"].as_array().unwrap().is_empty(), "auto asks nothing: {out}");
-    assert_eq!(calls(&out["auto"])[0].2, "completed");
+    let auto_calls = calls(&out["auto"]);
+    let kinds: Vec<(&str, &str)> =
+        auto_calls.iter().map(|c| (c.1.as_str(), c.2.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [("execute", "completed"), ("edit", "completed")],
+        "the todo list is no call"
+    );
+    let plan = &of_kind(&out["auto"], "plan")[0]["entries"];
+    assert_eq!(plan[0]["content"], "write b.txt");
+    assert_eq!(plan[0]["status"], "in_progress");
+    assert_eq!(plan[1]["status"], "pending");
+    let command = of_kind(&out["auto"], "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "completed" && u["content"][0]["content"]["text"].is_string())
+        .expect("the command's output");
+    assert_eq!(
+        command["content"][0]["content"]["text"],
+        "```console\n$ echo hi from bash\nhi from bash\n```\nexit code 0"
+    );
     assert_eq!(std::fs::read_to_string(env.root.join("b.txt")).unwrap(), "b\n");
 
     assert_eq!(out["cancelStop"], "cancelled");
