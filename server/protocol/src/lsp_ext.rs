@@ -403,6 +403,13 @@ pub struct AskUserResult {
     pub dismissed: bool,
 }
 
+impl AskUserResult {
+    /// The person closed the question without answering.
+    pub fn dismissed() -> Self {
+        AskUserResult { answers: Vec::new(), dismissed: true }
+    }
+}
+
 /// Params of `toolhost/setPlanMode`: switch plan mode on or off (absent: just read it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetPlanModeParams {

@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_agent::agent::{AgentEvent, StopReason as RunStop};
 use toolhost_agent::model::{Message, StreamEvent};
 use toolhost_contract::CancellationToken;
-use toolhost_protocol::card::{CardKind, CardStatus};
+use toolhost_protocol::card::CardKind;
 
 /// What `toolhost acp` is started with.
 #[derive(Debug, Default)]
@@ -95,10 +95,15 @@ struct AcpSession {
     running: Mutex<Option<CancellationToken>>,
     /// Summed over the session, when `[agent.price]` is set.
     cost: Mutex<Option<f64>>,
-    /// Live output of each running command: the watch, and whether the call has finished (no
-    /// output update may follow its final one).
-    live: Mutex<HashMap<String, crate::events::WatchGuard>>,
-    finished: Arc<Mutex<HashSet<String>>>,
+    /// The running commands whose output is followed.
+    live: Mutex<HashMap<String, LiveOutput>>,
+}
+
+/// A running command's output on its way to the client.
+struct LiveOutput {
+    _watch: crate::events::WatchGuard,
+    /// Set with the call's final update: no output update may follow it.
+    finished: Arc<Mutex<bool>>,
 }
 
 /// The agent: the client's capabilities and the open sessions.
@@ -117,6 +122,10 @@ fn error(code: acp::ErrorCode, kind: &str, message: impl Into<String>) -> acp::E
 
 fn invalid_params(message: impl Into<String>) -> acp::Error {
     error(acp::ErrorCode::INVALID_PARAMS, "Invalid params", message)
+}
+
+fn unknown_session(id: &str) -> acp::Error {
+    invalid_params(format!("unknown session {id}"))
 }
 
 fn internal(message: impl Into<String>) -> acp::Error {
@@ -190,10 +199,7 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
         .on_receive_request(
             async move |req: PromptRequest, r: Responder<PromptResponse>, _cx| {
                 let Some(session) = a4.session(&req.session_id.0) else {
-                    return r.respond_with_error(invalid_params(format!(
-                        "unknown session {}",
-                        req.session_id.0
-                    )));
+                    return r.respond_with_error(unknown_session(&req.session_id.0));
                 };
                 tokio::spawn(async move {
                     let result = session.prompt(req.prompt).await;
@@ -208,10 +214,7 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
         .on_receive_request(
             async move |req: SetSessionModeRequest, r: Responder<SetSessionModeResponse>, _cx| {
                 let Some(session) = a5.session(&req.session_id.0) else {
-                    return r.respond_with_error(invalid_params(format!(
-                        "unknown session {}",
-                        req.session_id.0
-                    )));
+                    return r.respond_with_error(unknown_session(&req.session_id.0));
                 };
                 let Some(mode) = PermissionMode::parse(&req.mode_id.0) else {
                     return r.respond_with_error(invalid_params(format!(
@@ -316,7 +319,6 @@ impl AcpAgent {
             running: Mutex::new(None),
             cost: Mutex::new(None),
             live: Mutex::new(HashMap::new()),
-            finished: Arc::new(Mutex::new(HashSet::new())),
         });
         let replaced = self
             .sessions
@@ -357,11 +359,11 @@ impl AcpAgent {
                 .rev()
                 .find_map(|r| r.data.get("runId").and_then(|v| v.as_str()).map(str::to_owned));
             let updates = updates::replay(&root, &cards, &records, size);
-            let messages = match &last_run {
-                Some(run) => own_agent::conversation_from_log(&log, run)?,
-                None => None,
-            };
-            Ok::<_, toolhost_session::SessionError>((updates, last_run.zip(messages)))
+            let logged: Vec<(&str, &serde_json::Value)> =
+                records.iter().map(|r| (r.kind.as_str(), &r.data)).collect();
+            let chat = last_run
+                .and_then(|run| own_agent::conversation_in(&logged, &run).map(|m| (run, m)));
+            Ok::<_, toolhost_session::SessionError>((updates, chat))
         })
         .await
         .map_err(|e| internal(e.to_string()))?
@@ -431,14 +433,9 @@ fn add_client_mcp_servers(
                 continue;
             }
         };
-        let mut valid: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-            .take(32)
-            .collect();
-        if valid.is_empty() {
-            valid = "client".to_owned();
-        }
+        let valid = Some(toolhost_tools_mcp::naming::server_name(name))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "client".to_owned());
         if servers.iter().any(|s| s.name == valid) {
             tracing::warn!(name = %valid, "the client's MCP server has the name of a configured one; the configured one is kept");
             continue;
@@ -621,11 +618,7 @@ impl AcpSession {
                 if updates::is_plan(&card) {
                     return;
                 }
-                self.line.send(SessionUpdate::ToolCall(updates::started(
-                    &self.line.root,
-                    &card,
-                    None,
-                )));
+                self.line.send(SessionUpdate::ToolCall(updates::started(&self.line.root, &card)));
                 if card.kind == CardKind::Terminal {
                     self.follow_output(
                         &card.call_id,
@@ -639,19 +632,18 @@ impl AcpSession {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&card.call_id);
-                self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&card.call_id);
-                {
-                    // Under the lock the output forwarder sends with: nothing follows this.
-                    let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
-                    finished.insert(card.call_id.clone());
-                    if updates::is_plan(&card) && card.status != CardStatus::Completed {
-                        self.line.send(SessionUpdate::ToolCall(updates::replayed(
-                            &self.line.root,
-                            &card,
-                        )));
-                    } else {
-                        self.line.send(updates::card_update(&self.line.root, &card));
+                let followed =
+                    self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&card.call_id);
+                let update = updates::finished_update(&self.line.root, &card);
+                match followed {
+                    // Under the flag the output forwarder sends with: no output follows this.
+                    Some(live) => {
+                        let mut finished =
+                            live.finished.lock().unwrap_or_else(PoisonError::into_inner);
+                        *finished = true;
+                        self.line.send(update);
                     }
+                    None => self.line.send(update),
                 }
                 self.announce_mode();
             }
@@ -661,10 +653,13 @@ impl AcpSession {
     /// Sends a running command's output as it comes (its tail, at most ten times a second).
     fn follow_output(self: &Arc<Self>, call_id: &str, command: Option<String>) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let guard = self.host.call_watchers().watch(call_id, tx);
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), guard);
-        let (line, finished, call_id) =
-            (Arc::clone(&self.line), Arc::clone(&self.finished), call_id.to_owned());
+        let finished = Arc::new(Mutex::new(false));
+        let live = LiveOutput {
+            _watch: self.host.call_watchers().watch(call_id, tx),
+            finished: Arc::clone(&finished),
+        };
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), live);
+        let (line, call_id) = (Arc::clone(&self.line), call_id.to_owned());
         tokio::spawn(async move {
             let mut output = String::new();
             while let Some(chunk) = rx.recv().await {
@@ -686,7 +681,7 @@ impl AcpSession {
                 };
                 {
                     let finished = finished.lock().unwrap_or_else(PoisonError::into_inner);
-                    if finished.contains(&call_id) {
+                    if *finished {
                         return;
                     }
                     line.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(

@@ -62,7 +62,7 @@ fn ask_blocking(params: &AskUserParams) -> std::io::Result<AskUserResult> {
         err.flush()?;
         let mut line = String::new();
         if stdin.lock().read_line(&mut line)? == 0 {
-            return Ok(AskUserResult { answers: Vec::new(), dismissed: true });
+            return Ok(AskUserResult::dismissed());
         }
         answers.push(parse_answer(question, &line));
     }

@@ -17,6 +17,12 @@ pub fn valid_server_name(name: &str) -> bool {
     (1..=32).contains(&name.len()) && name.bytes().all(allowed)
 }
 
+/// A server name made of any name (a client's label such as `py tools`): every character
+/// [`valid_server_name`] refuses becomes `_`, cut at 32. Valid unless `name` is empty.
+pub fn server_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii() && allowed(c as u8) { c } else { '_' }).take(32).collect()
+}
+
 fn allowed(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
@@ -43,6 +49,17 @@ pub fn public_name(server: &str, raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_label_becomes_a_valid_server_name() {
+        assert_eq!(server_name("py tools"), "py_tools");
+        assert_eq!(server_name("café-2"), "caf_-2");
+        assert_eq!(server_name(""), "");
+        assert_eq!(server_name(&"x".repeat(40)).len(), 32);
+        for name in ["py tools", "café-2", "ok_name"] {
+            assert!(valid_server_name(&server_name(name)));
+        }
+    }
 
     #[test]
     fn plain_names_pass_through() {

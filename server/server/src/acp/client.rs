@@ -129,7 +129,7 @@ impl ClientLine {
                 allowed(crate::agent::ALLOW)
             }
             Some(_) => allowed(crate::agent::DENY),
-            None => AskUserResult { answers: Vec::new(), dismissed: true },
+            None => AskUserResult::dismissed(),
         })
     }
 
@@ -159,7 +159,7 @@ impl ClientLine {
         let label = match picked.as_deref() {
             Some(APPROVE) => "Approve",
             Some(_) => "Keep planning",
-            None => return Ok(AskUserResult { answers: Vec::new(), dismissed: true }),
+            None => return Ok(AskUserResult::dismissed()),
         };
         Ok(AskUserResult {
             answers: vec![Answer { id, selected: vec![label.to_owned()], custom: None }],
@@ -198,7 +198,7 @@ impl ClientLine {
                 })
                 .collect();
             let Some(picked) = self.pick(&params.call_id, fields, options, stop).await? else {
-                return Ok(AskUserResult { answers: Vec::new(), dismissed: true });
+                return Ok(AskUserResult::dismissed());
             };
             let label = picked
                 .parse::<usize>()

@@ -149,13 +149,12 @@ fn plan_text(data: &Value) -> Option<String> {
 }
 
 /// The tool call a started call shows (its pending card: the proposed diff, where it points).
-pub fn started(root: &str, card: &Card, args: Option<&Value>) -> ToolCall {
+pub fn started(root: &str, card: &Card) -> ToolCall {
     ToolCall::new(ToolCallId::new(card.call_id.as_str()), card.title.clone())
         .kind(tool_kind(&card.kind))
         .status(ToolCallStatus::Pending)
         .content(content(root, card))
         .locations(locations(card))
-        .raw_input(args.cloned())
 }
 
 /// The update a finished call sends: its status and final content.
@@ -199,15 +198,19 @@ pub fn plan(card: &Card) -> Option<Plan> {
     Some(Plan::new(entries))
 }
 
-/// The update a finished card sends: its tool call's last update, or the plan.
-pub fn card_update(root: &str, card: &Card) -> SessionUpdate {
-    if is_plan(card)
-        && card.status == CardStatus::Completed
-        && let Some(plan) = plan(card)
-    {
-        return SessionUpdate::Plan(plan);
+/// The plan a finished todo card sets (a todo call that failed has none: it shows as a call).
+fn finished_plan(card: &Card) -> Option<Plan> {
+    (is_plan(card) && card.status == CardStatus::Completed).then(|| plan(card)).flatten()
+}
+
+/// What a finished call sends: the plan it set, else its tool call's last update — or, for a
+/// todo call that set no plan (never announced as a call when it started), the whole call.
+pub fn finished_update(root: &str, card: &Card) -> SessionUpdate {
+    match finished_plan(card) {
+        Some(plan) => SessionUpdate::Plan(plan),
+        None if is_plan(card) => SessionUpdate::ToolCall(replayed(root, card)),
+        None => SessionUpdate::ToolCallUpdate(finished(root, card)),
     }
-    SessionUpdate::ToolCallUpdate(finished(root, card))
 }
 
 /// Context used and the window's size, with the session's cost so far when prices are known.
@@ -298,12 +301,10 @@ pub fn replay(
         record_updates(record, &mut out);
     }
     for card in cards {
-        match (is_plan(card), plan(card)) {
-            (true, Some(plan)) if card.status == CardStatus::Completed => {
-                out.push(SessionUpdate::Plan(plan))
-            }
-            _ => out.push(SessionUpdate::ToolCall(replayed(root, card))),
-        }
+        out.push(match finished_plan(card) {
+            Some(plan) => SessionUpdate::Plan(plan),
+            None => SessionUpdate::ToolCall(replayed(root, card)),
+        });
         for record in records.iter().filter(|r| r.after_call.as_deref() == Some(&card.call_id)) {
             record_updates(record, &mut out);
         }
@@ -398,7 +399,7 @@ mod tests {
             {"content": "edit", "status": "in_progress"},
             {"content": "test", "status": "pending"},
         ]}));
-        let update = wire(card_update("/w", &todo));
+        let update = wire(finished_update("/w", &todo));
         assert_eq!(update["sessionUpdate"], "plan");
         let statuses: Vec<&str> = update["entries"]
             .as_array()
