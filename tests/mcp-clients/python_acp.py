@@ -12,6 +12,9 @@ that reads see and writes replace — nothing it receives is written to disk. Sc
 - modes: no client files; an edit denied, `set_session_mode` to auto (a todo list, a command and a
   write run without asking), a prompt cancelled mid-stream, plan mode (an edit refused, the plan approved through
   a permission request, the mode announced as accept-edits).
+- questions: a client that offers forms answers the agent's questions (a choice, several choices
+  with an "other" answer, free text) in one form, then declines one; a client without forms gets
+  a single-choice question as a permission request, and a free-text one cannot be asked.
 
 Prints one JSON line with what was seen; the Rust test asserts on it.
 """
@@ -23,9 +26,13 @@ import sys
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
     ClientCapabilities,
+    DeclineElicitationResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     Implementation,
     McpServerStdio,
@@ -42,10 +49,13 @@ def dump(model):
 class Editor:
     """An ACP client: records what the agent sends, answers with the scripted choices."""
 
-    def __init__(self, root, buffers=None, choices=None):
+    def __init__(self, root, buffers=None, choices=None, forms=None):
         self.root = root
         self.updates = []
         self.permissions = []
+        self.elicitations = []
+        # Successive forms' answers: the content to accept with, or "decline".
+        self.forms = list(forms or [])
         self.reads = []
         self.writes = []
         self.buffers = dict(buffers or {})
@@ -66,6 +76,13 @@ class Editor:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=option.option_id, outcome="selected")
         )
+
+    async def create_elicitation(self, message, mode, **kwargs):
+        self.elicitations.append({"message": message, "mode": dump(mode)})
+        answer = self.forms.pop(0)
+        if answer == "decline":
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=answer)
 
     async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
         self.reads.append(path)
@@ -101,9 +118,10 @@ async def settle(editor, rounds=25):
         await asyncio.sleep(0.02)
 
 
-async def start(conn, files):
+async def start(conn, files, forms=False):
     caps = ClientCapabilities(
-        fs=FileSystemCapabilities(read_text_file=files, write_text_file=files)
+        fs=FileSystemCapabilities(read_text_file=files, write_text_file=files),
+        elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if forms else None,
     )
     init = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
@@ -221,8 +239,44 @@ async def modes(binary, root, state, config):
     return out
 
 
+async def questions(binary, root, state, config):
+    out = {}
+    answer = {"db": "SQLite", "db__other": "", "targets": ["linux", "mac"],
+              "targets__other": "bsd", "name": "toolhost"}
+    editor = Editor(root, forms=[answer, "decline"])
+    # The Python SDK routes elicitation/create only with its unstable protocol switched on.
+    async with spawn_agent_process(
+        editor, binary, "acp", env=agent_env(state, config), cwd=root,
+        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL}, use_unstable_protocol=True,
+    ) as (conn, _proc):
+        await start(conn, False, forms=True)
+        session = await conn.new_session(cwd=root, mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("ask me")])
+        out["formStop"] = response.stop_reason
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
+        out["declineStop"] = response.stop_reason
+        await settle(editor)
+        out["formUpdates"] = editor.drain()
+        out["forms"] = editor.elicitations
+        out["formPermissions"] = editor.permissions
+    plain = Editor(root, choices=["allow_once"])
+    async with spawn_agent_process(
+        plain, binary, "acp", env=agent_env(state, config), cwd=root,
+        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
+    ) as (conn, _proc):
+        await start(conn, False)
+        session = await conn.new_session(cwd=root, mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("pick")])
+        out["choiceStop"] = response.stop_reason
+        await settle(plain)
+        out["choiceUpdates"] = plain.drain()
+        out["choicePermissions"] = plain.permissions
+        out["choiceForms"] = plain.elicitations
+    return out
+
+
 async def main(binary, root, state, config, scenario):
-    run = {"task": task, "modes": modes}[scenario]
+    run = {"task": task, "modes": modes, "questions": questions}[scenario]
     out = await asyncio.wait_for(run(binary, root, state, config), 120)
     print(json.dumps(out))
 

@@ -6,7 +6,9 @@
 //! touched), the calls stream as tool calls and the answer as message chunks; a second process
 //! loads the session (the log replayed as updates) and continues the chat. Then the modes: an
 //! edit denied, `auto` running a todo list (the plan), a command (its output) and a write unasked, a prompt cancelled mid-stream, plan mode refusing
-//! an edit until the plan is approved and announcing `accept-edits`.
+//! an edit until the plan is approved and announcing `accept-edits`. Last the agent's questions:
+//! one form for a client that offers forms, permission requests (single choices only) for one
+//! that does not.
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/server.rs"]
@@ -285,4 +287,100 @@ async fn acp_modes_deny_auto_cancel_and_plan() {
     assert_eq!(announced[0]["currentModeId"], "accept-edits");
     assert_eq!(std::fs::read_to_string(env.root.join("plan.txt")).unwrap(), "p\n");
     assert!(out["badMode"].as_str().unwrap().contains("yolo"), "{out}");
+}
+
+/// The text of the last tool result the model got in `body`.
+fn last_tool_result(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acp_questions_are_one_form_when_the_client_offers_forms_else_choices() {
+    let env = Env::new();
+    let asking = |questions: &str| {
+        Answer::calling(
+            &[("ask_user_question", &format!(r#"{{"questions":{questions}}}"#))],
+            None,
+            40,
+        )
+    };
+    let model = model_server(move |n, _body| match n {
+        // A client with forms: a choice, several choices, free text — one form.
+        0 => asking(
+            r#"[{"id":"db","header":"Database","question":"Which database?","options":[{"label":"Postgres"},{"label":"SQLite","description":"one file"}]},
+                {"id":"targets","question":"Which targets?","options":[{"label":"linux"},{"label":"mac"},{"label":"windows"}],"multi_select":true},
+                {"id":"name","question":"What is the project called?"}]"#,
+        ),
+        1 => Answer::answering(&["Noted."], 50, 2),
+        // The person declines the form.
+        2 => asking(r#"[{"id":"why","question":"Why?"}]"#),
+        3 => Answer::answering(&["OK."], 60, 2),
+        // A client without forms: a choice is a permission request, free text cannot be asked.
+        4 => asking(
+            r#"[{"id":"db","question":"Which database?","options":[{"label":"Postgres"},{"label":"SQLite"}]}]"#,
+        ),
+        5 => asking(r#"[{"id":"name","question":"What is the project called?"}]"#),
+        _ => Answer::answering(&["Done."], 70, 2),
+    })
+    .await;
+    env.write_agent_config(&model.base, "ask");
+    let out = client(&env, "questions");
+
+    assert_eq!(out["formStop"], "end_turn", "{out}");
+    assert_eq!(out["declineStop"], "end_turn");
+    assert!(
+        out["formPermissions"].as_array().unwrap().is_empty(),
+        "questions are no permission requests: {out}"
+    );
+    let forms = out["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 2, "{forms:#?}");
+    assert_eq!(forms[0]["message"], "The agent asks 3 questions.");
+    let mode = &forms[0]["mode"];
+    let first_call = &of_kind(&out["formUpdates"], "tool_call")[0]["toolCallId"];
+    assert_eq!(&mode["toolCallId"], first_call, "the form belongs to the asking call: {mode}");
+    let props = &mode["requestedSchema"]["properties"];
+    assert_eq!(props["db"]["title"], "Database");
+    assert_eq!(props["db"]["oneOf"][1]["const"], "SQLite");
+    assert_eq!(props["db"]["oneOf"][1]["title"], "SQLite — one file");
+    assert_eq!(props["targets"]["type"], "array");
+    assert_eq!(props["targets"]["items"]["anyOf"][2]["const"], "windows");
+    assert_eq!(props["name"]["type"], "string");
+    assert!(props["db__other"].is_object() && props["name__other"].is_null(), "{props}");
+    assert_eq!(forms[1]["message"], "Why?");
+
+    let bodies = model.bodies.lock().unwrap();
+    let answered: Value = serde_json::from_str(&last_tool_result(&bodies[1])).unwrap();
+    assert_eq!(
+        answered,
+        serde_json::json!({"answers": [
+            {"id": "db", "selected": ["SQLite"]},
+            {"id": "targets", "selected": ["linux", "mac"], "custom": "bsd"},
+            {"id": "name", "selected": [], "custom": "toolhost"},
+        ]})
+    );
+    assert!(last_tool_result(&bodies[3]).contains("dismissed"), "{}", last_tool_result(&bodies[3]));
+    let asked = calls(&out["formUpdates"]);
+    assert_eq!(
+        asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>(),
+        ["completed", "failed"],
+        "{asked:?}"
+    );
+
+    // Without forms: the choice as a permission request, the free-text question refused.
+    assert_eq!(out["choiceStop"], "end_turn");
+    assert!(out["choiceForms"].as_array().unwrap().is_empty());
+    let permissions = out["choicePermissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 1, "{permissions:#?}");
+    assert_eq!(permissions[0]["options"][0][0], "0");
+    let chosen: Value = serde_json::from_str(&last_tool_result(&bodies[5])).unwrap();
+    assert_eq!(chosen["answers"][0]["selected"][0], "Postgres");
+    let refused = last_tool_result(&bodies[6]);
+    assert!(refused.contains("offers no forms") && refused.contains("a typed answer"), "{refused}");
 }

@@ -4,7 +4,8 @@
 //! with options — and the form's content becomes the answers. Clients on 2025-06-18/2025-11-25
 //! get `elicitation/create` while the call waits; on 2026-07-28, where servers may not send
 //! requests, `tools/call` returns an input-required result and the call waits, suspended, for the
-//! client to retry with the answer ([`Suspended`]).
+//! client to retry with the answer ([`Suspended`]). `toolhost acp` asks an ACP client's forms
+//! with the same schema and reads their content the same way ([`form_schema`], [`answers_from`]).
 
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
@@ -49,14 +50,16 @@ fn property(question: &Question) -> Value {
     }
 }
 
-/// The form asking `request`'s questions.
-pub fn form_for(request: &QuestionRequest) -> Result<ElicitRequestParams, String> {
+/// The form schema asking `questions` (JSON, as MCP's `requestedSchema`; ACP's form
+/// elicitations take the same shape): a property per question, and beside each question with
+/// options an optional free-text one — the "other" answer, or for a plan review the feedback.
+pub fn form_schema(intent: QuestionIntent, questions: &[Question]) -> Value {
     let mut properties = Map::new();
-    for question in &request.questions {
+    for question in questions {
         properties.insert(question.id.clone(), property(question));
         if !question.options.is_empty() {
             let label = question.header.as_deref().unwrap_or("Answer");
-            let prompt = if request.intent == QuestionIntent::PlanReview {
+            let prompt = if intent == QuestionIntent::PlanReview {
                 "Feedback (keeps planning)".to_owned()
             } else {
                 format!("{label}: other answer (optional)")
@@ -64,16 +67,26 @@ pub fn form_for(request: &QuestionRequest) -> Result<ElicitRequestParams, String
             properties.insert(other_key(&question.id), json!({"type": "string", "title": prompt}));
         }
     }
-    let schema: ElicitationSchema =
-        serde_json::from_value(json!({"type": "object", "properties": properties}))
-            .map_err(|e| format!("cannot express the questions as a form: {e}"))?;
-    let message = match (&request.intent, &request.plan, request.questions.as_slice()) {
+    json!({"type": "object", "properties": properties})
+}
+
+/// The message a form shows above its fields.
+pub fn form_message(intent: QuestionIntent, plan: Option<&str>, questions: &[Question]) -> String {
+    match (intent, plan, questions) {
         (QuestionIntent::PlanReview, Some(plan), _) => {
             format!("The agent asks you to approve its plan:\n\n{plan}")
         }
         (_, _, [only]) => only.question.clone(),
         (_, _, questions) => format!("The agent asks {} questions.", questions.len()),
-    };
+    }
+}
+
+/// The form asking `request`'s questions.
+pub fn form_for(request: &QuestionRequest) -> Result<ElicitRequestParams, String> {
+    let schema: ElicitationSchema =
+        serde_json::from_value(form_schema(request.intent, &request.questions))
+            .map_err(|e| format!("cannot express the questions as a form: {e}"))?;
+    let message = form_message(request.intent, request.plan.as_deref(), &request.questions);
     let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
     serde_json::from_value(params).map_err(|e| format!("cannot build the form: {e}"))
 }

@@ -106,12 +106,21 @@ struct LiveOutput {
     finished: Arc<Mutex<bool>>,
 }
 
+/// What the client said it offers in `initialize`.
+#[derive(Clone, Copy, Default)]
+struct ClientOffers {
+    /// Both `fs/read_text_file` and `fs/write_text_file`.
+    files: bool,
+    /// Form elicitations (`elicitation/create` with `mode: form`).
+    forms: bool,
+}
+
 /// The agent: the client's capabilities and the open sessions.
 #[derive(Default)]
 struct AcpAgent {
     options: AcpOptions,
-    /// The client offers both `fs/read_text_file` and `fs/write_text_file`.
-    client_files: Mutex<bool>,
+    /// What the client offers beyond the basics.
+    offers: Mutex<ClientOffers>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
@@ -142,9 +151,11 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
         .name("toolhost")
         .on_receive_request(
             async move |req: InitializeRequest, r: Responder<InitializeResponse>, _cx| {
-                let fs = &req.client_capabilities.fs;
-                *a1.client_files.lock().unwrap_or_else(PoisonError::into_inner) =
-                    fs.read_text_file && fs.write_text_file;
+                let caps = &req.client_capabilities;
+                *a1.offers.lock().unwrap_or_else(PoisonError::into_inner) = ClientOffers {
+                    files: caps.fs.read_text_file && caps.fs.write_text_file,
+                    forms: caps.elicitation.as_ref().is_some_and(|e| e.supports_form()),
+                };
                 r.respond(
                     InitializeResponse::new(acp::schema::ProtocolVersion::V1)
                         .agent_capabilities(
@@ -288,15 +299,17 @@ impl AcpAgent {
         .map_err(|e| internal(e.to_string()))?;
         let host = crate::cli::open_host(&config, cwd, Some(&opened), Some(id.clone()))
             .map_err(|f| internal(f.message))?;
+        let offers = *self.offers.lock().unwrap_or_else(PoisonError::into_inner);
         let line = Arc::new(ClientLine {
             cx,
             session_id: id.clone().into(),
             root: host.root_display().to_owned(),
             pending: Mutex::new(HashMap::new()),
             always: Mutex::new(HashSet::new()),
+            forms: offers.forms,
         });
         host.questions().set_editor(Some(Arc::new(AcpAsker(Arc::clone(&line)))));
-        if *self.client_files.lock().unwrap_or_else(PoisonError::into_inner) {
+        if offers.files {
             host.workspace().set_text_backend(Some(Arc::new(AcpFiles(Arc::clone(&line)))));
         }
         host.start_mcp_servers();

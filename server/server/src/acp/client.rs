@@ -1,7 +1,8 @@
 //! What toolhost asks of the ACP client while a prompt runs (docs/acp.md): permission for a call
-//! (`session/request_permission`, with the call's proposed diff), the plan review and the
-//! agent's questions as choices, and the client's files — its unsaved buffers — as the
-//! workspace's text backend (`fs/read_text_file`, `fs/write_text_file`).
+//! (`session/request_permission`, with the call's proposed diff), the plan review, the agent's
+//! questions (one form, `elicitation/create`, when the client offers forms; else each question's
+//! options as the choices of a permission request), and the client's files — its unsaved buffers
+//! — as the workspace's text backend (`fs/read_text_file`, `fs/write_text_file`).
 //!
 //! Every request here is sent from a prompt's own task, never from the connection's dispatch
 //! loop (which would wait on itself), and is withdrawn when the call it serves is cancelled.
@@ -10,15 +11,18 @@ use super::updates;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    PermissionOption, PermissionOptionKind, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionId, SessionNotification, SessionUpdate, ToolCallContent,
-    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    CreateElicitationRequest, ElicitationAction, ElicitationFormMode, ElicitationSchema,
+    ElicitationSessionScope, PermissionOption, PermissionOptionKind, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification,
+    SessionUpdate, ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, WriteTextFileRequest,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_agent::agent::BoxFuture;
 use toolhost_contract::CancellationToken;
+use toolhost_mcp::elicit;
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{Answer, AskUserParams, AskUserResult, QuestionIntent};
 use toolhost_workspace::{BackendFuture, TextBackend};
@@ -40,6 +44,8 @@ pub struct ClientLine {
     pub pending: Mutex<HashMap<String, Card>>,
     /// Tools the person allowed for the rest of the session ("Always allow").
     pub always: Mutex<HashSet<String>>,
+    /// The client answers form elicitations (`elicitation.form` in its capabilities).
+    pub forms: bool,
 }
 
 impl ClientLine {
@@ -167,16 +173,62 @@ impl ClientLine {
         })
     }
 
-    /// The agent's questions, one request each, their options as the choices. A question
-    /// without options (free text) or with several answers cannot be asked this way.
+    /// The agent's questions: in one form when the client offers forms, else one permission
+    /// request each, their options as the choices.
     async fn questions(
+        &self,
+        params: &AskUserParams,
+        stop: &CancellationToken,
+    ) -> Result<AskUserResult, String> {
+        if self.forms { self.form(params, stop).await } else { self.choices(params, stop).await }
+    }
+
+    /// All the questions in one form (`elicitation/create`, tied to the asking call): a choice
+    /// per question, several for a multi-select one, free text where there are no options, and
+    /// an optional "other" answer beside each question with options.
+    async fn form(
+        &self,
+        params: &AskUserParams,
+        stop: &CancellationToken,
+    ) -> Result<AskUserResult, String> {
+        let schema: ElicitationSchema =
+            serde_json::from_value(elicit::form_schema(params.intent, &params.questions))
+                .map_err(|e| format!("cannot express the questions as a form: {e}"))?;
+        let scope = ElicitationSessionScope::new(self.session_id.clone())
+            .tool_call_id(ToolCallId::new(params.call_id.as_str()));
+        let message =
+            elicit::form_message(params.intent, params.plan.as_deref(), &params.questions);
+        let request =
+            CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), message);
+        // Dropping the request's future (the call was cancelled) withdraws it from the client.
+        let answer = tokio::select! {
+            answer = self.cx.send_request(request).block_task() => answer,
+            () = stop.cancelled() => return Ok(AskUserResult::dismissed()),
+        };
+        match answer.map_err(|e| format!("the client did not answer: {e}"))?.action {
+            ElicitationAction::Accept(accepted) => {
+                let content = serde_json::to_value(&accepted.content)
+                    .map_err(|e| format!("the form's answer is not JSON: {e}"))?;
+                Ok(AskUserResult {
+                    answers: elicit::answers_from(&params.questions, Some(&content)),
+                    dismissed: false,
+                })
+            }
+            // Declined, cancelled, or an action a later revision adds: no answer.
+            _ => Ok(AskUserResult::dismissed()),
+        }
+    }
+
+    /// Each question as a permission request whose options are the question's. A question
+    /// without options (free text) or with several answers cannot be asked this way.
+    async fn choices(
         &self,
         params: &AskUserParams,
         stop: &CancellationToken,
     ) -> Result<AskUserResult, String> {
         if let Some(q) = params.questions.iter().find(|q| q.options.is_empty() || q.multi_select) {
             return Err(format!(
-                "the ACP client can only pick one of a question's options; {:?} needs {}",
+                "the ACP client offers no forms, so it can only pick one of a question's options; {:?} needs {}",
                 q.question,
                 if q.multi_select { "several answers" } else { "a typed answer" }
             ));
