@@ -320,3 +320,73 @@ async fn a_run_of_the_session_log_continues_after_the_server_restarted() {
         [("user", "the answer?"), ("assistant", "The answer is 42."), ("user", "what did I ask?")]
     );
 }
+
+/// The first user message of a request: tells a subagent's requests from its parent's.
+fn first_prompt(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let user = messages.iter().find(|m| m["role"] == "user");
+    user.and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagents_call_is_listed_so_its_cards_stop_cancels_it() {
+    let env = Env::new();
+    let model = model_server(|_, body| {
+        let child = first_prompt(body) == "run the slow command";
+        let answered = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+        match (child, answered) {
+            (false, false) => calling(&[(
+                "subagent",
+                r#"{"description":"slow command","prompt":"run the slow command"}"#,
+            )]),
+            (true, false) => {
+                calling(&[("bash", r#"{"command":"sleep 60","description":"wait a minute"}"#)])
+            }
+            (true, true) => answering(&["The command was stopped."]),
+            (false, true) => answering(&["The subagent's command was stopped."]),
+        }
+    })
+    .await;
+    let env = Arc::new(env);
+    let options = agent_options(&env, &model.base, "auto");
+    let task_env = Arc::clone(&env);
+    tokio::task::spawn_blocking(move || {
+        let env = task_env;
+        let (mut client, _) = editor(&env, options, None);
+        let id = json!(9002);
+        client
+            .write_raw(&raw_request(id.clone(), "toolhost/agentPrompt", json!({"prompt": "go"})))
+            .unwrap();
+        let running = client
+            .wait_for(Duration::from_secs(20), |n| {
+                n["method"] == "toolhost/card"
+                    && n["params"]["tool"] == "bash"
+                    && n["params"]["status"] == "pending"
+            })
+            .expect("the subagent's command card");
+        assert_eq!(running["params"]["caller"], "subagent", "{running}");
+        let call_id = running["params"]["callId"].clone();
+        // The card's Stop, as the editors send it.
+        let stopped = client.request("toolhost/cancelCall", json!({"callId": call_id})).unwrap();
+        assert_eq!(stopped["cancelled"], true, "the child's call is listed: {stopped}");
+        let response = wait_response(&mut client, &id, Duration::from_secs(20)).unwrap();
+        assert_eq!(
+            response["result"]["answer"], "The subagent's command was stopped.",
+            "{response}"
+        );
+        let finished = client
+            .seen
+            .iter()
+            .find(|n| {
+                n["method"] == "toolhost/card"
+                    && n["params"]["callId"] == call_id
+                    && n["params"]["status"] != "pending"
+            })
+            .expect("the command's final card")
+            .clone();
+        assert_eq!(finished["params"]["status"], "failed", "{finished}");
+        client.shutdown().unwrap();
+    })
+    .await
+    .unwrap();
+}

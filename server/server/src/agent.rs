@@ -203,11 +203,20 @@ fn is_workspace_edit(annotations: ToolAnnotations) -> bool {
     annotations.destructive && !annotations.open_world
 }
 
+/// What is known of one running call of the agent.
+struct AgentCall {
+    /// Its run's mode.
+    mode: PermissionMode,
+    /// Its run's depth: 1 for a top-level run, one more for each subagent level.
+    depth: u32,
+    /// Where the run's calls live among its caller's (a subagent's calls go in its nested scope).
+    scope: Option<Arc<dyn CallScope>>,
+}
+
 /// The permission modes of the agent's running calls; a pre-execute policy of the registry.
 pub struct AgentPermissions {
-    /// Each running call of the agent: its run's mode and depth (1 for a top-level run, one
-    /// more for each subagent level).
-    calls: Mutex<HashMap<String, (PermissionMode, u32)>>,
+    /// Each running call of the agent.
+    calls: Mutex<HashMap<String, AgentCall>>,
     annotations: AnnotationsOf,
     review: SessionReviewHandle,
 }
@@ -217,12 +226,19 @@ impl AgentPermissions {
         AgentPermissions { calls: Mutex::new(HashMap::new()), annotations, review }
     }
 
-    /// Call `call_id` is the agent's, in `mode` at `depth`, until [`AgentPermissions::end`].
-    pub fn begin(&self, call_id: &str, mode: PermissionMode, depth: u32) {
+    /// Call `call_id` is the agent's, in `mode` at `depth` inside `scope`, until
+    /// [`AgentPermissions::end`].
+    pub fn begin(
+        &self,
+        call_id: &str,
+        mode: PermissionMode,
+        depth: u32,
+        scope: Option<Arc<dyn CallScope>>,
+    ) {
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(call_id.to_owned(), (mode, depth));
+            .insert(call_id.to_owned(), AgentCall { mode, depth, scope });
     }
 
     pub fn end(&self, call_id: &str) {
@@ -231,12 +247,22 @@ impl AgentPermissions {
 
     /// The mode of the run that made call `call_id`; `None` when the agent did not make it.
     pub fn mode(&self, call_id: &str) -> Option<PermissionMode> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map(|c| c.0)
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map(|c| c.mode)
     }
 
     /// The depth of the run that made call `call_id`: 0 when the agent did not make it.
     pub fn depth(&self, call_id: &str) -> u32 {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map_or(0, |c| c.1)
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(call_id)
+            .map_or(0, |c| c.depth)
+    }
+
+    /// The scope of the run that made call `call_id`, when its caller gave one.
+    pub fn scope(&self, call_id: &str) -> Option<Arc<dyn CallScope>> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.get(call_id).and_then(|c| c.scope.clone())
     }
 }
 
@@ -356,6 +382,12 @@ pub trait CallScope: Send + Sync {
         concurrency_safe: bool,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, (CancellationToken, ScopeGuard)>;
+
+    /// The scope of the calls of a subagent that one of this scope's calls started: listed and
+    /// cancellable like the caller's own, but taking no barrier permit of their own — the
+    /// `subagent` call holds one for as long as its child runs, and a child's exclusive call
+    /// waiting for the barrier would wait on its own parent.
+    fn nested(&self) -> Arc<dyn CallScope>;
 }
 
 /// A run's permission mode where its caller can change it while the run goes on (an ACP
@@ -454,7 +486,7 @@ impl ToolRunner for HostRunner<'_> {
             };
             (self.on_update)(RunUpdate::CallStarted { card: self.host.pending_card(&prepared) });
             let permissions = self.host.agent_permissions();
-            permissions.begin(&call_id, mode, self.depth);
+            permissions.begin(&call_id, mode, self.depth, self.scope.clone());
             let outcome = self.host.run(prepared, cancel).await;
             permissions.end(&call_id);
             drop(held);

@@ -15,7 +15,9 @@
 //! Children inherit the mode of the run that asked for them and may nest at most
 //! [`MAX_DEPTH`] levels below a top-level run.
 
-use crate::agent::{self as own_agent, AgentSettings, PermissionMode, RunRequest, RunUpdate};
+use crate::agent::{
+    self as own_agent, AgentSettings, CallScope, PermissionMode, RunRequest, RunUpdate,
+};
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -105,6 +107,7 @@ async fn run_child(
     settings: AgentSettings,
     prompt: String,
     parent: (String, u32),
+    scope: Option<Arc<dyn CallScope>>,
     cancel: CancellationToken,
 ) -> ChildEnd {
     let editor = host.capabilities().get::<crate::editor::EditorBridge>();
@@ -114,7 +117,7 @@ async fn run_child(
         history: None,
         caller: CALLER.to_owned(),
         run_id: None,
-        scope: None,
+        scope,
         parent: Some(parent),
         mode: None,
     };
@@ -187,6 +190,8 @@ impl Tool for SubagentTool {
             settings.mode = PermissionMode::AcceptEdits;
         }
         let parent = (cx.call_id().to_owned(), depth);
+        // The child's calls are listed among its caller's (a card's Stop reaches them).
+        let scope = permissions.scope(cx.call_id()).map(|scope| scope.nested());
         if args.run_in_background == Some(true) {
             let jobs = host.shell_jobs().ok_or_else(|| {
                 ToolError::plain("background subagents need the shell's jobs ([shell] enabled)")
@@ -194,7 +199,7 @@ impl Tool for SubagentTool {
             let child_host = Arc::clone(&host);
             let prompt = args.prompt.clone();
             let job_id = jobs.start_task(NAME, &args.description, &cx, move |stop| async move {
-                let end = run_child(child_host, settings, prompt, parent, stop).await;
+                let end = run_child(child_host, settings, prompt, parent, scope, stop).await;
                 match end.failure {
                     None => (
                         toolhost_tools_shell::JobStatus::Completed,
@@ -211,7 +216,8 @@ impl Tool for SubagentTool {
             return Ok(SubagentOutput::Background { job_id });
         }
         let end =
-            Box::pin(run_child(host, settings, args.prompt, parent, cx.signal().clone())).await;
+            Box::pin(run_child(host, settings, args.prompt, parent, scope, cx.signal().clone()))
+                .await;
         if let Some(failure) = end.failure {
             return Err(ToolError::plain(failure));
         }

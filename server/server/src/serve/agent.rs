@@ -8,7 +8,8 @@
 //! this connection does not know but the session log does (a `runId`, after the editor restarted
 //! the server on the same session) continues that run's conversation, rebuilt from the log. The agent's
 //! calls take the connection's barrier like every other call and are listed for
-//! `toolhost/cancelCall`, so a card's own Stop works on them too.
+//! `toolhost/cancelCall`, so a card's own Stop works on them too; so are its subagents' calls,
+//! which take no barrier permit of their own (the `subagent` call holds one).
 
 use super::ServerState;
 use super::handlers::Permit;
@@ -44,13 +45,18 @@ fn new_chat_id() -> String {
 }
 
 /// The connection's side of each agent call: the barrier permit, the call table, the idle count.
-struct ServeScope(Arc<ServerState>);
+struct ServeScope {
+    state: Arc<ServerState>,
+    /// The calls take the connection's barrier; a subagent's calls do not (see
+    /// [`CallScope::nested`]) and are scheduled by the subagent's own loop.
+    barrier: bool,
+}
 
 /// Held while one of the agent's calls runs.
 struct Held {
     state: Arc<ServerState>,
     call_id: String,
-    _permit: Permit,
+    _permit: Option<Permit>,
 }
 
 impl Drop for Held {
@@ -72,11 +78,13 @@ impl CallScope for ServeScope {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, (CancellationToken, ScopeGuard)> {
         Box::pin(async move {
-            let state = &self.0;
-            let permit = if concurrency_safe {
-                Permit::Shared(Arc::clone(&state.barrier).read_owned().await)
-            } else {
-                Permit::Exclusive(Arc::clone(&state.barrier).write_owned().await)
+            let state = &self.state;
+            let permit = match (self.barrier, concurrency_safe) {
+                (false, _) => None,
+                (true, true) => Some(Permit::Shared(Arc::clone(&state.barrier).read_owned().await)),
+                (true, false) => {
+                    Some(Permit::Exclusive(Arc::clone(&state.barrier).write_owned().await))
+                }
             };
             // A child: the card's Stop cancels this call only, the run's cancellation all of them.
             let token = cancel.child_token();
@@ -88,6 +96,10 @@ impl CallScope for ServeScope {
                 Held { state: Arc::clone(state), call_id: call_id.to_owned(), _permit: permit };
             (token, Box::new(held) as ScopeGuard)
         })
+    }
+
+    fn nested(&self) -> Arc<dyn CallScope> {
+        Arc::new(ServeScope { state: Arc::clone(&self.state), barrier: false })
     }
 }
 
@@ -211,7 +223,8 @@ pub(super) async fn prompt(
             history,
             caller: own_agent::CALLER.to_owned(),
             run_id: Some(task_run.clone()),
-            scope: Some(Arc::new(ServeScope(Arc::clone(&state))) as Arc<dyn CallScope>),
+            scope: Some(Arc::new(ServeScope { state: Arc::clone(&state), barrier: true })
+                as Arc<dyn CallScope>),
             parent: None,
             mode: None,
         };
