@@ -112,6 +112,14 @@ def agent_env(state, config):
     }
 
 
+def agent(editor, binary, root, state, config, **connection):
+    """`toolhost acp` started for `editor` in `root`, its stderr dropped."""
+    return spawn_agent_process(
+        editor, binary, "acp", env=agent_env(state, config), cwd=root,
+        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL}, **connection,
+    )
+
+
 async def settle(editor, rounds=25):
     """Updates are handled as tasks: give the last ones time to arrive."""
     for _ in range(rounds):
@@ -135,10 +143,7 @@ async def task(binary, root, state, config):
     a_txt = os.path.join(root, "a.txt")
     out = {}
     editor = Editor(root, buffers={a_txt: "hello from the buffer\n"})
-    async with spawn_agent_process(
-        editor, binary, "acp", env=agent_env(state, config), cwd=root,
-        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
-    ) as (conn, _proc):
+    async with agent(editor, binary, root, state, config) as (conn, _proc):
         out["initialize"] = await start(conn, True)
         # An MCP server of the editor's settings: its tools join the session's.
         structured = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp-servers", "structured.py")
@@ -159,10 +164,7 @@ async def task(binary, root, state, config):
         out["disk"] = f.read()
     # A second editor process: the session is loaded from its log and continued.
     again = Editor(root, buffers=dict(editor.buffers))
-    async with spawn_agent_process(
-        again, binary, "acp", env=agent_env(state, config), cwd=root,
-        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
-    ) as (conn, _proc):
+    async with agent(again, binary, root, state, config) as (conn, _proc):
         await start(conn, True)
         loaded = await conn.load_session(cwd=root, session_id=session.session_id, mcp_servers=[])
         out["loaded"] = dump(loaded) if loaded is not None else None
@@ -185,10 +187,7 @@ async def task(binary, root, state, config):
 async def modes(binary, root, state, config):
     out = {}
     editor = Editor(root, choices=["reject_once"])
-    async with spawn_agent_process(
-        editor, binary, "acp", env=agent_env(state, config), cwd=root,
-        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
-    ) as (conn, _proc):
+    async with agent(editor, binary, root, state, config) as (conn, _proc):
         await start(conn, False)
         session = await conn.new_session(cwd=root, mcp_servers=[])
         sid = session.session_id
@@ -245,10 +244,8 @@ async def questions(binary, root, state, config):
               "targets__other": "bsd", "name": "toolhost"}
     editor = Editor(root, forms=[answer, "decline"])
     # The Python SDK routes elicitation/create only with its unstable protocol switched on.
-    async with spawn_agent_process(
-        editor, binary, "acp", env=agent_env(state, config), cwd=root,
-        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL}, use_unstable_protocol=True,
-    ) as (conn, _proc):
+    forms_on = {"use_unstable_protocol": True}
+    async with agent(editor, binary, root, state, config, **forms_on) as (conn, _proc):
         await start(conn, False, forms=True)
         session = await conn.new_session(cwd=root, mcp_servers=[])
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("ask me")])
@@ -260,10 +257,7 @@ async def questions(binary, root, state, config):
         out["forms"] = editor.elicitations
         out["formPermissions"] = editor.permissions
     plain = Editor(root, choices=["allow_once"])
-    async with spawn_agent_process(
-        plain, binary, "acp", env=agent_env(state, config), cwd=root,
-        transport_kwargs={"stderr": asyncio.subprocess.DEVNULL},
-    ) as (conn, _proc):
+    async with agent(plain, binary, root, state, config) as (conn, _proc):
         await start(conn, False)
         session = await conn.new_session(cwd=root, mcp_servers=[])
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("pick")])

@@ -18,7 +18,7 @@ mod sse;
 
 use serde_json::Value;
 use server::Env;
-use sse::{Answer, server as model_server};
+use sse::{Answer, last_tool_result, server as model_server};
 use std::time::Duration;
 
 /// Runs the Python client's `scenario`; the model server keeps answering on the other workers.
@@ -287,18 +287,6 @@ async fn acp_modes_deny_auto_cancel_and_plan() {
     assert_eq!(announced[0]["currentModeId"], "accept-edits");
     assert_eq!(std::fs::read_to_string(env.root.join("plan.txt")).unwrap(), "p\n");
     assert!(out["badMode"].as_str().unwrap().contains("yolo"), "{out}");
-}
-
-/// The text of the last tool result the model got in `body`.
-fn last_tool_result(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]

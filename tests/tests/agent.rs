@@ -13,7 +13,7 @@ mod sse;
 
 use serde_json::{Value, json};
 use server::{Env, binary};
-use sse::{Answer, server as model_server};
+use sse::{Answer, first_prompt, has_tool_answer, server as model_server};
 use std::time::Duration;
 
 /// A turn that calls `calls` (name, raw arguments), with usage.
@@ -446,22 +446,6 @@ async fn ctrl_c_in_the_middle_of_a_stream_cancels_the_run() {
     assert!(lines.iter().any(|l| l["type"] == "text" && l["text"] == "thinking about it"));
     let end = lines.iter().find(|l| l["type"] == "end").unwrap();
     assert_eq!(end["stop"], "cancelled");
-}
-
-/// The first user message of a request: tells a subagent's requests from its parent's.
-fn first_prompt(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn has_tool_answer(body: &Value) -> bool {
-    body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool")
 }
 
 #[tokio::test(flavor = "multi_thread")]

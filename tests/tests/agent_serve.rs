@@ -13,7 +13,7 @@ mod sse;
 
 use serde_json::{Value, json};
 use server::{Env, raw_request, wait_response};
-use sse::{Answer, server as model_server};
+use sse::{Answer, first_prompt, has_tool_answer, server as model_server};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_harness::client::Client;
@@ -45,6 +45,12 @@ fn updates(client: &Client, run_id: &str) -> Vec<Value> {
         .filter(|n| n["method"] == "toolhost/agentUpdate" && n["params"]["runId"] == run_id)
         .map(|n| n["params"]["update"].clone())
         .collect()
+}
+
+/// Sends `toolhost/agentPrompt` as request `id` without waiting for its answer.
+fn send_prompt(client: &mut Client, id: &Value, prompt: &str) {
+    let request = raw_request(id.clone(), "toolhost/agentPrompt", json!({"prompt": prompt}));
+    client.write_raw(&request).unwrap();
 }
 
 fn log_events(env: &Env) -> Vec<Value> {
@@ -188,9 +194,7 @@ async fn stop_cancels_the_run_which_ends_recorded_and_the_chat_goes_on() {
         let env = task_env;
         let (mut client, _) = editor(&env, options, None);
         let id = json!(9001);
-        client
-            .write_raw(&raw_request(id.clone(), "toolhost/agentPrompt", json!({"prompt": "think"})))
-            .unwrap();
+        send_prompt(&mut client, &id, "think");
         let first_text = client
             .wait_for(Duration::from_secs(10), |n| {
                 n["method"] == "toolhost/agentUpdate" && n["params"]["update"]["type"] == "text"
@@ -321,20 +325,12 @@ async fn a_run_of_the_session_log_continues_after_the_server_restarted() {
     );
 }
 
-/// The first user message of a request: tells a subagent's requests from its parent's.
-fn first_prompt(body: &Value) -> String {
-    let messages = body["messages"].as_array().unwrap();
-    let user = messages.iter().find(|m| m["role"] == "user");
-    user.and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_subagents_call_is_listed_so_its_cards_stop_cancels_it() {
     let env = Env::new();
     let model = model_server(|_, body| {
         let child = first_prompt(body) == "run the slow command";
-        let answered = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
-        match (child, answered) {
+        match (child, has_tool_answer(body)) {
             (false, false) => calling(&[(
                 "subagent",
                 r#"{"description":"slow command","prompt":"run the slow command"}"#,
@@ -354,9 +350,7 @@ async fn a_subagents_call_is_listed_so_its_cards_stop_cancels_it() {
         let env = task_env;
         let (mut client, _) = editor(&env, options, None);
         let id = json!(9002);
-        client
-            .write_raw(&raw_request(id.clone(), "toolhost/agentPrompt", json!({"prompt": "go"})))
-            .unwrap();
+        send_prompt(&mut client, &id, "go");
         let running = client
             .wait_for(Duration::from_secs(20), |n| {
                 n["method"] == "toolhost/card"

@@ -69,6 +69,25 @@ impl Answer {
     }
 }
 
+/// The first user message of a request body: tells a subagent's requests from its parent's.
+pub fn first_prompt(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let user = messages.iter().find(|m| m["role"] == "user");
+    user.and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+}
+
+/// The request body carries a tool result (the turn after a call).
+pub fn has_tool_answer(body: &Value) -> bool {
+    body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool")
+}
+
+/// The text of the last tool result in a request body.
+pub fn last_tool_result(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let tool = messages.iter().rfind(|m| m["role"] == "tool");
+    tool.and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+}
+
 /// Answers request n with `script(n, body)`; records every body.
 pub struct Server {
     pub base: String,
