@@ -383,6 +383,43 @@ async fn structured_output_ends_the_run_with_the_validated_value() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_cost_budget_stops_the_run_once_its_requests_cost_that_much() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    let model =
+        model_server(|_, _| calling(&[("read", r#"{"file_path":"a.txt"}"#)], 100_000)).await;
+    // Without a price there is no cost to count: the flag is refused before anything runs.
+    let refused =
+        agent(&env, &model.base, "read on", &["--mode", "auto", "--cost-budget", "1"]).await;
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--cost-budget needs [agent] price"), "{}", refused.stderr);
+    assert!(model.bodies.lock().unwrap().is_empty());
+
+    // $1/M prompt tokens, $2/M completion: a request of 100,000 + 10 tokens costs $0.10002.
+    env.write_user_config("[agent.price]\ninput = 1.0\noutput = 2.0\n");
+    let run =
+        agent(&env, &model.base, "read on", &["--mode", "auto", "--cost-budget", "0.25"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let end = run.end();
+    assert_eq!(end["stop"], "cost-budget", "{end}");
+    assert_eq!(end["turns"], 3, "two requests cost $0.20, the third reaches $0.25: {end}");
+    assert!(end["cost"].as_f64().unwrap() >= 0.25, "{end}");
+    assert_eq!(model.bodies.lock().unwrap().len(), 3, "no request after the budget was spent");
+    let (_, events) = session_log(&env);
+    assert!(events.iter().any(|e| e["type"] == "agent/end" && e["data"]["stop"] == "cost-budget"));
+
+    // In the configuration too.
+    env.write_user_config(
+        "[agent]\ncost_budget = 0.15\n\n[agent.price]\ninput = 1.0\noutput = 2.0\n",
+    );
+    let run = agent(&env, &model.base, "read on", &["--mode", "auto", "--session", "last"]).await;
+    assert_eq!(
+        (run.end()["stop"].as_str(), run.end()["turns"].as_u64()),
+        (Some("cost-budget"), Some(2))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_refused_key_fails_the_run_with_the_models_message() {
     let env = Env::new();
     let model =

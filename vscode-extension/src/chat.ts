@@ -311,6 +311,8 @@ export function stopText(x: ChatExchange): string | undefined {
       return `Stopped at the turn limit (${result.turns} ${result.turns === 1 ? 'turn' : 'turns'}) before an answer.`;
     case 'token-budget':
       return 'Stopped at the token budget before an answer.';
+    case 'cost-budget':
+      return 'Stopped at the cost budget before an answer.';
     case 'cancelled':
       return 'Stopped: the run was cancelled (the chat keeps what was said).';
     default:

@@ -45,7 +45,7 @@ export interface AgentTokens {
 }
 
 /** Why a run of the agent ended. A newer server may name others: they are shown by name. */
-export const AGENT_STOPS = ['answered', 'structured', 'turn-limit', 'token-budget', 'cancelled', 'failed'] as const;
+export const AGENT_STOPS = ['answered', 'structured', 'turn-limit', 'token-budget', 'cost-budget', 'cancelled', 'failed'] as const;
 
 /** `toolhost/agentPrompt` result: how the run ended. */
 export interface AgentPromptResult {

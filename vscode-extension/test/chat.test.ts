@@ -192,6 +192,7 @@ describe('chat state: the end of a run', () => {
     const cases: [Partial<AgentPromptResult>, string | undefined, string | undefined][] = [
       [{ stop: 'turn-limit', turns: 50, answer: undefined }, 'Stopped at the turn limit (50 turns) before an answer.', undefined],
       [{ stop: 'token-budget', answer: undefined }, 'Stopped at the token budget before an answer.', undefined],
+      [{ stop: 'cost-budget', answer: undefined }, 'Stopped at the cost budget before an answer.', undefined],
       [{ stop: 'cancelled', answer: undefined }, 'Stopped: the run was cancelled (the chat keeps what was said).', undefined],
       [{ stop: 'structured', answer: undefined, structured: { ok: true } }, 'Ended with a structured value.', undefined],
       [{ stop: 'failed', turns: 0, answer: undefined, error: 'MODEL_HTTP_ERROR: 401 Unauthorized' }, undefined, 'Failed: MODEL_HTTP_ERROR: 401 Unauthorized'],

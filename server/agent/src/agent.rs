@@ -10,7 +10,7 @@
 //! On cancellation started calls finish and every call not started is answered as aborted.
 
 use crate::model::{
-    Message, ModelClient, ModelError, Role, StreamEvent, ToolCall, ToolSpec, Usage,
+    Message, ModelClient, ModelError, Price, Role, StreamEvent, ToolCall, ToolSpec, Usage,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -82,6 +82,8 @@ pub struct AgentOptions {
     pub max_turns: u32,
     /// Total tokens (as the server reports them) after which no new model request is made.
     pub token_budget: Option<u64>,
+    /// The cost after which no new model request is made.
+    pub cost_budget: Option<CostBudget>,
     /// Concurrency-safe calls of one turn that run at the same time.
     pub max_parallel: usize,
     pub compaction: CompactionOptions,
@@ -93,10 +95,18 @@ impl Default for AgentOptions {
             system_prompt: String::new(),
             max_turns: 50,
             token_budget: None,
+            cost_budget: None,
             max_parallel: 10,
             compaction: CompactionOptions::default(),
         }
     }
+}
+
+/// Money a run may spend: once its usage costs `usd` at `price`, no new request is made.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostBudget {
+    pub usd: f64,
+    pub price: Price,
 }
 
 /// What the caller sees while a run goes.
@@ -146,6 +156,7 @@ pub enum StopReason {
     Structured,
     TurnLimit,
     TokenBudget,
+    CostBudget,
     Cancelled,
 }
 
@@ -157,6 +168,7 @@ impl StopReason {
             StopReason::Structured => "structured",
             StopReason::TurnLimit => "turn-limit",
             StopReason::TokenBudget => "token-budget",
+            StopReason::CostBudget => "cost-budget",
             StopReason::Cancelled => "cancelled",
         }
     }
@@ -250,6 +262,9 @@ pub async fn continue_run(
         }
         if options.token_budget.is_some_and(|budget| usage.total_tokens >= budget) {
             return Ok(finish(StopReason::TokenBudget, turns, usage, messages, last_text));
+        }
+        if options.cost_budget.is_some_and(|budget| budget.price.cost(&usage) >= budget.usd) {
+            return Ok(finish(StopReason::CostBudget, turns, usage, messages, last_text));
         }
         if let Some(limit) = options.compaction.context_limit {
             let estimate = estimate_tokens(&messages, measured);

@@ -21,9 +21,9 @@ pub mod log;
 pub mod model;
 
 pub use agent::{
-    AgentEvent, AgentOptions, Compaction, CompactionOptions, RunOutcome, StopReason, ToolOutcome,
-    ToolRunner,
+    AgentEvent, AgentOptions, Compaction, CompactionOptions, CostBudget, RunOutcome, StopReason,
+    ToolOutcome, ToolRunner,
 };
 pub use model::{
-    ModelClient, ModelConfig, ModelError, RetryPolicy, StreamEvent, ToolSpec, Turn, Usage,
+    ModelClient, ModelConfig, ModelError, Price, RetryPolicy, StreamEvent, ToolSpec, Turn, Usage,
 };

@@ -146,6 +146,29 @@ impl Usage {
     }
 }
 
+/// Prices per million tokens, for the cost shown beside the token counts and the cost budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Prompt tokens not served from the provider's cache.
+    pub input: f64,
+    pub output: f64,
+    /// Prompt tokens served from the cache (the input price when absent).
+    pub cached_input: Option<f64>,
+}
+
+impl Price {
+    /// What `usage` costs, in the price's currency (USD).
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_tokens.min(usage.prompt_tokens);
+        let fresh = usage.prompt_tokens - cached;
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + usage.completion_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
 /// One assistant turn, streamed to its end.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {

@@ -13,10 +13,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::agent::{
-    ABORTED_BEFORE_DISPATCH, AgentEvent, AgentOptions, BoxFuture, RunOutcome, StopReason,
-    ToolOutcome, ToolRunner, run,
+    ABORTED_BEFORE_DISPATCH, AgentEvent, AgentOptions, BoxFuture, CostBudget, RunOutcome,
+    StopReason, ToolOutcome, ToolRunner, run,
 };
-use toolhost_agent::model::{ModelClient, ModelConfig, RetryPolicy, ToolSpec};
+use toolhost_agent::model::{ModelClient, ModelConfig, Price, RetryPolicy, ToolSpec};
 
 /// Tools that record when each call started and ended. `read` is concurrency-safe and takes
 /// 300 ms; `edit` and `grep` are not. Arguments that are not an object fail like the registry's
@@ -264,6 +264,20 @@ async fn turns_and_tokens_are_bounded() {
     let options = AgentOptions { token_budget: Some(200), ..AgentOptions::default() };
     let outcome = run_task(&server.base, &tools, &options, "loop").await;
     assert_eq!((outcome.stop, outcome.turns), (StopReason::TokenBudget, 2), "110 + 110 ≥ 200");
+
+    // Each turn: 50 fresh prompt tokens at $2/M, 50 cached at $0.50/M, 10 completion at $10/M.
+    let price = Price { input: 2.0, output: 10.0, cached_input: Some(0.5) };
+    let options = AgentOptions {
+        cost_budget: Some(CostBudget { usd: 0.0005, price }),
+        ..AgentOptions::default()
+    };
+    let outcome = run_task(&server.base, &tools, &options, "loop").await;
+    assert_eq!(
+        (outcome.stop, outcome.turns),
+        (StopReason::CostBudget, 3),
+        "$0.000225 a turn: two turns stay under $0.0005, the third reaches it"
+    );
+    assert_eq!(outcome.stop.as_str(), "cost-budget");
 }
 
 #[tokio::test]

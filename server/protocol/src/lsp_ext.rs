@@ -266,7 +266,8 @@ pub struct AgentPromptParams {
 pub struct AgentPromptResult {
     pub chat_id: String,
     pub run_id: String,
-    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cancelled` or `failed`.
+    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cost-budget`, `cancelled` or
+    /// `failed`.
     pub stop: String,
     pub turns: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -219,7 +219,8 @@ pub struct AgentCompactionEvent {
 #[serde(rename_all = "camelCase")]
 pub struct AgentEndEvent {
     pub run_id: String,
-    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cancelled` or `failed`.
+    /// `answered`, `structured`, `turn-limit`, `token-budget`, `cost-budget`, `cancelled` or
+    /// `failed`.
     pub stop: String,
     pub turns: u32,
     pub usage: AgentTokens,

@@ -613,7 +613,8 @@ impl AcpSession {
         Ok(PromptResponse::new(match outcome.stop {
             RunStop::Answered | RunStop::Structured => StopReason::EndTurn,
             RunStop::TurnLimit => StopReason::MaxTurnRequests,
-            RunStop::TokenBudget => StopReason::MaxTokens,
+            // ACP has no money limit: the cost budget is a budget like the tokens'.
+            RunStop::TokenBudget | RunStop::CostBudget => StopReason::MaxTokens,
             RunStop::Cancelled => StopReason::Cancelled,
         }))
     }

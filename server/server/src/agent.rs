@@ -18,7 +18,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use toolhost_agent::agent::{AgentEvent, AgentOptions, BoxFuture, RunOutcome, StopReason};
+use toolhost_agent::agent::{
+    AgentEvent, AgentOptions, BoxFuture, CostBudget, RunOutcome, StopReason,
+};
+pub use toolhost_agent::model::Price;
 use toolhost_agent::model::{Message, ModelClient, ModelConfig, ModelError, ToolSpec, Usage};
 use toolhost_agent::{CompactionOptions, ToolOutcome, ToolRunner};
 use toolhost_contract::{
@@ -67,28 +70,6 @@ impl PermissionMode {
     }
 }
 
-/// Prices per million tokens, for the cost shown beside the token counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    /// Prompt tokens not served from the provider's cache.
-    pub input: f64,
-    pub output: f64,
-    /// Prompt tokens served from the cache (the input price when absent).
-    pub cached_input: Option<f64>,
-}
-
-impl Price {
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let cached = usage.cached_tokens.min(usage.prompt_tokens);
-        let fresh = usage.prompt_tokens - cached;
-        (fresh as f64 * self.input
-            + cached as f64 * self.cached_input.unwrap_or(self.input)
-            + usage.completion_tokens as f64 * self.output)
-            / 1_000_000.0
-    }
-}
-
 /// Who the cards of the own agent's calls name as the caller.
 pub const CALLER: &str = "toolhost agent";
 
@@ -111,6 +92,8 @@ pub struct AgentSettings {
     pub mode: PermissionMode,
     pub max_turns: u32,
     pub token_budget: Option<u64>,
+    /// US dollars after which no new request is made (counted at `price`; without one, none).
+    pub cost_budget: Option<f64>,
     /// The model's context window in tokens (compaction starts at `compact_threshold` of it).
     pub context_limit: Option<u64>,
     pub compact_threshold: f64,
@@ -129,6 +112,7 @@ impl Default for AgentSettings {
             mode: PermissionMode::Ask,
             max_turns: 50,
             token_budget: None,
+            cost_budget: None,
             context_limit: Some(DEFAULT_CONTEXT_LIMIT),
             compact_threshold: 0.8,
             system_prompt: None,
@@ -162,6 +146,10 @@ impl AgentSettings {
             system_prompt: self.system_prompt.clone().unwrap_or_else(|| system_prompt(root)),
             max_turns: self.max_turns.max(1),
             token_budget: self.token_budget,
+            cost_budget: self
+                .cost_budget
+                .zip(self.price)
+                .map(|(usd, price)| CostBudget { usd, price }),
             max_parallel: 10,
             compaction: CompactionOptions {
                 context_limit: self.context_limit,

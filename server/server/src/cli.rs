@@ -73,6 +73,9 @@ enum Command {
         /// Stop making requests once this many tokens were used.
         #[arg(long, value_name = "TOKENS")]
         token_budget: Option<u64>,
+        /// Stop making requests once the run cost this many US dollars (needs `[agent] price`).
+        #[arg(long, value_name = "USD")]
+        cost_budget: Option<f64>,
         /// The model's context window (compaction starts before it; 0: never).
         #[arg(long, value_name = "TOKENS")]
         context_limit: Option<u64>,
@@ -351,6 +354,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             mode,
             max_turns,
             token_budget,
+            cost_budget,
             context_limit,
             structured_schema,
         } => {
@@ -390,6 +394,19 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             }
             if let Some(budget) = token_budget {
                 settings.token_budget = Some(budget).filter(|b| *b > 0);
+            }
+            if let Some(budget) = cost_budget {
+                if !budget.is_finite() || budget < 0.0 {
+                    return Err(Failure::usage(format!(
+                        "--cost-budget {budget}: expected a number of US dollars, 0 or more"
+                    )));
+                }
+                if budget > 0.0 && settings.price.is_none() {
+                    return Err(Failure::usage(
+                        "--cost-budget needs [agent] price in the configuration to count the cost",
+                    ));
+                }
+                settings.cost_budget = Some(budget).filter(|b| *b > 0.0);
             }
             if let Some(limit) = context_limit {
                 settings.context_limit = Some(limit).filter(|l| *l > 0);

@@ -273,6 +273,8 @@ struct PartialAgent {
     mode: Option<crate::agent::PermissionMode>,
     max_turns: Option<u32>,
     token_budget: Option<u64>,
+    /// US dollars (needs `price`); `0` means none.
+    cost_budget: Option<f64>,
     /// `0` never compacts.
     context_limit: Option<u64>,
     compact_threshold: Option<f64>,
@@ -526,6 +528,12 @@ impl Sources {
             apply(&mut config, layer, root);
         }
         config.mcp_servers = mcp_server_configs(mcp_servers, root, &mut config.warnings);
+        if config.agent.cost_budget.is_some() && config.agent.price.is_none() {
+            config.warnings.push(
+                "[agent] cost_budget is ignored: without [agent] price there is no cost to count"
+                    .to_owned(),
+            );
+        }
         config
     }
 }
@@ -772,6 +780,9 @@ fn apply_agent(config: &mut Config, layer: PartialAgent) {
     if let Some(budget) = layer.token_budget {
         agent.token_budget = Some(budget).filter(|b| *b > 0);
     }
+    if let Some(budget) = layer.cost_budget {
+        agent.cost_budget = Some(budget).filter(|b| *b > 0.0);
+    }
     if let Some(limit) = layer.context_limit {
         agent.context_limit = Some(limit).filter(|l| *l > 0);
     }
@@ -910,6 +921,28 @@ mod tests {
         assert_eq!(config.limits.read_max_bytes, 20);
         assert_eq!(config.limits.grep_max_matches, 5);
         assert_eq!(config.spill_max_inline_bytes, 0);
+    }
+
+    #[test]
+    fn a_cost_budget_counts_at_the_price_and_is_ignored_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = PartialConfig::from_toml("toolhost.toml", "[agent]\ncost_budget = 2.5\n").unwrap();
+        let config =
+            Sources { workspace: Some(ws.clone()), ..Default::default() }.resolve(dir.path());
+        assert_eq!(config.agent.cost_budget, Some(2.5));
+        assert!(config.agent.options("/w").cost_budget.is_none(), "no price, nothing to count");
+        assert!(
+            config.warnings.iter().any(|w| w.contains("cost_budget is ignored")),
+            "{:?}",
+            config.warnings
+        );
+        let user =
+            PartialConfig::from_toml("user", "[agent.price]\ninput = 1.0\noutput = 2.0\n").unwrap();
+        let config = Sources { user: Some(user), workspace: Some(ws), ..Default::default() }
+            .resolve(dir.path());
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let budget = config.agent.options("/w").cost_budget.unwrap();
+        assert_eq!((budget.usd, budget.price.output), (2.5, 2.0));
     }
 
     #[test]

@@ -140,6 +140,9 @@ async fn run_child(
             StopReason::TokenBudget => {
                 Some("subagent run hit its token limit before finishing".to_owned())
             }
+            StopReason::CostBudget => {
+                Some("subagent run hit its cost limit before finishing".to_owned())
+            }
             StopReason::TurnLimit => {
                 Some(format!("subagent run ended abnormally ({})", o.stop.as_str()))
             }

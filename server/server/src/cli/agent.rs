@@ -126,6 +126,7 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
                 StopReason::Answered | StopReason::Structured => None,
                 StopReason::TurnLimit => Some(format!("the turn limit ({} turns)", outcome.turns)),
                 StopReason::TokenBudget => Some("the token budget".to_owned()),
+                StopReason::CostBudget => Some("the cost budget".to_owned()),
                 StopReason::Cancelled => Some("cancellation".to_owned()),
             };
             if let Some(why) = why {
