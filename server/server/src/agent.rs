@@ -192,13 +192,14 @@ fn is_workspace_edit(annotations: ToolAnnotations) -> bool {
 }
 
 /// What is known of one running call of the agent.
-struct AgentCall {
+#[derive(Clone)]
+pub struct AgentCall {
     /// Its run's mode.
-    mode: PermissionMode,
+    pub mode: PermissionMode,
     /// Its run's depth: 1 for a top-level run, one more for each subagent level.
-    depth: u32,
+    pub depth: u32,
     /// Where the run's calls live among its caller's (a subagent's calls go in its nested scope).
-    scope: Option<Arc<dyn CallScope>>,
+    pub scope: Option<Arc<dyn CallScope>>,
 }
 
 /// The permission modes of the agent's running calls; a pre-execute policy of the registry.
@@ -238,19 +239,9 @@ impl AgentPermissions {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).map(|c| c.mode)
     }
 
-    /// The depth of the run that made call `call_id`: 0 when the agent did not make it.
-    pub fn depth(&self, call_id: &str) -> u32 {
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(call_id)
-            .map_or(0, |c| c.depth)
-    }
-
-    /// The scope of the run that made call `call_id`, when its caller gave one.
-    pub fn scope(&self, call_id: &str) -> Option<Arc<dyn CallScope>> {
-        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls.get(call_id).and_then(|c| c.scope.clone())
+    /// What is known of call `call_id`; `None` when the agent did not make it.
+    pub fn call(&self, call_id: &str) -> Option<AgentCall> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).get(call_id).cloned()
     }
 }
 

@@ -177,8 +177,9 @@ impl Tool for SubagentTool {
 
     async fn call(&self, args: SubagentArgs, cx: ToolContext) -> Result<SubagentOutput, ToolError> {
         let host = self.0.host()?;
-        let permissions = host.agent_permissions();
-        let depth = permissions.depth(cx.call_id()) + 1;
+        // The run that asked: its mode, depth and scope (none when another program asked).
+        let asking = host.agent_permissions().call(cx.call_id());
+        let depth = asking.as_ref().map_or(0, |a| a.depth) + 1;
         if depth > MAX_DEPTH {
             return Err(ToolError::plain(format!(
                 "subagent depth limit reached: subagents nest at most {MAX_DEPTH} levels deep"
@@ -186,15 +187,15 @@ impl Tool for SubagentTool {
         }
         let mut settings = self.0.settings.clone();
         // A child asks as its parent does; one started by another program runs as configured.
-        if let Some(mode) = permissions.mode(cx.call_id()) {
-            settings.mode = mode;
+        if let Some(asking) = &asking {
+            settings.mode = asking.mode;
         }
         if settings.mode == PermissionMode::Plan && !host.interaction().plan_active() {
             settings.mode = PermissionMode::AcceptEdits;
         }
         let parent = (cx.call_id().to_owned(), depth);
         // The child's calls are listed among its caller's (a card's Stop reaches them).
-        let scope = permissions.scope(cx.call_id()).map(|scope| scope.nested());
+        let scope = asking.and_then(|a| a.scope).map(|scope| scope.nested());
         if args.run_in_background == Some(true) {
             let jobs = host.shell_jobs().ok_or_else(|| {
                 ToolError::plain("background subagents need the shell's jobs ([shell] enabled)")
