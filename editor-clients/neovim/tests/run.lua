@@ -3373,6 +3373,244 @@ test('ask: a picker that fails answers an error (the call fails at once, not at 
   H.eq(#require('toolhost.ask').pending(), 0, 'nothing pending')
 end)
 
+-- The pending queue (lua/toolhost/pending.lua): questions and reviews share one queue — arrival
+-- order across both kinds, one request on screen at a time, one count, withdrawal by request id.
+
+--- The params of a `toolhost/review` of one hunk (no server: the handler is run directly).
+---@param id integer the request id
+---@return table
+local function review_params(id)
+  return {
+    requestId = id,
+    callId = 'call-review-' .. id,
+    tool = 'edit',
+    title = ('Edit r%d.txt'):format(id),
+    path = ('/nonexistent/r%d.txt'):format(id),
+    before = 'a\n',
+    after = 'b\n',
+    hunks = {
+      {
+        path = ('r%d.txt'):format(id),
+        oldStart = 1,
+        oldLines = 1,
+        newStart = 1,
+        newLines = 1,
+        header = '@@ -1,1 +1,1 @@',
+        lines = { { op = '-', text = 'a' }, { op = '+', text = 'b' } },
+      },
+    },
+  }
+end
+
+--- The params of a `toolhost/askUser` with the DB question.
+---@param id integer the request id
+---@return table
+local function question_params(id)
+  return {
+    requestId = id,
+    callId = 'call-question-' .. id,
+    tool = 'ask_user_question',
+    title = 'Ask: DB',
+    questions = { DB_QUESTION },
+  }
+end
+
+--- Runs a server-request handler as Neovim's LSP client does: in a coroutine it resumes. The
+--- returned table gets `done`, `result` and `err` when the handler returns.
+---@param handle fun(params: table, ctx: table): any, any
+---@param params table
+---@param client_id integer
+---@return {done?: boolean, result?: any, err?: table}
+local function run_handler(handle, params, client_id)
+  local out = {}
+  local co = coroutine.create(function()
+    out.result, out.err = handle(params, { client_id = client_id })
+    out.done = true
+  end)
+  assert(coroutine.resume(co))
+  return out
+end
+
+--- Waits until every callback scheduled so far has run (the queue shows requests on a later tick).
+local function settle()
+  local ticked = false
+  vim.schedule(function()
+    ticked = true
+  end)
+  H.wait(function()
+    return ticked
+  end, 'the scheduled callbacks')
+end
+
+--- Whether the review's buffer is in a window.
+---@param review toolhost.Review
+---@return boolean
+local function review_shown(review)
+  return review.buf ~= nil and vim.fn.bufwinid(review.buf) ~= -1
+end
+
+test('pending: a review and a question at once are shown in arrival order, with one count', function()
+  require('toolhost.config').reset()
+  local P, R, A = require('toolhost.pending'), require('toolhost.review'), require('toolhost.ask')
+  local here = vim.api.nvim_get_current_win()
+  local picks, restore = scripted_pickers({ pick('SQLite'), { hold = true } })
+  local ok, err = pcall(with_messages, function(msgs)
+    -- A review, then a question: the review is shown, the question waits for it.
+    local rev = run_handler(R.handle, review_params(501), 88)
+    local review = R.pending()[1]
+    H.wait(function()
+      return review_shown(review)
+    end, 'the review window')
+    H.eq(P.front(), review, 'the review is on screen')
+    local q = run_handler(A.handle, question_params(502), 88)
+    settle()
+    H.eq(P.count(), 2, 'one count for both kinds')
+    H.eq(
+      vim.tbl_map(function(e)
+        return e.kind.name
+      end, P.list()),
+      { 'review', 'question' },
+      'arrival order'
+    )
+    H.eq(#picks.calls, 0, 'the question waits while the review is on screen')
+    H.check(
+      said(msgs, 'question waiting: ask_user_question Ask: DB, 1 more pending — asked once the review on screen'),
+      'the waiting question is announced with the count: ' .. vim.inspect(msgs)
+    )
+    -- The review answered: its window closes and the question is asked.
+    R.submit(review.key, { confirm = false })
+    H.wait(function()
+      return rev.done
+    end, 'the review answered')
+    H.eq(rev.result, { accepted = {} }, 'the review result')
+    H.wait(function()
+      return q.done
+    end, 'the question asked and answered')
+    H.eq(q.result, { answers = { { id = 'db', selected = { 'SQLite' } } } }, 'the answer')
+    H.check(not review_shown(review), 'the review window closed')
+    H.eq(P.count(), 0, 'nothing pending')
+
+    -- A question, then a review: the question's picker is on screen, the review waits.
+    local q2 = run_handler(A.handle, question_params(503), 88)
+    H.wait(function()
+      return picks.held
+    end, 'the picker')
+    local rev2 = run_handler(R.handle, review_params(504), 88)
+    local q3 = run_handler(A.handle, question_params(505), 88)
+    settle()
+    local review2 = R.pending()[1]
+    H.check(not review_shown(review2), 'the review waits while the question is on screen')
+    H.check(
+      said(msgs, 'review requested: edit Edit r504.txt (1 hunk), 1 more pending — :Toolhost review'),
+      'the waiting review is announced with the count: ' .. vim.inspect(msgs)
+    )
+    H.check(said(msgs, 'question waiting: ask_user_question Ask: DB, 2 more pending'), 'the third counts both')
+    H.eq(P.count(), 3, 'three pending')
+    -- The waiting question withdrawn: gone from the queue, never asked, no reply.
+    P.on_cancel(88, { id = 505 })
+    H.eq(P.count(), 2, 'withdrawn while waiting')
+    H.check(said(msgs, 'question withdrawn'), 'its withdrawal is told')
+    -- The question answered: the review is shown, without the cursor.
+    picks.held({ label = 'Postgres' })
+    H.wait(function()
+      return q2.done
+    end, 'the question answered')
+    H.wait(function()
+      return review_shown(review2)
+    end, 'the review shown after the question')
+    H.eq(vim.api.nvim_get_current_win(), here, 'the cursor stayed')
+    H.eq(P.front(), review2, 'the review is on screen')
+    -- The shown review withdrawn: its window closes; a review is answered RequestCancelled.
+    P.on_cancel(88, { id = 504 })
+    H.wait(function()
+      return rev2.done
+    end, 'the withdrawn review answered')
+    H.eq(rev2.err.code, vim.lsp.protocol.ErrorCodes.RequestCancelled, 'RequestCancelled')
+    H.check(not review_shown(review2), 'its window closed')
+    H.eq(q3.done, nil, 'the withdrawn question never answers')
+    H.eq(P.count(), 0, 'nothing pending')
+  end)
+  restore()
+  require('toolhost.pending').forget(88)
+  assert(ok, err)
+end)
+
+test('pending: a review closed with q is set aside, the next request is shown; :Toolhost review reopens it', function()
+  require('toolhost.config').reset()
+  local P, R, A = require('toolhost.pending'), require('toolhost.review'), require('toolhost.ask')
+  local picks, restore = scripted_pickers({ { hold = true } })
+  local ok, err = pcall(with_messages, function()
+    local rev = run_handler(R.handle, review_params(511), 89)
+    local review = R.pending()[1]
+    H.wait(function()
+      return review_shown(review)
+    end, 'the review window')
+    run_handler(A.handle, question_params(512), 89)
+    settle()
+    H.eq(#picks.calls, 0, 'the question waits')
+    vim.cmd('Toolhost review')
+    H.eq(vim.api.nvim_get_current_buf(), review.buf, 'in the review')
+    type_keys('q')
+    H.wait(function()
+      return picks.held
+    end, 'the question asked once the review is set aside')
+    H.eq(#R.pending(), 1, 'the review is still pending')
+    H.eq(P.count(), 2, 'both counted')
+    vim.cmd('Toolhost review')
+    H.check(review_shown(review), ':Toolhost review reopens it')
+    R.submit(review.key, { confirm = false })
+    H.wait(function()
+      return rev.done
+    end, 'the review answered')
+    H.eq(P.count(), 1, 'the question is left')
+  end)
+  restore()
+  P.forget(89)
+  assert(ok, err)
+  H.eq(P.count(), 0, 'a server that exits takes its requests along')
+end)
+
+test('review: shown without the cursor, the notice says which window and how to get there', function()
+  require('toolhost.config').reset()
+  local R = require('toolhost.review')
+  local here = vim.api.nvim_get_current_win()
+  local ok, err = pcall(with_messages, function(msgs)
+    local rev = run_handler(R.handle, review_params(521), 90)
+    local review = R.pending()[1]
+    H.wait(function()
+      return review_shown(review)
+    end, 'the review window')
+    H.eq(vim.api.nvim_get_current_win(), here, 'the cursor stayed (typing is not stolen)')
+    local win = vim.fn.bufwinid(review.buf)
+    local n = vim.api.nvim_win_get_number(win)
+    local notice
+    for _, m in ipairs(msgs) do
+      if m[1]:find('review requested: edit Edit r521.txt', 1, true) then
+        notice = m[1]
+      end
+    end
+    H.check(notice ~= nil, 'a notice: ' .. vim.inspect(msgs))
+    io.stdout:write('     review: the notice: ' .. notice .. '\n')
+    H.check(notice:find(('in window %d (at the bottom)'):format(n), 1, true) ~= nil, 'names the window: ' .. notice)
+    H.check(notice:find('without the cursor: keys you type still go to your buffer', 1, true) ~= nil, 'says where keys go: ' .. notice)
+    H.check(notice:find(':Toolhost review', 1, true) ~= nil, 'names :Toolhost review: ' .. notice)
+    H.check(notice:find(('%d<C-w>w'):format(n), 1, true) ~= nil, 'names the window key: ' .. notice)
+    -- The way the notice names gets there.
+    type_keys(('%d<C-w>w'):format(n))
+    H.eq(vim.api.nvim_get_current_win(), win, '{n}<C-w>w goes to the review')
+    vim.cmd('wincmd p')
+    H.eq(vim.api.nvim_get_current_win(), here, 'back')
+    vim.cmd('Toolhost review')
+    H.eq(vim.api.nvim_get_current_win(), win, ':Toolhost review goes to the review')
+    R.submit(review.key, { confirm = false })
+    H.wait(function()
+      return rev.done
+    end, 'the review answered')
+  end)
+  require('toolhost.pending').forget(90)
+  assert(ok, err)
+end)
+
 --- The Native text of a callTool result.
 local function native_text(res)
   local out = {}

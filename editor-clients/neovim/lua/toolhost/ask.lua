@@ -15,10 +15,11 @@
 --- Picking nothing (<Esc>, a nil choice) anywhere but in an `Other…`/feedback input dismisses the
 --- whole question: `{dismissed = true}`.
 ---
---- The request handler runs in the coroutine Neovim gives every server request and yields until
---- the last answer, so the editor stays usable meanwhile. When the server withdraws the question
+--- Questions wait in the queue they share with reviews (|toolhost.pending|): one request is on
+--- screen at a time, in arrival order; a question that arrives while another request is shown is
+--- announced and asked once that one is answered. When the server withdraws the question
 --- (`$/cancelRequest` naming the params' `requestId`) the windows the pickers opened are closed and
---- the coroutine is dropped without being resumed: no reply is ever sent for it.
+--- its request handler is dropped without being resumed: no reply is ever sent for it.
 
 local M = {}
 
@@ -57,20 +58,13 @@ local M = {}
 ---@field ignore? boolean never answer (the server's timeout applies)
 ---@field error? string answer with this error
 
----@class toolhost.Ask
----@field key string `<client id>:<request id>`
----@field client_id integer
----@field id integer|string the request id (what `$/cancelRequest` names)
+---@class toolhost.Ask: toolhost.Pending
 ---@field params toolhost.AskParams
----@field co thread the suspended request handler
----@field done boolean answered or withdrawn
----@field hidden boolean answered by a script (|M.responder|): never shown
----@field seq integer arrival order
 ---@field answers toolhost.Answer[] answers given so far, in question order
 ---@field wins integer[] windows the pickers opened (closed when the question is withdrawn)
 ---@field plan_buf? integer the plan's buffer (plan review)
 
-local ErrorCodes = vim.lsp.protocol.ErrorCodes
+local pending = require('toolhost.pending')
 
 --- The entries a plan review offers (the server's option labels).
 M.APPROVE = 'Approve'
@@ -85,25 +79,10 @@ M.DONE = 'Done'
 ---@type (fun(params: toolhost.AskParams, client_id: integer): toolhost.AskScript?)?
 M.responder = nil
 
----@type table<string, toolhost.Ask>
-local asks = {}
-
----@type toolhost.Ask? the question whose pickers are on screen (one at a time)
-local active = nil
-
-local seq = 0
-
 ---@param msg string
 ---@param level? integer
 local function notify(msg, level)
   vim.notify('toolhost: ' .. msg, level or vim.log.levels.INFO, { title = 'toolhost' })
-end
-
----@param client_id integer
----@param id integer|string
----@return string
-local function key_of(client_id, id)
-  return ('%s:%s'):format(tostring(client_id), tostring(id))
 end
 
 --- What is wrong with a request's params, or nil.
@@ -147,16 +126,7 @@ end
 --- The questions waiting for the person, oldest first (scripted ones are not listed).
 ---@return toolhost.Ask[]
 function M.pending()
-  local out = {}
-  for _, a in pairs(asks) do
-    if not a.done and not a.hidden then
-      table.insert(out, a)
-    end
-  end
-  table.sort(out, function(a, b)
-    return a.seq < b.seq
-  end)
-  return out
+  return pending.list('question') --[=[@as toolhost.Ask[]]=]
 end
 
 --- `Header: question (2/3)`: a picker's prompt.
@@ -253,31 +223,12 @@ local function close_views(ask)
   end
 end
 
-local start_next
-
---- Ends a question: forgets it and closes its views; with an answer, resumes its request handler
---- (`'answer', result` or `'error', message`). A withdrawn question (`kind == 'withdrawn'`) is
---- never resumed: nothing is sent back.
+--- Ends a question with an answer (`'answer', result`) or an error (`'error', message`).
 ---@param ask toolhost.Ask
----@param kind 'answer'|'error'|'withdrawn'
----@param result? toolhost.AskResult|string
-local function finish(ask, kind, result)
-  if ask.done then
-    return
-  end
-  ask.done = true
-  asks[ask.key] = nil
-  close_views(ask)
-  if active == ask then
-    active = nil
-  end
-  if kind ~= 'withdrawn' then
-    local ok, err = coroutine.resume(ask.co, kind, result)
-    if not ok then
-      notify('toolhost/askUser: ' .. tostring(err), vim.log.levels.ERROR)
-    end
-  end
-  vim.schedule(start_next)
+---@param how 'answer'|'error'
+---@param result toolhost.AskResult|string
+local function finish(ask, how, result)
+  pending.finish(ask, how, result)
 end
 
 --- Answers a question with an error (a picker failed): the call fails `ASK_CANCELLED` with it.
@@ -470,93 +421,66 @@ local function ask_question(ask, i)
   multi()
 end
 
---- Whether pickers may not be opened now: while a command line is being typed (or in the
---- command-line window) a new window would disturb it.
----@return boolean
-local function busy()
-  local mode = vim.api.nvim_get_mode().mode
-  return mode:sub(1, 1) == 'c' or mode:sub(1, 1) == 'r' or vim.fn.getcmdwintype() ~= ''
-end
-
---- Starts the oldest waiting question when none is on screen.
-start_next = function()
-  if active and not active.done then
-    return
-  end
-  local nxt = M.pending()[1]
-  if not nxt then
-    return
-  end
-  if busy() then
-    vim.defer_fn(start_next, 250)
-    return
-  end
-  active = nxt
+--- Shows a question: the plan of a plan review, then its first picker.
+---@param ask toolhost.Ask
+---@return boolean shown
+local function present(ask)
   local ok, err = pcall(function()
-    if nxt.params.intent == 'plan-review' then
-      show_plan(nxt)
+    if ask.params.intent == 'plan-review' then
+      show_plan(ask)
     end
-    ask_question(nxt, 1)
+    ask_question(ask, 1)
   end)
   if not ok then
-    M.fail(nxt, err)
+    M.fail(ask, err)
+  end
+  return true
+end
+
+--- A question that must wait for the request on screen is announced, so the person knows it is
+--- there (and how many are pending).
+---@param ask toolhost.Ask
+local function arrived(ask)
+  local shown = pending.front()
+  if shown then
+    notify(
+      ('question waiting: %s%s — asked once the %s on screen is answered'):format(
+        M.label(ask),
+        pending.more(ask),
+        shown.kind.name
+      )
+    )
   end
 end
 
---- Answers `toolhost/askUser`: registers the question, asks it when no other is on screen and
+---@type toolhost.PendingKind
+local kind = {
+  name = 'question',
+  method = 'toolhost/askUser',
+  invalid = invalid,
+  script = function(params, client_id)
+    return M.responder and M.responder(params, client_id) or nil
+  end,
+  init = function(ask)
+    ask.answers = {}
+    ask.wins = {}
+  end,
+  arrived = arrived,
+  present = present,
+  close = close_views,
+  withdrawn = function(ask)
+    notify(('question withdrawn: %s (the call was cancelled or timed out)'):format(M.label(ask)), vim.log.levels.WARN)
+  end,
+}
+
+--- Answers `toolhost/askUser`: queues the question (|toolhost.pending|), asks it in its turn and
 --- waits (yielding) until the person answers or dismisses it. A withdrawn question never returns.
 ---@param params toolhost.AskParams
 ---@param ctx? table handler context ({client_id})
 ---@return toolhost.AskResult? result
 ---@return lsp.ResponseError? err
 function M.handle(params, ctx)
-  local problem = invalid(params)
-  if problem then
-    return nil, vim.lsp.rpc_response_error(ErrorCodes.InvalidParams, 'toolhost/askUser: ' .. problem)
-  end
-  local co = coroutine.running()
-  if not co or not coroutine.isyieldable() then
-    -- Blocking the editor until the person answers is never right.
-    return nil, vim.lsp.rpc_response_error(ErrorCodes.RequestFailed, 'toolhost/askUser: cannot wait here')
-  end
-  local client_id = type(ctx) == 'table' and ctx.client_id or 0
-  seq = seq + 1
-  local id = params.requestId
-  if id == nil or id == vim.NIL then
-    id = 'local-' .. seq
-  end
-  ---@type toolhost.Ask
-  local ask = {
-    key = key_of(client_id, id),
-    client_id = client_id,
-    id = id,
-    params = params,
-    co = co,
-    done = false,
-    hidden = false,
-    seq = seq,
-    answers = {},
-    wins = {},
-  }
-  if M.responder then
-    local script = M.responder(params, client_id)
-    if script and script.result then
-      return script.result
-    end
-    if script and script.error then
-      return nil, vim.lsp.rpc_response_error(ErrorCodes.InternalError, script.error)
-    end
-    ask.hidden = script ~= nil and script.ignore == true
-  end
-  asks[ask.key] = ask
-  if not ask.hidden then
-    vim.schedule(start_next)
-  end
-  local kind, result = coroutine.yield()
-  if kind == 'error' then
-    return nil, vim.lsp.rpc_response_error(ErrorCodes.InternalError, tostring(result))
-  end
-  return result
+  return pending.handle(kind, params, ctx)
 end
 
 --- The server withdrew question `params.id` (`$/cancelRequest`: the call was cancelled or timed
@@ -564,26 +488,13 @@ end
 ---@param client_id integer
 ---@param params any
 function M.on_cancel(client_id, params)
-  local id = type(params) == 'table' and params.id or nil
-  local ask = id ~= nil and asks[key_of(client_id, id)] or nil
-  if not ask or ask.done then
-    return
-  end
-  local hidden = ask.hidden
-  finish(ask, 'withdrawn')
-  if not hidden then
-    notify(('question withdrawn: %s (the call was cancelled or timed out)'):format(M.label(ask)), vim.log.levels.WARN)
-  end
+  pending.on_cancel(client_id, params, 'question')
 end
 
 --- Drops a client's questions (its server exited): their views close; nothing can be answered.
 ---@param client_id integer
 function M.forget(client_id)
-  for _, ask in pairs(vim.tbl_values(asks)) do
-    if ask.client_id == client_id then
-      finish(ask, 'withdrawn')
-    end
-  end
+  pending.forget(client_id, 'question')
 end
 
 return M

@@ -226,14 +226,11 @@ function M.handlers()
     ['$/cancelRequest'] = function(_, params, ctx)
       -- Runs in the RPC reader (a fast event): only schedule. The request's handler was
       -- scheduled before, so it has registered its id by the time this runs. The id names a
-      -- query, a review or a question; each module ignores ids it does not know.
+      -- query, or a review or question of the pending queue; each ignores ids it does not know.
       vim.schedule(function()
         require('toolhost.provider').on_cancel(ctx.client_id, params)
-        if package.loaded['toolhost.review'] then
-          require('toolhost.review').on_cancel(ctx.client_id, params)
-        end
-        if package.loaded['toolhost.ask'] then
-          require('toolhost.ask').on_cancel(ctx.client_id, params)
+        if package.loaded['toolhost.pending'] then
+          require('toolhost.pending').on_cancel(ctx.client_id, params)
         end
       end)
     end,
@@ -281,11 +278,8 @@ function M.forget(client_id)
   vim.schedule(function()
     require('toolhost.cards').forget(client_id)
     require('toolhost.provider').forget(client_id)
-    if package.loaded['toolhost.review'] then
-      require('toolhost.review').forget(client_id)
-    end
-    if package.loaded['toolhost.ask'] then
-      require('toolhost.ask').forget(client_id)
+    if package.loaded['toolhost.pending'] then
+      require('toolhost.pending').forget(client_id) -- its reviews and questions
     end
     if package.loaded['toolhost.mcp'] then
       require('toolhost.mcp').forget(client_id)

@@ -7,6 +7,9 @@
 --- usable for as long as the question is open (minutes, possibly). A review is only a question:
 --- closing its window answers nothing — it stays pending (|:Toolhost-review| reopens it) until the
 --- server's timeout, when the server withdraws it (`$/cancelRequest`) and its fallback applies.
+---
+--- Reviews wait in the queue they share with questions (|toolhost.pending|): one request is on
+--- screen at a time, in arrival order.
 
 local M = {}
 
@@ -43,50 +46,33 @@ local M = {}
 ---@field ignore? boolean never answer (the server's timeout and fallback apply)
 ---@field error? string answer with this error (InternalError): the server's fallback applies
 
----@class toolhost.Review
----@field key string `<client id>:<request id>`
----@field client_id integer
----@field id integer|string the request id (what `$/cancelRequest` names)
+---@class toolhost.Review: toolhost.Pending
 ---@field params toolhost.ReviewParams
 ---@field decisions table<integer, boolean> 1-based hunk index -> accepted; absent: undecided
 ---@field comment? string
 ---@field buf? integer its review buffer while one exists (the buffer is only a view)
----@field co thread the suspended request handler
----@field done boolean answered or withdrawn
----@field hidden boolean answered by a script (|M.responder|): never shown, never listed
----@field seq integer arrival order
 ---@field hunk_rows integer[] buffer row (1-based) of each hunk's header, as last drawn
+---@field told? boolean the person was told it arrived
 
-local ErrorCodes = vim.lsp.protocol.ErrorCodes
-
----@type table<string, toolhost.Review>
-local reviews = {}
-
-local seq = 0
+local pending = require('toolhost.pending')
+local view = require('toolhost.review.view')
 
 local ns = vim.api.nvim_create_namespace('toolhost_review')
 
 --- Where a review opens when it arrives (config `review_open`).
 M.OPEN_MODES = { 'split', 'focus', 'notify' }
 
---- The marks of a hunk's decision, in front of its header.
-M.MARKS = { undecided = '[ ]', accepted = '[✓]', rejected = '[✗]' }
+--- The marks of a hunk's decision (|toolhost.review.view|).
+M.MARKS = view.MARKS
 
---- Buffer-local actions of a review buffer, their default keys (config `review_keys`) and what
---- they do. The `<Plug>(toolhost-review-{name})` mappings (plugin/toolhost.lua) run the same.
----@type {[1]: string, [2]: string, [3]: string}[] name, default key, description
-M.ACTIONS = {
-  { 'next', ']h', 'go to the next hunk' },
-  { 'prev', '[h', 'go to the previous hunk' },
-  { 'accept', 'a', 'accept the hunk under the cursor (and go to the next)' },
-  { 'reject', 'r', 'reject the hunk under the cursor (and go to the next)' },
-  { 'accept-all', 'A', 'accept every hunk' },
-  { 'reject-all', 'R', 'reject every hunk' },
-  { 'comment', 'c', 'set the comment for the model' },
-  { 'submit', '<CR>', 'send the decisions (undecided hunks count as rejected)' },
-  { 'open-file', 'gf', "open the file at the hunk's line" },
-  { 'close', 'q', 'close the window without answering (the review stays pending)' },
-}
+--- Buffer-local actions of a review buffer, their default keys and what they do
+--- (|toolhost.review.view|).
+M.ACTIONS = view.ACTIONS
+
+M.label = view.label
+M.status = view.status
+M.view = view.view
+local plural, counts = view.plural, view.counts
 
 --- Test hook, set by the conformance runner (tests/conformance.lua): called with every review
 --- before any UI; a returned script answers (or ignores) it instead of the person. nil: the UI.
@@ -97,20 +83,6 @@ M.responder = nil
 ---@param level? integer
 local function notify(msg, level)
   vim.notify('toolhost: ' .. msg, level or vim.log.levels.INFO, { title = 'toolhost' })
-end
-
----@param client_id integer
----@param id integer|string
----@return string
-local function key_of(client_id, id)
-  return ('%s:%s'):format(tostring(client_id), tostring(id))
-end
-
----@param n integer
----@param word string
----@return string
-local function plural(n, word)
-  return ('%d %s%s'):format(n, word, n == 1 and '' or 's')
 end
 
 --- What is wrong with a request's params, or nil.
@@ -134,57 +106,18 @@ local function invalid(params)
   return nil
 end
 
---- `edit Edit a.txt · claude-code`: the review's call as cards name it.
----@param review toolhost.Review
----@return string
-function M.label(review)
-  local p = review.params
-  local s = ('%s %s'):format(tostring(p.tool or 'call'), tostring(p.title or p.path))
-  if type(p.caller) == 'string' and p.caller ~= '' then
-    s = s .. ' · ' .. p.caller
-  end
-  return s
-end
-
---- The decision of hunk `i` (1-based): 'accepted', 'rejected' or 'undecided'.
----@param review toolhost.Review
----@param i integer
----@return 'accepted'|'rejected'|'undecided'
-function M.status(review, i)
-  local d = review.decisions[i]
-  if d == true then
-    return 'accepted'
-  elseif d == false then
-    return 'rejected'
-  end
-  return 'undecided'
-end
-
---- Counts of decisions.
----@param review toolhost.Review
----@return {accepted: integer, rejected: integer, undecided: integer}
-local function counts(review)
-  local out = { accepted = 0, rejected = 0, undecided = 0 }
-  for i = 1, #review.params.hunks do
-    local s = M.status(review, i)
-    out[s] = out[s] + 1
-  end
-  return out
-end
-
 --- The reviews waiting for the person, oldest first (scripted ones are not listed).
 ---@return toolhost.Review[]
 function M.pending()
-  local out = {}
-  for _, r in pairs(reviews) do
-    if not r.done and not r.hidden then
-      table.insert(out, r)
-    end
-  end
-  table.sort(out, function(a, b)
-    return a.seq < b.seq
-  end)
-  return out
+  return pending.list('review') --[=[@as toolhost.Review[]]=]
+end
+
+--- A pending review by key, or nil.
+---@param key string
+---@return toolhost.Review?
+local function get(key)
+  local r = pending.get(key)
+  return (r and r.kind.name == 'review') and r --[=[@as toolhost.Review]=] or nil
 end
 
 --- The review a review buffer shows, or nil.
@@ -193,18 +126,7 @@ end
 function M.of_buf(buf)
   buf = (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf
   local key = vim.b[buf].toolhost_review
-  local r = key and reviews[key] or nil
-  return (r and not r.done) and r or nil
-end
-
---- A hunk's header: the server's, else formatted like it (older servers).
----@param h toolhost.ReviewHunk
----@return string
-local function header(h)
-  if type(h.header) == 'string' and h.header ~= '' then
-    return h.header
-  end
-  return ('@@ -%d,%d +%d,%d @@'):format(h.oldStart or 0, h.oldLines or 0, h.newStart or 0, h.newLines or 0)
+  return key and get(key) or nil
 end
 
 --- The hunk (1-based) row `row` belongs to: the one whose header is at or above it, else the
@@ -220,99 +142,6 @@ local function hunk_at(review, row)
     end
   end
   return found
-end
-
-local mark_groups = {
-  accepted = 'ToolhostReviewAccepted',
-  rejected = 'ToolhostReviewRejected',
-  undecided = 'ToolhostReviewUndecided',
-}
-
---- The key of each action in review buffers (config `review_keys`; false: none).
----@return table<string, string>
-local function action_keys()
-  local keys = require('toolhost.config').get().review_keys
-  local out = {}
-  if keys == false then
-    return out
-  end
-  for _, a in ipairs(M.ACTIONS) do
-    local lhs = a[2]
-    if type(keys) == 'table' and keys[a[1]] ~= nil then
-      lhs = keys[a[1]] -- false or '' unmaps this one
-    end
-    if type(lhs) == 'string' and lhs ~= '' then
-      out[a[1]] = lhs
-    end
-  end
-  return out
-end
-
---- The lines of a review buffer and their highlights.
----@param review toolhost.Review
----@return string[] lines
----@return {row: integer, group: string, col?: integer, end_col?: integer}[] marks 0-based rows
----@return integer[] hunk_rows 1-based row of each hunk's header
-function M.view(review)
-  local p = review.params
-  local lines, marks, hunk_rows = {}, {}, {}
-  ---@param text string
-  ---@param group? string whole-line highlight
-  local function add(text, group)
-    -- A line of the file may hold a `\r` or another control character; only `\n` cannot be in
-    -- a buffer line.
-    table.insert(lines, (text:gsub('\n', '\\n')))
-    if group then
-      table.insert(marks, { row = #lines - 1, group = group })
-    end
-  end
-  local c = counts(review)
-  add('Review ' .. M.label(review), 'ToolhostCardTitle')
-  add(p.path, 'ToolhostCardFile')
-  add(
-    ('%s: %d accepted, %d rejected, %d undecided'):format(plural(#p.hunks, 'hunk'), c.accepted, c.rejected, c.undecided),
-    'ToolhostReviewInfo'
-  )
-  add('Comment: ' .. (review.comment or '(none; c sets one)'), 'ToolhostReviewInfo')
-  local keys = action_keys()
-  if next(keys) then
-    local k = function(name)
-      return keys[name] or '-'
-    end
-    add(
-      ('%s accept  %s reject  %s/%s all  %s/%s move  %s comment  %s or :w submit  %s close, answer later'):format(
-        k('accept'),
-        k('reject'),
-        k('accept-all'),
-        k('reject-all'),
-        k('next'),
-        k('prev'),
-        k('comment'),
-        k('submit'),
-        k('close')
-      ),
-      'ToolhostReviewInfo'
-    )
-  end
-  for i, h in ipairs(p.hunks) do
-    add('')
-    local status = M.status(review, i)
-    local mark = M.MARKS[status]
-    add(mark .. ' ' .. header(h))
-    hunk_rows[i] = #lines
-    table.insert(marks, { row = #lines - 1, group = mark_groups[status], col = 0, end_col = #mark })
-    table.insert(marks, { row = #lines - 1, group = 'ToolhostHunkHeader', col = #mark + 1, end_col = #lines[#lines] })
-    for _, l in ipairs(h.lines) do
-      local op = type(l) == 'table' and tostring(l.op or ' ') or ' '
-      local text = type(l) == 'table' and tostring(l.text or '') or ''
-      add(op .. text, op == '+' and 'ToolhostDiffAdd' or op == '-' and 'ToolhostDiffDelete' or nil)
-    end
-  end
-  if #p.hunks == 0 then
-    add('')
-    add('(no hunks: the file does not change)', 'ToolhostReviewInfo')
-  end
-  return lines, marks, hunk_rows
 end
 
 --- Draws a review into its buffer (when it has one), keeping the cursor.
@@ -378,7 +207,7 @@ local function ensure_buf(review)
   -- Commands run in this buffer (e.g. `:Toolhost review-mode`) go to the review's server.
   vim.b[buf].toolhost_client = review.client_id
   review.buf = buf
-  for name, lhs in pairs(action_keys()) do
+  for name, lhs in pairs(view.action_keys()) do
     local desc
     for _, a in ipairs(M.ACTIONS) do
       if a[1] == name then
@@ -409,6 +238,9 @@ local function ensure_buf(review)
         review.buf = nil
       end
       pcall(vim.api.nvim_del_augroup_by_id, group)
+      -- Its window closed unanswered (`q`, `:close`): it stays pending, and the next request
+      -- in the queue may have the screen.
+      pending.release(review)
     end,
   })
   redraw(review)
@@ -448,18 +280,6 @@ function M.show(review, enter)
   return win
 end
 
---- Whether a window of the current tab page shows a review buffer (an open question).
----@return boolean
-local function review_window_open()
-  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-    local b = vim.api.nvim_win_get_buf(win)
-    if M.of_buf(b) then
-      return true
-    end
-  end
-  return false
-end
-
 --- Whether the person is in the middle of something: any mode but plain Normal mode (Insert,
 --- Replace, Visual, Operator-pending, Command-line, Terminal, `i_CTRL-O`), or the command-line
 --- window.
@@ -468,65 +288,109 @@ local function typing()
   return vim.api.nvim_get_mode().mode ~= 'n' or vim.fn.getcmdwintype() ~= ''
 end
 
---- Whether windows may not be opened now: while a command line is being typed (or in the
---- command-line window) a new window would disturb it, so opening waits until it is done.
----@return boolean
-local function busy()
-  local mode = vim.api.nvim_get_mode().mode
-  return mode:sub(1, 1) == 'c' or mode:sub(1, 1) == 'r' or vim.fn.getcmdwintype() ~= ''
-end
-
---- Tells the person a review arrived and opens it as the configuration says (`review_open`):
---- `split` (default) opens a window below without moving the cursor, so a key being typed
---- cannot decide a hunk; `focus` moves the cursor there too, unless the person is typing;
---- `notify` only tells. A review arriving while another one's window is open waits for it
---- (it is shown in that window once the other is answered).
+--- `review requested: edit Edit a.txt (2 hunks), 1 more pending`.
 ---@param review toolhost.Review
-local function announce(review)
-  local cfg = require('toolhost.config').get()
-  local n = #review.params.hunks
-  local others = #M.pending() - 1
-  notify(
-    ('review requested: %s (%s)%s — :Toolhost review'):format(
-      M.label(review),
-      plural(n, 'hunk'),
-      others > 0 and (', %d more pending'):format(others) or ''
-    )
+---@param what? string
+---@return string
+local function requested(review, what)
+  return ('%s: %s (%s)%s'):format(
+    what or 'review requested',
+    M.label(review),
+    plural(#review.params.hunks, 'hunk'),
+    pending.more(review)
   )
-  if cfg.review_open == 'notify' then
-    return
-  end
-  local function open()
-    if review.done or review.buf then
-      return
-    end
-    if busy() then
-      vim.defer_fn(open, 250)
-      return
-    end
-    if review_window_open() then
-      return
-    end
-    M.show(review, cfg.review_open == 'focus' and not typing())
-  end
-  open()
 end
 
---- Closes the view of a finished review: its window shows the next pending review when there is
---- one (so the person goes on where they are), else closes (unless it is the last window).
+--- Where window `win` is, from the current window's point of view: `at the bottom`, `below`,
+--- `above`, `on the right`, `on the left`.
+---@param win integer
+---@return string
+function M.where(win)
+  local cur = vim.api.nvim_get_current_win()
+  local row, col = unpack(vim.api.nvim_win_get_position(win))
+  local crow, ccol = unpack(vim.api.nvim_win_get_position(cur))
+  local bottom = row + vim.api.nvim_win_get_height(win)
+  local last = true
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local r = vim.api.nvim_win_get_position(w)[1]
+    if w ~= win and r >= bottom and vim.api.nvim_win_get_config(w).relative == '' then
+      last = false
+    end
+  end
+  if last and col == 0 and vim.api.nvim_win_get_width(win) >= vim.o.columns then
+    return 'at the bottom'
+  elseif row > crow then
+    return 'below'
+  elseif row < crow then
+    return 'above'
+  end
+  return col > ccol and 'on the right' or 'on the left'
+end
+
+--- Tells the person a review is on screen. Shown without the cursor, the notice says where and
+--- how to get there: single keys decide hunks in a review buffer, so the cursor stays where the
+--- person was and keys typed meanwhile (`a`, `r`, …) still go to their buffer.
 ---@param review toolhost.Review
-local function close_view(review)
+---@param win integer
+local function tell_shown(review, win)
+  if win ~= vim.api.nvim_get_current_win() then
+    local n = vim.api.nvim_win_get_number(win)
+    notify(
+      ('%s — in window %d (%s), without the cursor: keys you type still go to your buffer. Go to the review with :Toolhost review (or %d<C-w>w)'):format(
+        requested(review, review.told and 'review shown' or nil),
+        n,
+        M.where(win),
+        n
+      )
+    )
+  elseif not review.told then
+    notify(requested(review) .. ' — :Toolhost review')
+  end
+  review.told = true
+end
+
+--- A review that cannot be shown at once (another request is on screen, `review_open =
+--- 'notify'`, a command line is being typed) is announced on arrival.
+---@param review toolhost.Review
+local function arrived(review)
+  if pending.front() or pending.busy() or require('toolhost.config').get().review_open == 'notify' then
+    notify(requested(review) .. ' — :Toolhost review')
+    review.told = true
+  end
+end
+
+--- Shows a review in its turn as the configuration says (`review_open`): `split` (default) opens
+--- a window below without moving the cursor, so a key being typed cannot decide a hunk; `focus`
+--- moves the cursor there too, unless the person is typing; `notify` only told (it is set aside).
+---@param review toolhost.Review
+---@return boolean shown
+local function present(review)
+  local mode = require('toolhost.config').get().review_open
+  if mode == 'notify' then
+    return false
+  end
+  if review.buf and vim.fn.bufwinid(review.buf) ~= -1 then
+    return true -- the person opened it already
+  end
+  local win = M.show(review, mode == 'focus' and not typing())
+  tell_shown(review, win)
+  return true
+end
+
+--- Closes the view of a finished review: its window shows the next request in the queue when
+--- that is a review (so the person goes on where they are), else closes (unless it is the last
+--- window).
+---@param review toolhost.Review
+---@param successor? toolhost.Pending
+local function close_view(review, successor)
   local buf = review.buf
   review.buf = nil
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then
     return
   end
-  local nxt
-  for _, r in ipairs(M.pending()) do
-    if r ~= review and not (r.buf and vim.fn.bufwinid(r.buf) ~= -1) then
-      nxt = r
-      break
-    end
+  local nxt = successor and successor.kind.name == 'review' and successor --[=[@as toolhost.Review]=] or nil
+  if nxt and nxt.buf and vim.fn.bufwinid(nxt.buf) ~= -1 then
+    nxt = nil
   end
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if nxt then
@@ -534,6 +398,8 @@ local function close_view(review)
       vim.api.nvim_win_set_buf(win, nbuf)
       style(win)
       pcall(vim.api.nvim_win_set_cursor, win, { nxt.hunk_rows[1] or 1, 0 })
+      pending.take(nxt)
+      tell_shown(nxt, win)
       nxt = nil
     elseif #vim.api.nvim_tabpage_list_wins(vim.api.nvim_win_get_tabpage(win)) > 1 then
       pcall(vim.api.nvim_win_close, win, true)
@@ -544,82 +410,38 @@ local function close_view(review)
   end
 end
 
---- Ends a review: forgets it, closes its view and resumes its request handler with the answer
---- (`'answer', result`) or the withdrawal (`'cancel'`).
----@param review toolhost.Review
----@param kind 'answer'|'cancel'
----@param result? toolhost.ReviewResult
-local function finish(review, kind, result)
-  if review.done then
-    return
-  end
-  review.done = true
-  reviews[review.key] = nil
-  close_view(review)
-  local ok, err = coroutine.resume(review.co, kind, result)
-  if not ok then
-    notify('toolhost/review: ' .. tostring(err), vim.log.levels.ERROR)
-  end
-end
+---@type toolhost.PendingKind
+local kind = {
+  name = 'review',
+  method = 'toolhost/review',
+  invalid = invalid,
+  script = function(params, client_id)
+    return M.responder and M.responder(params, client_id) or nil
+  end,
+  init = function(review)
+    review.decisions = {}
+    review.hunk_rows = {}
+  end,
+  arrived = arrived,
+  present = present,
+  close = close_view,
+  withdrawn = function(review)
+    notify(('review withdrawn: %s (the call was cancelled or timed out)'):format(M.label(review)), vim.log.levels.WARN)
+  end,
+  -- Neovim answers every server request: a withdrawn review is answered RequestCancelled.
+  reply_when_withdrawn = true,
+}
 
---- Answers `toolhost/review`: registers the review, announces it and waits (yielding) until the
---- person submits or the server withdraws it. Returns the result, or nil and an LSP error: a
---- withdrawn review is answered `-32800` (RequestCancelled) — Neovim answers every server
---- request; the server has stopped waiting by then and drops it.
+--- Answers `toolhost/review`: queues the review (|toolhost.pending|), shows it in its turn and
+--- waits (yielding) until the person submits or the server withdraws it. Returns the result, or
+--- nil and an LSP error: a withdrawn review is answered `-32800` (RequestCancelled) — the server
+--- has stopped waiting by then and drops it.
 ---@param params toolhost.ReviewParams
 ---@param ctx? table handler context ({client_id})
 ---@return toolhost.ReviewResult? result
 ---@return lsp.ResponseError? err
 function M.handle(params, ctx)
-  local problem = invalid(params)
-  if problem then
-    return nil, vim.lsp.rpc_response_error(ErrorCodes.InvalidParams, 'toolhost/review: ' .. problem)
-  end
-  local co = coroutine.running()
-  if not co or not coroutine.isyieldable() then
-    -- Blocking the editor until the person decides is never right: let the fallback apply.
-    return nil, vim.lsp.rpc_response_error(ErrorCodes.RequestFailed, 'toolhost/review: cannot wait here')
-  end
-  local client_id = type(ctx) == 'table' and ctx.client_id or 0
-  seq = seq + 1
-  -- Neovim does not tell a request handler its request's id; the server repeats it in the
-  -- params (`requestId`), so a later `$/cancelRequest` can name this review.
-  local id = params.requestId
-  if id == nil or id == vim.NIL then
-    id = 'local-' .. seq
-  end
-  ---@type toolhost.Review
-  local review = {
-    key = key_of(client_id, id),
-    client_id = client_id,
-    id = id,
-    params = params,
-    decisions = {},
-    co = co,
-    done = false,
-    hidden = false,
-    seq = seq,
-    hunk_rows = {},
-  }
-  if M.responder then
-    local script = M.responder(params, client_id)
-    if script and script.result then
-      return script.result
-    end
-    if script and script.error then
-      return nil, vim.lsp.rpc_response_error(ErrorCodes.InternalError, script.error)
-    end
-    review.hidden = script ~= nil and script.ignore == true
-  end
-  reviews[review.key] = review
-  if not review.hidden then
-    announce(review)
-  end
-  local kind, result = coroutine.yield()
-  if kind == 'answer' then
-    return result
-  end
-  return nil, vim.lsp.rpc_response_error(ErrorCodes.RequestCancelled, 'toolhost/review withdrawn by the server')
+  return pending.handle(kind, params, ctx)
 end
 
 --- The server withdrew review `params.id` (`$/cancelRequest`: the call was cancelled or timed
@@ -627,28 +449,13 @@ end
 ---@param client_id integer
 ---@param params any
 function M.on_cancel(client_id, params)
-  local id = type(params) == 'table' and params.id or nil
-  local review = id ~= nil and reviews[key_of(client_id, id)] or nil
-  if not review or review.done then
-    return
-  end
-  local hidden = review.hidden
-  finish(review, 'cancel')
-  if not hidden then
-    notify(('review withdrawn: %s (the call was cancelled or timed out)'):format(M.label(review)), vim.log.levels.WARN)
-  end
+  pending.on_cancel(client_id, params, 'review')
 end
 
 --- Drops a client's reviews (its server exited): their views close; nothing can be answered.
 ---@param client_id integer
 function M.forget(client_id)
-  for key, review in pairs(reviews) do
-    if review.client_id == client_id then
-      review.done = true
-      reviews[key] = nil
-      close_view(review)
-    end
-  end
+  pending.forget(client_id, 'review')
 end
 
 --- Sets the decision of hunks (1-based indexes) and redraws.
@@ -688,8 +495,8 @@ end
 ---@param opts? {confirm?: boolean}
 ---@return boolean sent
 function M.submit(key, opts)
-  local review = key and reviews[key] or M.of_buf(0)
-  if not review or review.done then
+  local review = key and get(key) or M.of_buf(0)
+  if not review then
     notify('no pending review here', vim.log.levels.WARN)
     return false
   end
@@ -705,7 +512,7 @@ function M.submit(key, opts)
     end
   end
   local result = M.result(review)
-  finish(review, 'answer', result)
+  pending.finish(review, 'answer', result)
   notify(
     ('review sent: %d of %s accepted (%s)'):format(
       #result.accepted,
@@ -817,6 +624,14 @@ end
 ---@param call_id? string
 ---@param cb? fun(review: toolhost.Review?)
 function M.open(call_id, cb)
+  ---@param review toolhost.Review
+  local function go(review)
+    M.show(review, true)
+    if not pending.front() then
+      -- Opened by the person: it holds the screen like one the queue showed.
+      pending.take(review)
+    end
+  end
   local list = M.pending()
   if call_id and call_id ~= '' then
     list = vim.tbl_filter(function(r)
@@ -832,7 +647,7 @@ function M.open(call_id, cb)
     return cb and cb(nil)
   end
   if #list == 1 then
-    M.show(list[1], true)
+    go(list[1])
     return cb and cb(list[1])
   end
   vim.ui.select(list, {
@@ -849,7 +664,7 @@ function M.open(call_id, cb)
     end,
   }, function(choice)
     if choice and not choice.done then
-      M.show(choice, true)
+      go(choice)
     end
     if cb then
       cb(choice)
