@@ -112,8 +112,8 @@ vim.api.nvim_create_autocmd('LspAttach', {
 vim.api.nvim_create_autocmd('ColorScheme', {
   group = group,
   callback = function()
-    if package.loaded['toolhost.cards'] then
-      require('toolhost.cards').define_highlights()
+    if package.loaded['toolhost.cards.highlights'] then
+      require('toolhost.cards.highlights').define_highlights()
     end
   end,
 })

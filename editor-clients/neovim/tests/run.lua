@@ -4457,6 +4457,58 @@ end)
 -- completions server (tests/model_server.py) that the real server reaches through `[agent]` in the
 -- user configuration (an endpoint is never taken from an untrusted workspace).
 
+test('cards: a kind never heard of is drawn by the generic view, whatever its data looks like', function()
+  local cards = require('toolhost.cards')
+  local views = require('toolhost.cards.views')
+  local generic = require('toolhost.cards.generic')
+  local path = vim.fn.tempname()
+  H.write(path, 'one\ntwo\nthree\n')
+  -- Data every view of this plugin would draw (a todo list, questions, a plan, an MCP server, a
+  -- terminal): the view is chosen by the kind alone, so none of them draws it.
+  local card = {
+    callId = 'call-hologram',
+    tool = 'projector',
+    status = 'completed',
+    kind = 'hologram',
+    title = 'Project a hologram',
+    text = 'beam on',
+    rendered = 'projector Project a hologram · completed · some-agent\n+ beam on\n@@ not a hunk @@\n- 3 lines',
+    caller = 'some-agent',
+    locations = { { path = path, line = 3 } },
+    data = {
+      todos = { { content = 'x', status = 'completed' } },
+      questions = { { id = 'q', question = '?' } },
+      plan = '# plan',
+      server = 'srv',
+      tool = 'raw',
+      sources = { { url = 'https://example.invalid/' } },
+    },
+    terminal = { command = 'make', output = 'made\n', exitCode = 0 },
+  }
+  H.eq(views.of(card), generic, 'the generic view')
+  H.eq(cards.view(card), nil, 'no view of its own: drawn from `rendered`')
+  for kind, name in pairs(views.KINDS) do
+    local view = require(name)
+    H.check(view.draw or view.layout or view.target or view.url, kind .. ': its module is a view')
+    H.eq(views.of({ kind = kind }), view, kind .. ': chosen by its kind')
+  end
+  local buf = cards.open_replay('hologram-session', { card })
+  H.eq(H.buf_text(buf), card.rendered, 'drawn byte for byte')
+  H.eq(line_groups(buf), { 'ToolhostCardTitle' }, 'only the title is highlighted')
+  H.eq(caller_spans(buf), { { 1, 'some-agent' } }, 'the caller at the end of the title')
+  -- <CR> on any line opens its location; nothing opens a web page or an output buffer.
+  local opened
+  local orig = vim.ui.open
+  vim.ui.open = function(url)
+    opened = url
+  end
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  cards.jump()
+  vim.ui.open = orig
+  H.eq(opened, nil, 'no web page')
+  H.eq({ vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1] }, { path, 3 }, 'its location')
+end)
+
 --- Starts tests/model_server.py (with `args`), points the user configuration's `[agent]` at it
 --- (mode auto, a price), runs `fn(record)` — `record` the file of the request bodies, one JSON
 --- line each — and then removes the configuration and stops the model server.

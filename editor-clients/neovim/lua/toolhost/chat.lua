@@ -90,7 +90,7 @@ function M.buf()
   vim.bo[buf].swapfile = false
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = 'markdown'
-  require('toolhost.cards') -- the highlight groups
+  require('toolhost.cards.highlights') -- the highlight groups
   local function map(lhs, fn, desc)
     vim.keymap.set('n', lhs, fn, { buffer = buf, desc = 'toolhost chat: ' .. desc })
   end
@@ -393,7 +393,7 @@ local function on_result(run, err, result)
   end
   local lines = {}
   if result.structured ~= nil and result.structured ~= vim.NIL then
-    lines = vim.list_extend({ '```json' }, require('toolhost.mcp').json_lines(result.structured))
+    lines = vim.list_extend({ '```json' }, require('toolhost.json').lines(result.structured))
     table.insert(lines, '```')
     note(lines, 'structured')
     lines = {}

@@ -1,6 +1,6 @@
 --- toolhost.inline: Inline cards: hunks as virtual lines in the edited buffer
 
-require('toolhost.cards') -- highlight groups
+require('toolhost.cards.highlights') -- highlight groups
 
 local M = {}
 

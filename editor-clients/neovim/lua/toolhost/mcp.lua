@@ -1,6 +1,7 @@
---- toolhost.mcp: The MCP bridge in Neovim: cards of external MCP servers' tools (kind `mcp`,
---- tools named `mcp__<server>__<tool>`), the status of those servers (`toolhost/mcpServers`,
---- `toolhost/mcpServersChanged`) and its view, `:Toolhost mcp-servers`
+--- toolhost.mcp: The MCP bridge in Neovim: the status of the external MCP servers whose tools
+--- the server offers (`toolhost/mcpServers`, `toolhost/mcpServersChanged`), its view
+--- `:Toolhost mcp-servers` and its health report. Their tools' cards (kind `mcp`, tools named
+--- `mcp__<server>__<tool>`) are drawn by |toolhost.cards.mcp|.
 
 ---@class toolhost.McpServerStatus
 ---@field name string
@@ -18,199 +19,23 @@
 
 local M = {}
 
---- Lines of structured content a card shows; the rest is one <CR> away, like a terminal card's
---- long output.
-M.STRUCTURED_LINES = 20
+local card_view = require('toolhost.cards.mcp')
+
+--- The card view of MCP tools' calls lives with the other card views (|toolhost.cards.mcp|);
+--- these names stay for callers of this module.
+M.STRUCTURED_LINES = card_view.STRUCTURED_LINES
+M.is_card = card_view.is_card
+M.header = card_view.header
+M.card_view = card_view.card_view
+M.full_lines = card_view.full_lines
+
+--- A JSON value as pretty-printed lines (|toolhost.json|).
+M.json_lines = require('toolhost.json').lines
 
 local ns = vim.api.nvim_create_namespace('toolhost_mcp_servers')
 
 ---@type table<integer, integer> client id -> its `:Toolhost mcp-servers` buffer
 local views = {}
-
-local EMPTY_DICT_MT = getmetatable(vim.empty_dict())
-
---- The length of `t` read as a JSON array, or nil when it is an object. Neovim decodes `{}` to
---- an empty dict and `[]` to a plain empty table, so the two stay apart; a `null` inside an array
---- arrives as a hole (the LSP client decodes with `luanil`), so the largest index is the length.
----@param t table
----@return integer?
-local function array_length(t)
-  if getmetatable(t) == EMPTY_DICT_MT then
-    return nil
-  end
-  local n = 0
-  for k in pairs(t) do
-    if type(k) ~= 'number' or k < 1 or k % 1 ~= 0 then
-      return nil
-    end
-    n = math.max(n, k)
-  end
-  return n
-end
-
----@param v any a JSON scalar as Neovim decodes it
----@return string
-local function scalar(v)
-  if v == nil or v == vim.NIL then
-    return 'null'
-  elseif type(v) == 'number' and v % 1 == 0 and math.abs(v) < 2 ^ 53 then
-    -- vim.json.encode writes large integers in exponent form (`%.14g`).
-    return ('%d'):format(v)
-  elseif type(v) == 'number' or type(v) == 'string' or type(v) == 'boolean' then
-    return vim.json.encode(v)
-  end
-  return vim.json.encode(tostring(v))
-end
-
----@param v any
----@param indent string
----@param prefix string what comes before the value on its first line
----@param suffix string `,` or ``
----@param out string[]
-local function emit(v, indent, prefix, suffix, out)
-  if type(v) ~= 'table' then
-    table.insert(out, prefix .. scalar(v) .. suffix)
-    return
-  end
-  local inner = indent .. '  '
-  local n = array_length(v)
-  if n then
-    if n == 0 then
-      table.insert(out, prefix .. '[]' .. suffix)
-      return
-    end
-    table.insert(out, prefix .. '[')
-    for i = 1, n do
-      emit(v[i], inner, inner, i < n and ',' or '', out)
-    end
-    table.insert(out, indent .. ']' .. suffix)
-    return
-  end
-  local keys = vim.tbl_keys(v)
-  if #keys == 0 then
-    table.insert(out, prefix .. '{}' .. suffix)
-    return
-  end
-  table.sort(keys, function(a, b)
-    return tostring(a) < tostring(b)
-  end)
-  table.insert(out, prefix .. '{')
-  for i, k in ipairs(keys) do
-    emit(v[k], inner, inner .. vim.json.encode(tostring(k)) .. ': ', i < #keys and ',' or '', out)
-  end
-  table.insert(out, indent .. '}' .. suffix)
-end
-
---- A JSON value as pretty-printed lines: two spaces per level, object keys sorted (so the same
---- value always reads the same, whatever order the server sent).
----@param value any a value as |vim.json.decode()| returns it
----@return string[]
-function M.json_lines(value)
-  local out = {}
-  emit(value, '', '', '', out)
-  return out
-end
-
---- Whether a card is an MCP card with the data its kind promises (`{server, tool}`); another
---- card of kind `mcp` is drawn as generic.
----@param card toolhost.Card
----@return boolean
-function M.is_card(card)
-  local d = card.data
-  return card.kind == 'mcp' and type(d) == 'table' and type(d.server) == 'string' and type(d.tool) == 'string'
-end
-
---- The header line of an MCP card, `[<server>] <tool> · <status>` (` · <caller>` when an agent
---- made the call), and the byte length of its badge `[<server>]`.
----@param card toolhost.Card an MCP card (|M.is_card|)
----@return string line
----@return integer badge_end
-function M.header(card)
-  local badge = '[' .. card.data.server .. ']'
-  local line = ('%s %s · %s'):format(badge, card.data.tool, tostring(card.status))
-  if type(card.caller) == 'string' and card.caller ~= '' then
-    line = line .. ' · ' .. card.caller
-  end
-  return (line:gsub('\n', ' ')), #badge
-end
-
---- The structured content of an MCP card as JSON lines, or nil when it has none.
----@param card toolhost.Card
----@return string[]?
-local function structured(card)
-  local value = card.data.structuredContent
-  if value == nil or value == vim.NIL then
-    return nil
-  end
-  return M.json_lines(value)
-end
-
---- The lines of an MCP card in the cards buffer and their roles: the header (the server as a
---- badge, the tool's own name), the text the model saw (a failed card's error), the live output
---- and `running…` while it runs, and a `structured:` section with the structured content as
---- pretty JSON, cut after |M.STRUCTURED_LINES| lines (<CR> shows all).
----@param card toolhost.Card an MCP card (|M.is_card|)
----@param live? toolhost.LiveOutput
----@return string[] lines
----@return toolhost.LineRole[] roles
-function M.card_view(card, live)
-  local cards = require('toolhost.cards')
-  local lines, roles = {}, {}
-  local function add(line, role)
-    table.insert(lines, line)
-    table.insert(roles, { role = role })
-  end
-  add(M.header(card), 'title')
-  if card.status == 'pending' then
-    local output = cards.output_lines(live and live.text or '')
-    local hidden = math.max(#output - cards.TAIL_LINES, 0) + (live and live.dropped or 0)
-    if hidden > 0 then
-      add(('… %d more line%s (<CR> for all)'):format(hidden, hidden == 1 and '' or 's'), 'more')
-    end
-    for i = math.max(#output - cards.TAIL_LINES + 1, 1), #output do
-      add(output[i], 'output')
-    end
-    add('running… (<C-c> or :ToolhostStop stops it)', 'running')
-  elseif type(card.text) == 'string' and card.text ~= '' then
-    for _, l in ipairs(cards.split((card.text:gsub('\n$', '')))) do
-      add(l, card.status == 'failed' and 'error' or 'text')
-    end
-  end
-  local json = structured(card)
-  if json then
-    add('structured:', 'section')
-    for i = 1, math.min(#json, M.STRUCTURED_LINES) do
-      add(json[i], 'json')
-    end
-    local rest = #json - M.STRUCTURED_LINES
-    if rest > 0 then
-      add(('… %d more line%s (<CR> for all)'):format(rest, rest == 1 and '' or 's'), 'more')
-    end
-  end
-  return lines, roles
-end
-
---- Everything an MCP card holds, for its full-output buffer: the text (the live output while it
---- runs) and the whole structured content.
----@param card toolhost.Card an MCP card (|M.is_card|)
----@param live? toolhost.LiveOutput
----@return string[]
-function M.full_lines(card, live)
-  local cards = require('toolhost.cards')
-  local lines = cards.output_lines(card.status == 'pending' and live and live.text or card.text or '')
-  if card.status == 'pending' and live and live.dropped > 0 then
-    table.insert(lines, 1, ('[… %d earlier lines not kept while the call runs]'):format(live.dropped))
-  end
-  local json = structured(card)
-  if json then
-    if #lines > 0 then
-      table.insert(lines, '')
-    end
-    table.insert(lines, 'structured:')
-    vim.list_extend(lines, json)
-  end
-  return lines
-end
 
 --- The latest status of a client's MCP servers (from `toolhost/mcpServers` or
 --- `toolhost/mcpServersChanged`), or nil when the server has not told yet.

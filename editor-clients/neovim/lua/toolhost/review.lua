@@ -685,7 +685,7 @@ function M.complete(arg_lead)
   return out
 end
 
-require('toolhost.cards') -- defines the highlight groups used here
+require('toolhost.cards.highlights') -- defines the highlight groups used here
 
 M.namespace = ns
 

@@ -1,0 +1,307 @@
+--- toolhost.cards.buffer: The cards buffers: `toolhost://cards/<session>` (a client's cards as they
+--- arrive, newest first, with the session's todo list pinned at the top) and
+--- `toolhost://replay/<session>` (a session's cards rebuilt from its log). Each line knows the card
+--- it belongs to, so the keys of the buffer act on the card under the cursor, and the cursor stays
+--- on its card while live output and new cards redraw the buffer.
+
+local highlights = require('toolhost.cards.highlights')
+local live = require('toolhost.cards.live')
+local store = require('toolhost.cards.store')
+local text = require('toolhost.cards.text')
+local todo = require('toolhost.cards.todo')
+local views = require('toolhost.cards.views')
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace('toolhost_cards')
+
+--- The namespace of the cards buffers' highlights.
+M.namespace = ns
+
+---@type table<integer, toolhost.LineInfo[]>  cards buffer -> per-line info
+local line_info = {}
+
+---@type table<integer, integer> client id -> live cards buffer
+local live_bufs = {}
+
+---@type table<integer, boolean> clients with a cards redraw scheduled
+local redraw_due = {}
+
+--- Redraws for live output are coalesced: the server sends at most ten texts a second per call,
+--- but several calls (and servers) may run at once, and each redraw rewrites the whole buffer.
+local REDRAW_MS = 50
+
+--- The lines a cards buffer shows: the latest todo list pinned at the top
+--- (|toolhost.cards.todo|), then each card as its view draws it (|toolhost.cards.views|; the
+--- generic view: its `rendered`), one blank line between cards.
+---@param cards toolhost.Card[] newest first
+---@param client_id? integer the client whose live output running terminal cards show
+---@return string[] lines
+---@return toolhost.LineInfo[] info
+function M.lines(cards, client_id)
+  local lines, info = {}, {}
+  local pinned, todos = todo.latest_todos(cards)
+  if pinned and todos then
+    local plines, roles = todo.pinned_view(pinned, todos)
+    for idx, l in ipairs(plines) do
+      table.insert(lines, l)
+      table.insert(info, { card = pinned, index = idx, role = roles[idx], pinned = true })
+    end
+  end
+  for _, card in ipairs(cards) do
+    if #lines > 0 then
+      table.insert(lines, '')
+      table.insert(info, false)
+    end
+    local vlines, roles =
+      views.draw(card, { live = live.get(client_id, card.callId), pinned_id = pinned and pinned.callId or nil })
+    if vlines and roles then
+      for idx, l in ipairs(vlines) do
+        table.insert(lines, l)
+        table.insert(info, { card = card, index = idx, role = roles[idx] })
+      end
+    else
+      for idx, l in ipairs(text.split(card.rendered or '')) do
+        table.insert(lines, l)
+        table.insert(info, { card = card, index = idx })
+      end
+    end
+  end
+  return lines, info
+end
+
+--- What a line belongs to, for keeping the cursor there: its card, or the pinned todo list (the
+--- same card drawn twice).
+---@param li toolhost.LineInfo
+---@return string
+local function row_key(li)
+  return li.pinned and '\0pinned' or li.card.callId
+end
+
+--- Fills a cards buffer and its highlights.
+---@param buf integer
+---@param cards toolhost.Card[]
+---@param client_id? integer the client whose live output running terminal cards show
+function M.render(buf, cards, client_id)
+  local lines, info = M.lines(cards, client_id)
+  -- Live output redraws the buffer several times a second and new cards arrive at the top: keep
+  -- every window's cursor on the card line it was on (a full replacement would move it, and the
+  -- same row would then show another card, which <C-c> would stop or `u` revert).
+  local old_info = line_info[buf] or {}
+  local cursors = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local pos = vim.api.nvim_win_get_cursor(win)
+    local li = old_info[pos[1]]
+    cursors[win] = { pos = pos, key = li and row_key(li) or nil, index = li and li.index or nil }
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  local first_rows = {}
+  for row, li in ipairs(info) do
+    if li and not first_rows[row_key(li)] then
+      first_rows[row_key(li)] = row
+    end
+  end
+  for win, cur in pairs(cursors) do
+    local row = cur.pos[1]
+    local first = cur.key and first_rows[cur.key]
+    if first then
+      -- The same line of that card, or its last line when the card got shorter.
+      row = first + cur.index - 1
+      while row > first and not (info[row] and row_key(info[row]) == cur.key) do
+        row = row - 1
+      end
+    end
+    pcall(vim.api.nvim_win_set_cursor, win, { math.max(math.min(row, #lines), 1), cur.pos[2] })
+  end
+  line_info[buf] = info
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local layouts = {}
+  for row, li in ipairs(info) do
+    local group
+    if li then
+      local role = li.role
+      if not role then
+        layouts[li.card] = layouts[li.card] or views.layout(li.card)
+        role = layouts[li.card][li.index]
+      end
+      group = role and highlights.ROLE_GROUPS[role.role] or nil
+    end
+    if group then
+      vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
+    end
+    if li and li.index == 1 then
+      for _, span in ipairs(views.title_spans(li.card, lines[row])) do
+        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, span[1], {
+          end_col = span[2],
+          hl_group = span[3],
+          priority = 110,
+        })
+      end
+    end
+  end
+end
+
+--- What line `row` of cards buffer `buf` shows, or nil (the blank line between cards).
+---@param buf integer
+---@param row integer 1-based
+---@return toolhost.LineInfo?
+function M.line_at(buf, row)
+  return (line_info[buf] or {})[row] or nil
+end
+
+--- Whether `buf` is a cards buffer (live or replay).
+---@param buf integer
+---@return boolean
+function M.is_cards_buffer(buf)
+  return line_info[buf] ~= nil and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype == 'toolhost-cards'
+end
+
+--- The card shown on a line of a cards buffer, or nil (the blank line between cards).
+---@param buf integer
+---@param row integer 1-based
+---@return toolhost.Card?
+function M.card_at(buf, row)
+  local li = (line_info[buf] or {})[row]
+  return li and li.card or nil
+end
+
+--- The first line (1-based) of a call's card in a cards buffer, or nil (not shown there).
+---@param buf integer
+---@param call_id string
+---@return integer?
+function M.row_of(buf, call_id)
+  for row, li in ipairs(line_info[buf] or {}) do
+    if li and not li.pinned and li.card.callId == call_id then
+      return row
+    end
+  end
+  return nil
+end
+
+--- Creates (or finds) a `nofile` scratch buffer named `name`.
+---@param name string
+---@param filetype string
+---@return integer buf
+function M.named_scratch(name, filetype)
+  local buf
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == name then
+      buf = b
+    end
+  end
+  if not buf then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+  end
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  return buf
+end
+
+--- Creates (or finds) a scratch cards buffer named `name`.
+---@param name string
+---@return integer buf
+local function scratch(name)
+  local buf = M.named_scratch(name, 'toolhost-cards')
+  vim.keymap.set('n', '<CR>', function()
+    require('toolhost.cards.actions').jump(buf)
+  end, { buffer = buf, desc = 'toolhost: open what the line points at (its location, full output or web page)' })
+  vim.keymap.set('n', '<C-c>', function()
+    require('toolhost').stop_call()
+  end, { buffer = buf, desc = 'toolhost: stop the running call under the cursor (or the newest one)' })
+  -- Buffer-local like <CR> and <C-c>: the plugin maps no global key unless asked (`keymaps`).
+  vim.keymap.set('n', 'u', function()
+    require('toolhost').revert()
+  end, { buffer = buf, desc = 'toolhost: revert the file changes of the card under the cursor' })
+  vim.keymap.set('n', 'U', function()
+    require('toolhost').revert_since()
+  end, { buffer = buf, desc = 'toolhost: revert every file change since the card under the cursor (asks first)' })
+  vim.keymap.set('n', 'q', '<cmd>close<cr>', { buffer = buf, desc = 'toolhost: close the cards window' })
+  return buf
+end
+
+---@param buf integer
+local function show(buf)
+  local win = vim.fn.bufwinid(buf)
+  if win ~= -1 then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.cmd('botright split')
+    vim.api.nvim_win_set_buf(0, buf)
+  end
+  vim.wo.wrap = false
+  vim.wo.number = false
+  vim.wo.relativenumber = false
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+end
+
+--- Opens the live cards buffer of a client (`toolhost://cards/<session>`).
+---@param client vim.lsp.Client
+---@return integer buf
+function M.open_live(client)
+  local session = require('toolhost.client').state(client.id).session_id or tostring(client.id)
+  local buf = scratch('toolhost://cards/' .. session)
+  live_bufs[client.id] = buf
+  vim.b[buf].toolhost_client = client.id
+  M.render(buf, store.list(client.id), client.id)
+  show(buf)
+  return buf
+end
+
+--- Opens a replay buffer (`toolhost://replay/<session>`) with cards from the log (oldest first
+--- as the server sends them; shown newest first like the live buffer).
+---@param session_id string
+---@param cards toolhost.Card[]
+---@param client_id? integer the client that replayed it
+---@return integer buf
+function M.open_replay(session_id, cards, client_id)
+  local buf = scratch('toolhost://replay/' .. session_id)
+  vim.b[buf].toolhost_client = client_id
+  -- Only calls of the session the server is running can be reverted: `u` in the replay of
+  -- another session is refused by name (|toolhost-revert|).
+  vim.b[buf].toolhost_session = session_id
+  local newest_first = {}
+  for i = #cards, 1, -1 do
+    table.insert(newest_first, cards[i])
+  end
+  M.render(buf, newest_first)
+  show(buf)
+  return buf
+end
+
+--- Redraws a client's live cards buffer now (when it has one).
+---@param client_id integer
+function M.redraw(client_id)
+  local buf = live_bufs[client_id]
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    M.render(buf, store.list(client_id), client_id)
+  end
+end
+
+--- Redraws a client's cards buffer (and the open full-output buffers) soon, once for every
+--- burst of live output.
+---@param client_id integer
+function M.redraw_soon(client_id)
+  if redraw_due[client_id] then
+    return
+  end
+  redraw_due[client_id] = true
+  vim.defer_fn(function()
+    redraw_due[client_id] = nil
+    M.redraw(client_id)
+    require('toolhost.cards.output').refresh_client(client_id)
+  end, REDRAW_MS)
+end
+
+--- Forgets a client's live cards buffer (its server exited).
+---@param client_id integer
+function M.forget(client_id)
+  live_bufs[client_id] = nil
+end
+
+return M
