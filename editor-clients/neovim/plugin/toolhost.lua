@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command('Toolhost', function(opts)
 end, {
   nargs = '*',
   bang = true, -- `:Toolhost! revert-since`: no confirmation; `:Toolhost! ask`: a new chat
-  desc = 'toolhost: ask|chat|call|tools|cards|replay|revert|revert-since|review|review-mode|plan-mode|mcp-servers|sessions|clear|start|stop',
+  desc = 'toolhost: ask|chat|call|tools|cards|replay|revert|revert-since|review|review-mode|plan-mode|mcp-servers|sessions|clear|start|stop|help',
   complete = function(arg_lead, line)
     return require('toolhost').complete(arg_lead, line)
   end,

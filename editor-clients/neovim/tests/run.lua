@@ -1410,6 +1410,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'cards',
     'chat',
     'clear',
+    'help',
     'mcp-servers',
     'plan-mode',
     'replay',
@@ -1434,6 +1435,40 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   H.eq(th.complete('', 'Toolhost plan-mode '), { 'on', 'off' }, 'plan-mode words')
   H.eq(th.complete('o', 'Toolhost plan-mode o'), { 'on', 'off' }, 'plan-mode prefix')
   H.eq(th.complete('', 'Toolhost plan-mode on '), {}, 'one word')
+  H.eq(th.complete('rev', 'Toolhost help rev'), { 'revert', 'revert-since', 'review', 'review-mode' }, 'help completes')
+  -- One table drives dispatch, completion, usage messages and the listings.
+  local commands = require('toolhost.commands')
+  H.eq(th.subcommands, commands.COMMANDS, 'the Lua API exposes the command table')
+  for name, entry in pairs(commands.COMMANDS) do
+    H.check(type(entry.desc) == 'string' and type(entry.run) == 'function', name .. ': desc and run')
+  end
+  H.eq(commands.usage('revert-since'), ':Toolhost[!] revert-since [call_id]', 'usage with a bang')
+  H.eq(commands.usage('tools'), ':Toolhost tools', 'usage without arguments')
+  local echoed = {}
+  local orig_echo = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks)
+    table.insert(
+      echoed,
+      table.concat(vim.tbl_map(function(ch)
+        return ch[1]
+      end, chunks))
+    )
+  end
+  vim.cmd('Toolhost help')
+  vim.cmd('Toolhost help revert-since')
+  vim.cmd('Toolhost')
+  vim.api.nvim_echo = orig_echo
+  for name in pairs(commands.COMMANDS) do
+    H.check(echoed[1]:find(commands.usage(name), 1, true) ~= nil, ':Toolhost help lists ' .. name .. ':\n' .. echoed[1])
+  end
+  H.check(echoed[1]:find('undo every file change since a call (asks first) (:Toolhost! revert-since: no confirmation)', 1, true) ~= nil, echoed[1])
+  H.eq(
+    echoed[2],
+    ':Toolhost[!] revert-since [call_id]\nundo every file change since a call (asks first)\n:Toolhost! revert-since: no confirmation',
+    ':Toolhost help {subcommand}'
+  )
+  H.check(vim.startswith(echoed[3], echoed[1]), ':Toolhost lists the same, then the servers:\n' .. echoed[3])
+  H.check(echoed[3]:find('root ' .. ws, 1, true) ~= nil, 'and the running server: ' .. echoed[3])
   local tools
   th.tools(function(err, t)
     tools = err or t
