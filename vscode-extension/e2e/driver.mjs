@@ -313,6 +313,35 @@ class McpClient {
   }
 }
 
+/** "toolhost: Restart Server" stops the old server on purpose (shutdown, exit, exit code 0): the
+ * output channel says so in a plain line, and no restart of this run — this one, the startup
+ * suite's, one per conformance scenario — left vscode-languageclient's
+ * `[Error - …] Server process exited with code 0.` there. */
+async function restartCleanly(page) {
+  await check('"toolhost: Restart Server": the old server stops cleanly ("[toolhost] server stopped (exit code 0)" in the toolhost output channel) and no restart of this run logged "[Error - …] Server process exited with code 0."', async () => {
+    const count = (prefix) => outputChannelLog().filter((l) => l.startsWith(prefix)).length;
+    const stops = count('[toolhost] server stopped (exit code 0)');
+    const starts = count('[toolhost] running, session ');
+    await palette(page, 'toolhost: Restart Server');
+    let lines = [];
+    for (let i = 0; i < 120; i++) {
+      lines = outputChannelLog();
+      if (lines.filter((l) => l.startsWith('[toolhost] server stopped (exit code 0)')).length > stops && lines.filter((l) => l.startsWith('[toolhost] running, session ')).length > starts) {
+        break;
+      }
+      await page.waitForTimeout(250);
+    }
+    const clean = lines.filter((l) => l.startsWith('[toolhost] server stopped (exit code 0)'));
+    assert(clean.length > stops, `no new stop line after the restart: ${JSON.stringify(lines.slice(-20))}`);
+    assert(lines.filter((l) => l.startsWith('[toolhost] running, session ')).length > starts, 'the new server did not report its session');
+    const errors = lines.filter((l) => /^\[Error\s*-[^\]]*\] Server process exited with code 0\b/.test(l));
+    assertEqual(errors, [], `Error lines for an exit 0 (the run stopped the server cleanly ${clean.length} times)`);
+    log(`    (${clean.length} clean stops in this run's output channel, 0 "[Error …] Server process exited with code 0." lines)`);
+  });
+  await palette(page, 'toolhost: Show Server Log').catch(() => undefined);
+  await shot(page, '22-restart-log');
+}
+
 /** The lines of the extension's "toolhost" output channel (its log file in the user data dir). */
 function outputChannelLog() {
   const logs = path.join(process.env.TOOLHOST_TEST_USER_DATA ?? '', 'logs');
@@ -924,8 +953,11 @@ async function questionsAndTodos(page, frame) {
     assert(text.includes('Which database?') && text.includes('DB'), `the form: ${text}`);
     await frame.locator(`article[data-call-id="${asked.callId}"][data-status="pending"][data-kind="question"]`).waitFor({ timeout: 10_000 });
     await page.locator('.notifications-toasts .notification-toast', { hasText: 'Agent asks: Which database?' }).first().waitFor({ timeout: 10_000 });
-    const status = page.locator('.statusbar-item', { hasText: '1 question' }).first();
+    // one count of what waits (questions and reviews share the queue); the tooltip says what it is
+    const status = page.locator('.statusbar-item', { hasText: '1 waiting' }).first();
     await status.waitFor({ state: 'visible', timeout: 10_000 });
+    const label = (await status.getAttribute('aria-label')) ?? '';
+    assert(label.includes('waiting for you: 1 question'), `status bar: ${label}`);
   });
   await shot(page, '15-question-form');
 
@@ -1466,6 +1498,7 @@ async function main() {
     await questionsAndTodos(page, frame);
     await mcpBridge(page, frame);
     await agentChat(page, frame);
+    await restartCleanly(page);
   } catch (err) {
     tally.failed += 1;
     tally.failures.push({ name: 'driver', err: err?.stack ?? String(err) });

@@ -2,15 +2,16 @@
 // (intent `question`), `exit_plan_mode` puts a plan up for approval (intent `plan-review`),
 // toolhost's own agent asks whether a call may run (intent `permission`: Allow / Deny). Here:
 // the request's shape, turning what the person did in the panel's form into the protocol's answer
-// (`{answers: [{id, selected, custom?}]}` or `{dismissed: true}`), the queue of open questions
-// (several calls may ask at once; one question per call, so the call id is the key) and the form's
-// HTML. The page (media/panel.js) only reports the raw state of the form; the rules — labels that
+// (`{answers: [{id, selected, custom?}]}` or `{dismissed: true}`), a question as an entry of the
+// queue of pending requests it shares with reviews (pending.ts; several calls may ask at once, one
+// question per call, so the call id is the key) and the form's HTML. The page (media/panel.js) only reports the raw state of the form; the rules — labels that
 // are options, one choice for a single-select question, free text replacing that choice — live
 // here, where `node --test` covers them. Pure: no `vscode` import.
 
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
-import { isObject } from './protocol';
+import { PendingRequest } from './pending';
+import { isObject } from './guards';
 
 export type QuestionIntent = 'question' | 'plan-review' | 'permission';
 
@@ -170,44 +171,17 @@ export function planReviewResult(params: AskUserParams, decision: 'approve' | 'k
 
 export const DISMISSED: AskUserResult = { dismissed: true };
 
-export type AskStatus = 'open' | 'answered' | 'withdrawn';
+/** The kind of a question in the queue of pending requests (pending.ts). */
+export const QUESTION_KIND = 'question';
 
-/** One open question (a form in the panel) and how it ended. */
-export class AskSession {
-  readonly key: string;
-  private statusValue: AskStatus = 'open';
-
+/** One open question (a form in the panel) and how it ended. One question per call: a call that
+ * asks again replaces its open question, so the call id is the key. */
+export class AskSession extends PendingRequest<AskUserResult> {
   constructor(
     readonly params: AskUserParams,
-    private readonly answer: (result: AskUserResult) => void,
+    answer: (result: AskUserResult) => void,
   ) {
-    this.key = params.callId;
-  }
-
-  get status(): AskStatus {
-    return this.statusValue;
-  }
-
-  get isOpen(): boolean {
-    return this.statusValue === 'open';
-  }
-
-  /** Answers the server once; false when the question was already answered or withdrawn. */
-  respond(result: AskUserResult): boolean {
-    if (!this.isOpen) {
-      return false;
-    }
-    this.statusValue = 'answered';
-    this.answer(result);
-    return true;
-  }
-
-  withdraw(): boolean {
-    if (!this.isOpen) {
-      return false;
-    }
-    this.statusValue = 'withdrawn';
-    return true;
+    super(QUESTION_KIND, params.callId, params.requestId, answer);
   }
 }
 
@@ -234,90 +208,6 @@ export function resultOf(params: AskUserParams, action: FormAction): AskUserResu
       return planReviewResult(params, action.op, typeof action.feedback === 'string' ? action.feedback : undefined);
     default:
       return undefined;
-  }
-}
-
-/** The open questions, keyed by call id, oldest first. */
-export class AskBook {
-  private readonly sessions = new Map<string, AskSession>();
-  private readonly listeners = new Set<() => void>();
-
-  onChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
-  }
-
-  private changed(): void {
-    for (const listener of this.listeners) {
-      listener();
-    }
-  }
-
-  /** A new question. A still-open one of the same call (asked again after a restart) is withdrawn:
-   * nobody waits for its answer any more. */
-  open(params: AskUserParams, answer: (result: AskUserResult) => void): AskSession {
-    const session = new AskSession(params, answer);
-    const old = this.sessions.get(session.key);
-    if (old) {
-      old.withdraw();
-      this.sessions.delete(session.key);
-    }
-    this.sessions.set(session.key, session);
-    this.changed();
-    return session;
-  }
-
-  get(key: string): AskSession | undefined {
-    return this.sessions.get(key);
-  }
-
-  /** The open question whose request has this JSON-RPC id. */
-  byRequestId(requestId: number | string): AskSession | undefined {
-    return this.all().find((s) => String(s.params.requestId) === String(requestId));
-  }
-
-  all(): AskSession[] {
-    return [...this.sessions.values()];
-  }
-
-  get size(): number {
-    return this.sessions.size;
-  }
-
-  /** Answers question `key` and forgets it; false when it was not open. */
-  respond(key: string, result: AskUserResult): boolean {
-    const session = this.sessions.get(key);
-    if (!session?.respond(result)) {
-      return false;
-    }
-    this.sessions.delete(key);
-    this.changed();
-    return true;
-  }
-
-  /** Withdraws `session` (`$/cancelRequest`: the call was cancelled or timed out) without
-   * answering; only that question, since a later one of the same call may have replaced it. */
-  withdraw(session: AskSession): boolean {
-    if (this.sessions.get(session.key) !== session) {
-      return false;
-    }
-    session.withdraw();
-    this.sessions.delete(session.key);
-    this.changed();
-    return true;
-  }
-
-  /** Withdraws every question (the server went away). */
-  withdrawAll(): AskSession[] {
-    const all = this.all();
-    for (const session of all) {
-      session.withdraw();
-    }
-    this.sessions.clear();
-    if (all.length > 0) {
-      this.changed();
-    }
-    return all;
   }
 }
 

@@ -3,12 +3,24 @@
 // Answer button puts the keyboard focus in that form. The person's answer (or Escape: dismissed)
 // settles the request. The server may withdraw the question (`$/cancelRequest`, which
 // vscode-languageclient turns into the handler's cancellation token: the call was cancelled or
-// timed out); the form then goes without an answer. Tests and the conformance runner can answer
+// timed out); the form then goes without an answer. Open questions wait in the queue of pending
+// requests they share with reviews (pending.ts), which orders, counts and withdraws them. Tests and the conformance runner can answer
 // instead of the person (a responder).
 
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
-import { AskBook, askFormHtml, notificationText, parseAskUserParams, resultOf, type AskUserParams, type AskUserResult, type FormAction } from './ask';
+import {
+  AskSession,
+  askFormHtml,
+  notificationText,
+  parseAskUserParams,
+  QUESTION_KIND,
+  resultOf,
+  type AskUserParams,
+  type AskUserResult,
+  type FormAction,
+} from './ask';
+import type { PendingQueue } from './pending';
 import type { QuestionForm } from './panel';
 
 export const ASK_COMMANDS = {
@@ -30,7 +42,6 @@ export interface AskSnapshot {
 }
 
 export class AskController implements vscode.Disposable {
-  readonly book = new AskBook();
   private responder: AskResponder | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -39,23 +50,32 @@ export class AskController implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
 
   constructor(
+    private readonly pending: PendingQueue,
     private readonly output: vscode.OutputChannel,
     private readonly focus: (key?: string) => Promise<void>,
   ) {
     this.disposables.push(
       this.changed,
-      this.book.onChange(() => {
-        void vscode.commands.executeCommand('setContext', 'toolhost.questionPending', this.book.size > 0);
-        this.changed.fire();
+      pending.onChange((kind) => {
+        if (kind === QUESTION_KIND) {
+          void vscode.commands.executeCommand('setContext', 'toolhost.questionPending', this.open().length > 0);
+          this.changed.fire();
+        }
       }),
       vscode.commands.registerCommand(ASK_COMMANDS.focus, async (key?: unknown) => {
-        if (this.book.size === 0) {
+        const next = this.pending.next(AskSession);
+        if (!next) {
           vscode.window.setStatusBarMessage('toolhost: no question is waiting for an answer', 4000);
           return;
         }
-        await this.focus(typeof key === 'string' && this.book.get(key) ? key : undefined);
+        await this.focus(typeof key === 'string' && this.pending.get(AskSession, key) ? key : next.key);
       }),
     );
+  }
+
+  /** The open questions, oldest first. */
+  open(): AskSession[] {
+    return this.pending.all(AskSession);
   }
 
   setResponder(responder: AskResponder | undefined): void {
@@ -64,11 +84,11 @@ export class AskController implements vscode.Disposable {
 
   /** The forms of the open questions, oldest first. */
   forms(): QuestionForm[] {
-    return this.book.all().map((s) => ({ key: s.key, html: askFormHtml(s) }));
+    return this.open().map((s) => ({ key: s.key, html: askFormHtml(s) }));
   }
 
   snapshots(): AskSnapshot[] {
-    return this.book.all().map((s) => ({
+    return this.open().map((s) => ({
       key: s.key,
       requestId: s.params.requestId,
       callId: s.params.callId,
@@ -93,19 +113,16 @@ export class AskController implements vscode.Disposable {
       return scripted;
     }
     return new Promise<AskUserResult>((resolve) => {
-      const session = this.book.open(params, resolve);
+      const session = new AskSession(params, resolve);
+      this.pending.add(session);
       this.output.appendLine(`[toolhost] question asked: ${params.title} (${params.callId}, ${params.intent}, ${params.questions.length} ${params.questions.length === 1 ? 'question' : 'questions'})`);
-      const withdraw = () => {
-        if (this.book.withdraw(session)) {
-          this.output.appendLine(`[toolhost] question withdrawn by the server: ${params.title} (${params.callId})`);
-          vscode.window.setStatusBarMessage(`toolhost: the question "${params.title}" was withdrawn (the call was cancelled or timed out)`, 6000);
-        }
-      };
-      if (token.isCancellationRequested) {
-        withdraw();
+      const waiting = this.pending.withdrawOnCancel(session, token, () => {
+        this.output.appendLine(`[toolhost] question withdrawn by the server: ${params.title} (${params.callId})`);
+        vscode.window.setStatusBarMessage(`toolhost: the question "${params.title}" was withdrawn (the call was cancelled or timed out)`, 6000);
+      });
+      if (!waiting) {
         return;
       }
-      token.onCancellationRequested(withdraw);
       // Not modal and no focus taken: keys typed into an editor must not land in the form (Enter
       // would submit it). Answer puts the focus there.
       void vscode.window.showInformationMessage(`toolhost: ${notificationText(params)}`, 'Answer').then((pick) => {
@@ -119,7 +136,7 @@ export class AskController implements vscode.Disposable {
   /** A form's answer from the panel; false when the question is no longer open or the action does
    * not fit it. */
   answer(key: string, action: { op: string; state?: unknown; feedback?: unknown }): boolean {
-    const session = this.book.get(key);
+    const session = this.pending.get(AskSession, key);
     if (!session) {
       vscode.window.setStatusBarMessage('toolhost: that question is no longer open', 4000);
       return false;
@@ -128,16 +145,11 @@ export class AskController implements vscode.Disposable {
     if (!result) {
       return false;
     }
-    const sent = this.book.respond(key, result);
+    const sent = this.pending.respond(session, result);
     if (sent) {
       this.output.appendLine(`[toolhost] question answered: ${session.params.title}: ${JSON.stringify(result)}`);
     }
     return sent;
-  }
-
-  /** Withdraws every open question (the server stopped: nobody waits for an answer). */
-  withdrawAll(): void {
-    this.book.withdrawAll();
   }
 
   dispose(): void {

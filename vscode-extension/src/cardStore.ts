@@ -3,7 +3,7 @@
 // `toolhost/callOutput` until the final card replaces it) and, optionally, a replayed session
 // shown instead of them. Pure: no `vscode` import.
 
-import type { Card } from './protocol';
+import type { Card } from './cards';
 import { appendLive, LIVE_OUTPUT_MAX, takesLiveOutput, withLiveOutput, type LiveOutput } from './terminal';
 
 export type StoreEvent =

@@ -8,13 +8,7 @@
 
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
-import {
-  AGENT_MODES,
-  type AgentMode,
-  type AgentPromptResult,
-  type AgentTokens,
-  type AgentUpdateParams,
-} from './protocol';
+import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdateParams } from './agentProtocol';
 
 /** A call of the agent, as a line of the transcript (its card is in the panel's feed). */
 export interface ChatToolLine {

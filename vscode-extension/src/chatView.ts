@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 import { ChatState, type ChatExchange } from './chat';
-import { asAgentPromptResult, asAgentUpdateParams, type AgentMode, type AgentPromptParams } from './protocol';
+import { asAgentPromptResult, asAgentUpdateParams, type AgentMode, type AgentPromptParams } from './agentProtocol';
 
 /** Sends `toolhost/agentPrompt`; resolves undefined when `token` cancelled it. */
 export type PromptSender = (params: AgentPromptParams, token: vscode.CancellationToken) => Promise<unknown>;

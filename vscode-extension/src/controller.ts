@@ -1,11 +1,13 @@
 // The language client of `toolhost serve`: starts the binary over stdio with the workspace
-// folders and initializationOptions from settings, feeds `toolhost/card` and `toolhost/callOutput`
-// notifications into the card store, shows `toolhost/notice`s (a message, and a line in the
-// output channel), answers `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and
-// `toolhost/askUser` to the question forms, switches plan mode, passes the MCP bridge's
-// `toolhost/mcpServersChanged` on (the MCP Servers view), hands the own agent's
-// `toolhost/agentUpdate` notifications to the chat (chatView.ts), and reports its state, the session's
-// review and plan modes and what waits for the person (status bar, API).
+// folders and initializationOptions from settings (the process is the extension's own, so a stop
+// it asks for — shutdown, exit, awaited before the next start — is not logged as an error:
+// serverProcess.ts), feeds `toolhost/card` and `toolhost/callOutput` notifications into the card
+// store, shows `toolhost/notice`s (a message, and a line in the output channel), answers
+// `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and `toolhost/askUser` to the
+// question forms, switches plan mode, passes the MCP bridge's `toolhost/mcpServersChanged` on (the
+// MCP Servers view), hands the own agent's `toolhost/agentUpdate` notifications to the chat
+// (chatView.ts), and reports its state, the session's review and plan modes and what waits for the
+// person (status bar, API).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,14 +22,15 @@ import {
 } from 'vscode-languageclient/node';
 import type { CardStore } from './cardStore';
 import { answerLspQuery, LspProviderFeature } from './lspProvider';
+import { NEXT_PENDING_COMMAND } from './pending';
 import type { AskUserResult } from './ask';
+import { asCard } from './cards';
+import { isObject } from './guards';
 import {
   asCallOutput,
-  asCard,
   asMcpServersResult,
   asNotice,
   asPlanModeState,
-  isObject,
   methods,
   type McpServersResult,
   type NoticeParams,
@@ -35,6 +38,7 @@ import {
   type SetPlanModeParams,
 } from './protocol';
 import { asReviewSettings, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
+import { ServerProcess, type ExitReport } from './serverProcess';
 import { resolveServerPath, type Resolved } from './serverPath';
 
 /** Per-start overrides of the settings (used by tests: one workspace and session per run). */
@@ -93,6 +97,9 @@ export function resolveServerCommand(extensionPath: string, setting: string, wor
 
 export class ToolhostController implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  /** The process of `client` (started by the extension, so that a stop it asked for is not
+   * reported as an error: serverProcess.ts). */
+  private process: ServerProcess | undefined;
   private stateValue: ServerState = 'stopped';
   private lastError: string | undefined;
   private serverCommand: string | undefined;
@@ -110,9 +117,10 @@ export class ToolhostController implements vscode.Disposable {
   /** The session's review settings, as the server last reported them (undefined: not known, e.g.
    * a server without review mode). */
   private reviewSettingsValue: ReviewSettings | undefined;
-  private pendingReviews = 0;
   private askHandler: AskHandler | undefined;
-  private pendingQuestions = 0;
+  /** How many requests (questions and reviews) wait for the person, and which (`1 question, 1
+   * review`). */
+  private pending = { count: 0, summary: '' };
   /** The session's plan mode as the server last reported it (undefined: not known). */
   private planModeValue: boolean | undefined;
   private agentUpdateHandler: ((params: unknown) => void) | undefined;
@@ -172,9 +180,10 @@ export class ToolhostController implements vscode.Disposable {
     this.agentUpdateHandler = handler;
   }
 
-  /** How many questions wait for the person (shown in the status bar). */
-  setPendingQuestions(count: number): void {
-    this.pendingQuestions = count;
+  /** How many requests wait for the person (shown in the status bar, whose click then leads to
+   * the oldest), and which (`summary`, for the tooltip). */
+  setPending(count: number, summary: string): void {
+    this.pending = { count, summary };
     this.render();
   }
 
@@ -193,12 +202,6 @@ export class ToolhostController implements vscode.Disposable {
     this.planModeValue = state.active;
     this.render();
     return state;
-  }
-
-  /** How many reviews wait for the person (shown in the status bar). */
-  setPendingReviews(count: number): void {
-    this.pendingReviews = count;
-    this.render();
   }
 
   /** `toolhost/setReview`: changes the session's review settings (`{}` only reads them) and shows
@@ -249,8 +252,7 @@ export class ToolhostController implements vscode.Disposable {
       case 'running':
         item.text =
           `$(tools) toolhost${this.planModeValue ? ' · plan mode' : ''}${this.reviewSettingsValue?.mode === 'ask' ? ' · review: ask' : ''}` +
-          `${this.pendingReviews > 0 ? ` (${this.pendingReviews} to review)` : ''}` +
-          `${this.pendingQuestions > 0 ? ` (${this.pendingQuestions} ${this.pendingQuestions === 1 ? 'question' : 'questions'})` : ''}`;
+          `${this.pending.count > 0 ? ` $(bell) ${this.pending.count} waiting` : ''}`;
         break;
       case 'failed':
         item.text = '$(error) toolhost';
@@ -269,11 +271,8 @@ export class ToolhostController implements vscode.Disposable {
     if (this.planModeValue && this.stateValue === 'running') {
       lines.push('plan mode: on (changes wait until a plan is approved)');
     }
-    if (this.pendingQuestions > 0) {
-      lines.push(`${this.pendingQuestions} ${this.pendingQuestions === 1 ? 'question waits' : 'questions wait'} for your answer`);
-    }
-    if (this.pendingReviews > 0) {
-      lines.push(`${this.pendingReviews} ${this.pendingReviews === 1 ? 'review waits' : 'reviews wait'} for you`);
+    if (this.pending.count > 0) {
+      lines.push(`waiting for you: ${this.pending.summary} (click: the oldest)`);
     }
     if (this.serverCommand) {
       lines.push(this.serverCommand);
@@ -285,6 +284,7 @@ export class ToolhostController implements vscode.Disposable {
     item.backgroundColor =
       this.stateValue === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     item.accessibilityInformation = { label: lines.join(', ') };
+    item.command = this.pending.count > 0 ? NEXT_PENDING_COMMAND : 'toolhost.ui.showPanel';
   }
 
   /** Runs start/stop operations one after another. */
@@ -311,9 +311,14 @@ export class ToolhostController implements vscode.Disposable {
     });
   }
 
+  /** Stops the server on purpose: the client sends `shutdown` and `exit`, and the process (which
+   * then exits 0) is waited for, so the next server starts only once this one is gone. */
   private async doStop(): Promise<void> {
     const client = this.client;
+    const process = this.process;
     this.client = undefined;
+    this.process = undefined;
+    process?.stopping();
     if (client) {
       try {
         await client.dispose(5000);
@@ -321,7 +326,17 @@ export class ToolhostController implements vscode.Disposable {
         this.output.appendLine(`[toolhost] stopping the server failed: ${String(err)}`);
       }
     }
+    await process?.gone();
     this.setState('stopped');
+  }
+
+  /** A server process's exit, in the output channel: an error unless it was a clean stop. */
+  private logExit(report: ExitReport): void {
+    try {
+      this.output.appendLine(report.text);
+    } catch {
+      // the channel is gone (the extension is being deactivated)
+    }
   }
 
   private async doStart(overrides?: ClientOverrides): Promise<void> {
@@ -351,10 +366,16 @@ export class ToolhostController implements vscode.Disposable {
     const args = ['serve', ...(this.overrides.serverArgs ?? config.get<string[]>('serverArgs', []))];
     this.serverCommand = `${resolved.command} ${args.join(' ')}`;
     const env = { ...process.env, ...config.get<Record<string, string>>('serverEnv', {}), ...(this.overrides.env ?? {}) };
-    const serverOptions: ServerOptions = {
-      command: resolved.command,
-      args,
-      options: { cwd: firstFolder && fs.existsSync(firstFolder) ? firstFolder : undefined, env },
+    const command = { command: resolved.command, args, cwd: firstFolder && fs.existsSync(firstFolder) ? firstFolder : undefined, env };
+    // A function, so the extension owns the process and judges its exit (serverProcess.ts). The
+    // client calls it again when it restarts a crashed server.
+    const serverOptions: ServerOptions = async () => {
+      const started = await ServerProcess.start(command, (report) => this.logExit(report));
+      // (Called from `client.start()`, so `client` below is set by then.)
+      if (this.client === client) {
+        this.process = started;
+      }
+      return started.child;
     };
     const initializationOptions = {
       ...config.get<Record<string, unknown>>('initializationOptions', {}),
@@ -493,11 +514,15 @@ export class ToolhostController implements vscode.Disposable {
       const message = err instanceof Error ? err.message : String(err);
       this.output.appendLine(`[toolhost] the server failed to start: ${message}`);
       this.client = undefined;
+      const process = this.process;
+      this.process = undefined;
       try {
         await client.dispose(2000);
       } catch {
         // already down
       }
+      // Not a stop the extension asked for: however it ends, its exit is reported as an error.
+      await process?.gone(2000);
       this.setState('failed', message);
       void vscode.window.showErrorMessage(`toolhost: the server failed to start: ${message}`, 'Show Log').then((pick) => {
         if (pick) {

@@ -9,8 +9,8 @@
 
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
-import type { Card } from './protocol';
-import { isObject } from './protocol';
+import type { Card } from './cards';
+import { isObject } from './guards';
 
 export type TodoStatus = 'pending' | 'in_progress' | 'completed';
 

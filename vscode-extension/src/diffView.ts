@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { reconstruct, type DiffSides } from './hunkDocs';
-import { cardCaller, type Card } from './protocol';
+import { cardCaller, type Card } from './cards';
 
 export const DIFF_SCHEME = 'toolhost-card';
 const KEEP = 100;

@@ -1,10 +1,10 @@
-// Entry point: wires the card store, the panel, the language client, review mode, the question
-// forms (`toolhost/askUser`), plan mode, the chat with toolhost's own agent (`toolhost/agentPrompt`), the MCP Servers view (the bridge's external servers), the
+// Entry point: wires the card store, the panel, the language client, review mode and the question
+// forms (`toolhost/askUser`) over one queue of what waits for the person (pending.ts), plan mode, the chat with toolhost's own agent (`toolhost/agentPrompt`), the MCP Servers view (the bridge's external servers), the
 // `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
 import * as vscode from 'vscode';
-import type { AskUserResult } from './ask';
+import { AskSession, type AskUserResult } from './ask';
 import { AskController, type AskResponder, type AskSnapshot } from './askView';
 import { CardStore } from './cardStore';
 import type { ChatExchange } from './chat';
@@ -21,19 +21,19 @@ import {
 } from './mcpDefinition';
 import { MCP_COMMANDS, MCP_VIEW_ID, McpServersView, type McpServersSnapshot } from './mcpServersView';
 import { CardsViewProvider, VIEW_ID } from './panel';
+import { NEXT_PENDING_COMMAND, PendingQueue, pendingSummary } from './pending';
+import type { AgentMode } from './agentProtocol';
+import { asCard, type Card } from './cards';
+import { isObject } from './guards';
+import type { LspQueryResult } from './lspQuery';
 import {
   annotationsLabel,
-  asCard,
-  type AgentMode,
-  isObject,
   methods,
   toolAnnotations,
   type CallToolResult,
   type CancelCallResult,
-  type Card,
   type ListSessionsResult,
   type ListToolsResult,
-  type LspQueryResult,
   type NoticeParams,
   type PlanModeState,
   type ReplaySessionResult,
@@ -45,7 +45,7 @@ import {
 } from './protocol';
 import { REVERT_COMMANDS } from './revert';
 import { registerRevertCommands } from './revertCommands';
-import { reviewSummaryHtml, type ReviewMode, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
+import { ReviewSession, reviewSummaryHtml, type ReviewMode, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { REVIEW_COMMANDS, ReviewController, type ReviewResponder, type ReviewSnapshot } from './reviewView';
 import { argumentSkeleton, parseArguments } from './schema';
 
@@ -94,6 +94,9 @@ export interface ToolhostApi {
     /** What the Answer button of the notification does: the panel, focus in the form. */
     focus(key?: string): Promise<void>;
   };
+  /** What waits for the person, questions and reviews alike, oldest first (the status bar's count;
+   * `toolhost.pending.next` leads to the first). */
+  pending(): PendingSnapshot[];
   /** The chat with toolhost's own agent (the panel's chat box): what it shows, a prompt sent as
    * from the box (resolves when the run ended), and Stop. */
   readonly chat: {
@@ -108,6 +111,13 @@ export interface ToolhostApi {
   };
 }
 
+/** What the tests read of a waiting request. */
+export interface PendingSnapshot {
+  kind: string;
+  key: string;
+  requestId: number | string;
+}
+
 let running: ToolhostController | undefined;
 
 export function activate(context: vscode.ExtensionContext): ToolhostApi {
@@ -117,10 +127,12 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const controller = new ToolhostController(context, store, output);
   running = controller;
   const diffs = new CardDiffProvider();
-  const reviews = new ReviewController(output);
+  // What waits for the person, questions and reviews alike, oldest first.
+  const pending = new PendingQueue();
+  const reviews = new ReviewController(pending, output);
   controller.setReviewHandler((params, token) => reviews.handle(params, token));
   // (The panel is created below; the form is focused only once someone asks for it.)
-  const asks: AskController = new AskController(output, (key): Promise<void> => panel.focusQuestion(key));
+  const asks: AskController = new AskController(pending, output, (key): Promise<void> => panel.focusQuestion(key));
   controller.setAskHandler((params, token) => asks.handle(params, token));
 
   const findCard = (callId: string): Card => {
@@ -180,13 +192,26 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     },
     ask: (key, action): Promise<boolean> => Promise.resolve(asks.answer(key, action)),
   }, chat);
+  const showPending = () => controller.setPending(pending.size, pendingSummary(pending));
   const showReviews = () => {
-    panel.setReviews(reviewSummaryHtml(reviews.book.all(), controller.reviewSettings));
-    controller.setPendingReviews(reviews.book.size);
+    panel.setReviews(reviewSummaryHtml(reviews.open(), controller.reviewSettings));
+    showPending();
   };
   const showQuestions = () => {
     panel.setQuestions(asks.forms());
-    controller.setPendingQuestions(asks.book.size);
+    showPending();
+  };
+  /** The oldest waiting request, whatever its kind: a question's form, focused, or a review's diff. */
+  const showNextPending = async () => {
+    const next = pending.next();
+    if (next instanceof AskSession) {
+      await panel.focusQuestion(next.key);
+    } else if (next instanceof ReviewSession) {
+      await vscode.commands.executeCommand(REVIEW_COMMANDS.open, next.key);
+    } else {
+      vscode.window.setStatusBarMessage('toolhost: nothing waits for you', 4000);
+      await panel.reveal();
+    }
   };
 
   /** Plan mode on or off: `toolhost/setPlanMode`, and the new state in the status bar. */
@@ -342,8 +367,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       // A stopped server waits for no answer: its reviews and questions close, and its chats are
       // gone (the next prompt starts a new one).
       if (state !== 'running') {
-        reviews.withdrawAll();
-        asks.withdrawAll();
+        pending.withdrawAll();
         chat.serverGone();
       }
       showReviews();
@@ -374,6 +398,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       }),
     ),
     vscode.commands.registerCommand('toolhost.ui.restartServer', withErrors(() => controller.restart())),
+    vscode.commands.registerCommand(NEXT_PENDING_COMMAND, showNextPending),
     vscode.commands.registerCommand('toolhost.ui.showPanel', () => vscode.commands.executeCommand(`${VIEW_ID}.focus`)),
     vscode.commands.registerCommand('toolhost.ui.showLog', () => output.show(true)),
     vscode.commands.registerCommand('toolhost.ui.clearCards', () => store.clear()),
@@ -492,6 +517,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       ask: (params, token) => asks.handle(params, token ?? new vscode.CancellationTokenSource().token),
       focus: (key) => panel.focusQuestion(key),
     },
+    pending: () => pending.all().map((p) => ({ kind: p.kind, key: p.key, requestId: p.requestId })),
     chat: {
       snapshot: () => chat.snapshot(),
       prompt: (text, mode) => chat.prompt(text, mode),

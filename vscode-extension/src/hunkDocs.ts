@@ -9,8 +9,8 @@
 // marker line `⋯ proposed change; its place in the file is not known yet`, so no line of them
 // appears to sit at a line of the file.
 
-import type { Hunk } from './protocol';
-import { isPreviewHunk } from './protocol';
+import type { Hunk } from './cards';
+import { isPreviewHunk } from './cards';
 
 export interface DiffSides {
   path: string;

@@ -1,6 +1,6 @@
 // The editor-backed lsp provider: the server asks (`toolhost/lspQuery`), VS Code's own language
 // features answer (definition, references, implementation, hover providers), normalized to the
-// protocol's shapes by the pure functions in protocol.ts.
+// protocol's shapes by the pure functions in lspQuery.ts.
 
 import * as vscode from 'vscode';
 import type { ClientCapabilities, FeatureState, StaticFeature } from 'vscode-languageclient/node';
@@ -17,7 +17,7 @@ import {
   queryCommand,
   type ExtensionInfo,
   type LspQueryResult,
-} from './protocol';
+} from './lspQuery';
 
 /** How long a hover waits for a language server that is still loading its project. */
 const LOADING_WAIT_MS = 20_000;

@@ -7,8 +7,8 @@
 // Everything is escaped. Pure: no `vscode` import.
 
 import { escapeHtml } from './html';
-import type { Card, McpCardData } from './protocol';
-import { isObject } from './protocol';
+import type { Card, McpCardData } from './cards';
+import { isObject } from './guards';
 
 /** Past this many lines, or {@link FOLD_CHARS} characters, a text shows only its beginning until
  * "Show all" is pressed: an MCP result may be a whole document, and the cards below it matter too. */

@@ -14,8 +14,8 @@ import type { CardStore } from './cardStore';
 import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
 import type { ChatController } from './chatView';
 import { pinnedTodosHtml } from './dataCards';
-import type { Card } from './protocol';
-import { isObject } from './protocol';
+import type { Card } from './cards';
+import { isObject } from './guards';
 import { openableUrl } from './webCard';
 
 export const VIEW_ID = 'toolhost.cards';

@@ -4,8 +4,9 @@
 // only, never by the tool's name: a revert's own card is a diff card and can be reverted in turn.
 // Pure: no `vscode` import, so `node --test` covers it.
 
-import type { Card, ToolExecutionResult } from './protocol';
-import { cardCaller } from './protocol';
+import type { Card } from './cards';
+import type { ToolExecutionResult } from './protocol';
+import { cardCaller } from './cards';
 
 /** The server-side tool. */
 export const REVERT_TOOL = 'revert';

@@ -5,7 +5,8 @@
 
 import * as vscode from 'vscode';
 import type { CardStore } from './cardStore';
-import { asCard, type CallToolResult } from './protocol';
+import { asCard } from './cards';
+import type { CallToolResult } from './protocol';
 import {
   callIdArgument,
   REVERT_COMMANDS,

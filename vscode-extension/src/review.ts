@@ -2,13 +2,16 @@
 // is written, the person accepts or rejects each hunk, and the answer is `{accepted, comment?}`
 // with the accepted hunks' indexes. Here: the request's shape, where each hunk sits in the
 // `before`/`after` documents (for CodeLens placement, "the hunk at the cursor" and navigation),
-// the decision bookkeeping of one review, the set of open reviews keyed by the request id
-// (withdrawal by `$/cancelRequest` closes one without answering), and the panel's summary HTML.
+// the decision bookkeeping of one review — an entry, keyed by its request id, of the queue of
+// pending requests it shares with questions (pending.ts: withdrawal by `$/cancelRequest` closes one
+// without answering) — and the panel's summary HTML.
 // Pure: no `vscode` import, so `node --test` covers it.
 
 import { escapeHtml } from './html';
-import type { Hunk } from './protocol';
-import { hunkHeader, isObject } from './protocol';
+import { PendingRequest } from './pending';
+import type { Hunk } from './cards';
+import { hunkHeader } from './cards';
+import { isObject } from './guards';
 
 export type ReviewMode = 'off' | 'ask';
 export type ReviewFallback = 'deny' | 'accept';
@@ -214,28 +217,20 @@ export function stepHunk(spans: readonly HunkSpan[], line: number, direction: 1 
   return spans.length - 1;
 }
 
-export type ReviewStatus = 'open' | 'submitted' | 'withdrawn';
+/** The kind of a review in the queue of pending requests (pending.ts). */
+export const REVIEW_KIND = 'review';
 
-/** One open question: the decisions made so far, and the answer once submitted. */
-export class ReviewSession {
-  readonly key: string;
+/** One open review: the decisions made so far, and the answer once submitted. Keyed by its request
+ * id (a file may be reviewed twice at once, by two calls). */
+export class ReviewSession extends PendingRequest<ReviewResult> {
   private readonly decisions: (Decision | undefined)[];
-  private statusValue: ReviewStatus = 'open';
 
   constructor(
     readonly params: ReviewParams,
-    private readonly answer: (result: ReviewResult) => void,
+    answer: (result: ReviewResult) => void,
   ) {
-    this.key = reviewKey(params.requestId);
+    super(REVIEW_KIND, reviewKey(params.requestId), params.requestId, answer);
     this.decisions = params.hunks.map(() => undefined);
-  }
-
-  get status(): ReviewStatus {
-    return this.statusValue;
-  }
-
-  get isOpen(): boolean {
-    return this.statusValue === 'open';
   }
 
   get size(): number {
@@ -297,98 +292,8 @@ export class ReviewSession {
   /** Answers the server once; undefined (nothing sent) when the review was already submitted or
    * withdrawn. */
   submit(comment?: string): ReviewResult | undefined {
-    if (!this.isOpen) {
-      return undefined;
-    }
     const result = this.result(comment);
-    this.statusValue = 'submitted';
-    this.answer(result);
-    return result;
-  }
-
-  /** The server took the question back: closed without an answer. */
-  withdraw(): boolean {
-    if (!this.isOpen) {
-      return false;
-    }
-    this.statusValue = 'withdrawn';
-    return true;
-  }
-}
-
-/** The open reviews, keyed by request id, in arrival order. */
-export class ReviewBook {
-  private readonly sessions = new Map<string, ReviewSession>();
-  private readonly listeners = new Set<() => void>();
-
-  onChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
-  }
-
-  /** Tells the listeners that something changed (a decision, an open or a close). */
-  changed(): void {
-    for (const listener of this.listeners) {
-      listener();
-    }
-  }
-
-  /** A new question. A still-open review under the same key (a request id a restarted server
-   * used again) is withdrawn first: nobody can answer it any more. */
-  open(params: ReviewParams, answer: (result: ReviewResult) => void): ReviewSession {
-    const session = new ReviewSession(params, answer);
-    this.sessions.get(session.key)?.withdraw();
-    this.sessions.set(session.key, session);
-    this.changed();
-    return session;
-  }
-
-  get(key: string): ReviewSession | undefined {
-    return this.sessions.get(key);
-  }
-
-  all(): ReviewSession[] {
-    return [...this.sessions.values()];
-  }
-
-  get size(): number {
-    return this.sessions.size;
-  }
-
-  /** Submits review `key` and forgets it; the result sent, or undefined when there was none open. */
-  submit(key: string, comment?: string): ReviewResult | undefined {
-    const session = this.sessions.get(key);
-    const result = session?.submit(comment);
-    if (session && !session.isOpen) {
-      this.sessions.delete(key);
-      this.changed();
-    }
-    return result;
-  }
-
-  /** Withdraws review `key` (`$/cancelRequest`) and forgets it, without answering. */
-  withdraw(key: string): ReviewSession | undefined {
-    const session = this.sessions.get(key);
-    if (!session) {
-      return undefined;
-    }
-    session.withdraw();
-    this.sessions.delete(key);
-    this.changed();
-    return session;
-  }
-
-  /** Withdraws every review (the server went away). */
-  withdrawAll(): ReviewSession[] {
-    const all = this.all();
-    for (const session of all) {
-      session.withdraw();
-    }
-    this.sessions.clear();
-    if (all.length > 0) {
-      this.changed();
-    }
-    return all;
+    return this.respond(result) ? result : undefined;
   }
 }
 

@@ -4,7 +4,10 @@
 // focus (context key `toolhost.reviewing`), and a summary in the panel. Once every hunk is decided
 // the person is asked for an optional comment and the answer `{accepted, comment}` is sent. The
 // server may withdraw the question (`$/cancelRequest`: the call was cancelled or timed out): the
-// review then closes without an answer. The decisions themselves live in review.ts (pure).
+// review then closes without an answer. Open reviews wait in the queue of pending requests they
+// share with questions (pending.ts); the UI follows it, so a review that leaves the queue (answered,
+// withdrawn, replaced, or the server gone) closes its diff. The decisions themselves live in
+// review.ts (pure).
 
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
@@ -15,7 +18,8 @@ import {
   lensTitles,
   ownLines,
   parseReviewParams,
-  ReviewBook,
+  REVIEW_KIND,
+  ReviewSession,
   reviewTitle,
   stepHunk,
   submitPrompt,
@@ -23,9 +27,9 @@ import {
   type HunkSpan,
   type ReviewParams,
   type ReviewResult,
-  type ReviewSession,
   type Side,
 } from './review';
+import type { PendingQueue } from './pending';
 
 export const REVIEW_SCHEME = 'toolhost-review';
 /** The language of the review documents, for which package.json turns `diffEditor.codeLens` on
@@ -71,7 +75,6 @@ interface OpenReview {
 }
 
 export class ReviewController implements vscode.Disposable {
-  readonly book = new ReviewBook();
   private readonly reviews = new Map<string, OpenReview>();
   /** Document texts by serial (the `n` of a review URI): a fresh URI per review, so a document VS
    * Code still holds from an earlier review with the same request id is never shown again. */
@@ -91,7 +94,10 @@ export class ReviewController implements vscode.Disposable {
   /** Fires on every change of the open reviews (opened, decided, closed). */
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly output: vscode.OutputChannel) {
+  constructor(
+    private readonly pending: PendingQueue,
+    private readonly output: vscode.OutputChannel,
+  ) {
     const fsProvider: vscode.FileSystemProvider = {
       onDidChangeFile: this.fileChanges.event,
       watch: () => new vscode.Disposable(() => undefined),
@@ -123,11 +129,10 @@ export class ReviewController implements vscode.Disposable {
       ),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorate()),
-      this.book.onChange(() => {
-        this.lensesChanged.fire();
-        this.decorate();
-        this.updateContext();
-        this.changed.fire();
+      pending.onChange((kind) => {
+        if (kind === REVIEW_KIND) {
+          this.sync();
+        }
       }),
       vscode.commands.registerCommand(REVIEW_COMMANDS.acceptHunk, (key?: unknown, index?: unknown) => this.decideHunk('accepted', key, index)),
       vscode.commands.registerCommand(REVIEW_COMMANDS.rejectHunk, (key?: unknown, index?: unknown) => this.decideHunk('rejected', key, index)),
@@ -151,8 +156,13 @@ export class ReviewController implements vscode.Disposable {
     this.responder = responder;
   }
 
+  /** The open reviews, oldest first. */
+  open(): ReviewSession[] {
+    return this.pending.all(ReviewSession);
+  }
+
   snapshots(): ReviewSnapshot[] {
-    return this.book.all().map((s) => {
+    return this.open().map((s) => {
       const review = this.reviews.get(s.key);
       return {
         key: s.key,
@@ -180,11 +190,9 @@ export class ReviewController implements vscode.Disposable {
       return scripted;
     }
     return new Promise<ReviewResult>((resolve) => {
-      const old = this.reviews.get(String(params.requestId));
-      if (old) {
-        this.closeUi(old);
-      }
-      const session = this.book.open(params, resolve);
+      const session = new ReviewSession(params, resolve);
+      // Replaces (withdraws) an open review under the same request id; sync() closes its UI.
+      this.pending.add(session);
       const serial = String(++this.serial);
       const uri = (side: Side) =>
         vscode.Uri.from({
@@ -203,29 +211,18 @@ export class ReviewController implements vscode.Disposable {
       this.texts.set(`${serial}/after`, new TextEncoder().encode(params.after));
       this.reviews.set(session.key, review);
       this.output.appendLine(`[toolhost] review asked: ${params.title} (${params.callId}, ${params.hunks.length} hunks)`);
-      const withdraw = () => {
-        // Only this question: a later one may use the same id (a restarted server).
-        if (this.book.get(session.key) === session) {
-          this.close(review, 'withdrawn');
-        }
-      };
-      if (token.isCancellationRequested) {
-        withdraw();
+      // Only this review: a later one may use the same id (a restarted server).
+      const waiting = this.pending.withdrawOnCancel(session, token, () => {
+        void vscode.window.showInformationMessage(`toolhost: the review of "${params.title}" was withdrawn (the call was cancelled or timed out)`);
+      });
+      if (!waiting) {
         return;
       }
-      token.onCancellationRequested(withdraw);
-      this.changed.fire();
+      this.sync();
       void this.openDiff(review).catch((err: unknown) => {
         this.output.appendLine(`[toolhost] cannot open the review of ${params.title}: ${err instanceof Error ? err.message : String(err)}`);
       });
     });
-  }
-
-  /** Withdraws every open review (the server stopped: nobody is waiting for an answer). */
-  withdrawAll(): void {
-    for (const review of [...this.reviews.values()]) {
-      this.close(review, 'withdrawn', false);
-    }
   }
 
   private bytes(uri: vscode.Uri): Uint8Array {
@@ -257,7 +254,7 @@ export class ReviewController implements vscode.Disposable {
 
   private updateContext(): void {
     void vscode.commands.executeCommand('setContext', REVIEWING_CONTEXT, this.activeReview() !== undefined);
-    void vscode.commands.executeCommand('setContext', REVIEW_PENDING_CONTEXT, this.reviews.size > 0);
+    void vscode.commands.executeCommand('setContext', REVIEW_PENDING_CONTEXT, this.pending.count(ReviewSession) > 0);
   }
 
   /** The review a command is about: the one named (CodeLens, panel), else the focused one, else
@@ -373,7 +370,7 @@ export class ReviewController implements vscode.Disposable {
     if (i === undefined || !review.session.decide(i, decision)) {
       return;
     }
-    this.book.changed();
+    this.pending.changed(REVIEW_KIND);
     if (here) {
       // On to the next hunk that still needs a decision, so a review is a run of key presses.
       const next = review.session.nextUndecided(i);
@@ -387,7 +384,7 @@ export class ReviewController implements vscode.Disposable {
   private async decideAll(decision: Decision, key: unknown): Promise<void> {
     const review = await this.target(key);
     if (review?.session.decideAll(decision)) {
-      this.book.changed();
+      this.pending.changed(REVIEW_KIND);
       this.finishIfDecided(review);
     }
   }
@@ -452,33 +449,39 @@ export class ReviewController implements vscode.Disposable {
       vscode.window.setStatusBarMessage('toolhost: review not sent yet; Ctrl+Enter (or Submit) sends it', 6000);
       return;
     }
-    this.close(review, 'submitted', true, comment);
+    this.submit(review, comment);
   }
 
-  /** Closes a review: answers it (`submitted`) or not (`withdrawn`), closes its diff tab and the
-   * comment prompt, forgets its documents. */
-  private close(review: OpenReview, how: 'submitted' | 'withdrawn', tell = true, comment?: string): void {
+  /** Answers a review with its decisions and `comment`; sync() then closes it. */
+  private submit(review: OpenReview, comment?: string): void {
     const { session } = review;
-    const title = session.params.title;
-    if (how === 'submitted') {
-      const result = this.book.submit(session.key, comment);
-      if (result) {
-        const rejected = session.size - result.accepted.length;
-        this.output.appendLine(`[toolhost] review answered: ${title}: ${JSON.stringify(result)}`);
-        if (tell) {
-          vscode.window.setStatusBarMessage(`toolhost: review sent: ${result.accepted.length} accepted, ${rejected} rejected`, 6000);
+    const result = session.submit(comment);
+    this.pending.settled(session);
+    if (result) {
+      const rejected = session.size - result.accepted.length;
+      this.output.appendLine(`[toolhost] review answered: ${session.params.title}: ${JSON.stringify(result)}`);
+      vscode.window.setStatusBarMessage(`toolhost: review sent: ${result.accepted.length} accepted, ${rejected} rejected`, 6000);
+    }
+  }
+
+  /** Makes the UI follow the queue: the reviews that left it (answered, withdrawn by the server,
+   * replaced, or all of them when the server went away) close; the rest show their decisions. */
+  private sync(): void {
+    for (const review of [...this.reviews.values()]) {
+      if (!review.session.isOpen) {
+        if (review.session.status === 'withdrawn') {
+          this.output.appendLine(`[toolhost] review withdrawn by the server: ${review.session.params.title} (${review.session.params.callId})`);
         }
-      }
-    } else {
-      this.book.withdraw(session.key);
-      this.output.appendLine(`[toolhost] review withdrawn by the server: ${title} (${session.params.callId})`);
-      if (tell) {
-        void vscode.window.showInformationMessage(`toolhost: the review of "${title}" was withdrawn (the call was cancelled or timed out)`);
+        this.closeUi(review);
       }
     }
-    this.closeUi(review);
+    this.lensesChanged.fire();
+    this.decorate();
+    this.updateContext();
+    this.changed.fire();
   }
 
+  /** Closes a review's diff tab and its comment prompt, and forgets its documents. */
   private closeUi(review: OpenReview): void {
     if (this.reviews.get(review.session.key) === review) {
       this.reviews.delete(review.session.key);
@@ -494,9 +497,6 @@ export class ReviewController implements vscode.Disposable {
     const serial = new URLSearchParams(review.after.query).get('n') ?? '';
     this.texts.delete(`${serial}/before`);
     this.texts.delete(`${serial}/after`);
-    this.lensesChanged.fire();
-    this.updateContext();
-    this.changed.fire();
   }
 
   dispose(): void {

@@ -4,7 +4,7 @@
 
 import Ajv2020 from 'ajv/dist/2020';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { isObject } from './protocol';
+import { isObject } from './guards';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
 const cache = new WeakMap<object, ValidateFunction>();

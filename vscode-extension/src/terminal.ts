@@ -2,7 +2,7 @@
 // of a running call (`toolhost/callOutput`) is kept, and what the exit pill says. Pure: no
 // `vscode` import.
 
-import type { Card, TerminalView } from './protocol';
+import type { Card, TerminalView } from './cards';
 
 /** How many lines of output a terminal card shows until "Show all N lines" is pressed: the last
  * ones, where a command's result and errors are. */

@@ -11,8 +11,8 @@
 // import.
 
 import { escapeHtml } from './html';
-import type { Card } from './protocol';
-import { isObject } from './protocol';
+import type { Card } from './cards';
+import { isObject } from './guards';
 
 /** One source of a search: its URL, and what the provider said about it. */
 export interface WebSource {

@@ -1,10 +1,10 @@
 // Questions (`toolhost/askUser`): the params the extension accepts, the answer built from the
-// form's raw state (single, multi, Other, no options, dismiss, plan review), the queue of open
-// questions and the form's HTML (escaped, keys named).
+// form's raw state (single, multi, Other, no options, dismiss, plan review), questions in the queue
+// of pending requests (pending.ts) and the form's HTML (escaped, keys named).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  AskBook,
+  AskSession,
   askFormHtml,
   buildAnswers,
   notificationText,
@@ -14,6 +14,7 @@ import {
   type AskUserParams,
   type AskUserResult,
 } from '../src/ask';
+import { PendingQueue } from '../src/pending';
 import { attrValues, textOf } from './helpers';
 
 const raw = {
@@ -144,39 +145,45 @@ describe('answers from the form', () => {
 
 describe('the open questions', () => {
   it('answers once, by call id; later answers and withdrawals do nothing', () => {
-    const book = new AskBook();
+    const queue = new PendingQueue();
     const sent: AskUserResult[] = [];
     let changes = 0;
-    book.onChange(() => changes++);
-    const session = book.open(params(), (r) => sent.push(r));
+    queue.onChange(() => changes++);
+    const session = new AskSession(params(), (r) => sent.push(r));
+    queue.add(session);
     assert.equal(session.key, 'call_ask');
-    assert.equal(book.byRequestId(7), session);
-    assert.equal(book.byRequestId('7'), session);
-    assert.equal(book.respond('call_ask', { dismissed: true }), true);
-    assert.equal(book.respond('call_ask', { dismissed: true }), false);
-    assert.equal(book.withdraw(session), false);
+    assert.equal(session.kind, 'question');
+    assert.equal(queue.get(AskSession, 'call_ask'), session);
+    assert.equal(queue.byRequestId(7), session);
+    assert.equal(queue.byRequestId('7'), session);
+    assert.equal(queue.respond(session, { dismissed: true }), true);
+    assert.equal(queue.respond(session, { dismissed: true }), false);
+    assert.equal(queue.withdraw(session), false);
     assert.deepEqual(sent, [{ dismissed: true }]);
     assert.equal(session.status, 'answered');
-    assert.equal(book.size, 0);
+    assert.equal(queue.size, 0);
     assert.equal(changes, 2);
   });
 
   it('a withdrawn question goes without an answer; several calls queue up, oldest first', () => {
-    const book = new AskBook();
+    const queue = new PendingQueue();
     const sent: unknown[] = [];
-    const a = book.open(params(), (r) => sent.push(r));
-    const b = book.open(parseAskUserParams(planRaw), (r) => sent.push(r));
-    assert.deepEqual(book.all().map((s) => s.key), ['call_ask', 'call_plan']);
-    assert.equal(book.withdraw(a), true);
+    const a = new AskSession(params(), (r) => sent.push(r));
+    const b = new AskSession(parseAskUserParams(planRaw), (r) => sent.push(r));
+    queue.add(a);
+    queue.add(b);
+    assert.deepEqual(queue.all(AskSession).map((s) => s.key), ['call_ask', 'call_plan']);
+    assert.equal(queue.withdraw(a), true);
     assert.equal(a.status, 'withdrawn');
-    assert.equal(book.respond('call_ask', { dismissed: true }), false);
-    assert.deepEqual(book.all(), [b]);
+    assert.equal(queue.respond(a, { dismissed: true }), false);
+    assert.deepEqual(queue.all(AskSession), [b]);
     // the same call asking again replaces (withdraws) its open question
-    const b2 = book.open(parseAskUserParams({ ...planRaw, requestId: 'r-10' }), (r) => sent.push(r));
+    const b2 = new AskSession(parseAskUserParams({ ...planRaw, requestId: 'r-10' }), (r) => sent.push(r));
+    assert.equal(queue.add(b2), b);
     assert.equal(b.status, 'withdrawn');
-    assert.equal(book.withdraw(b), false, 'the old one is not the open one any more');
-    assert.deepEqual(book.all(), [b2]);
-    assert.deepEqual(book.withdrawAll(), [b2]);
+    assert.equal(queue.withdraw(b), false, 'the old one is not the open one any more');
+    assert.deepEqual(queue.all(AskSession), [b2]);
+    assert.deepEqual(queue.withdrawAll(), [b2]);
     assert.deepEqual(sent, []);
   });
 
@@ -189,7 +196,7 @@ describe('the open questions', () => {
 
 describe('the question form', () => {
   it('radios for a single-select question, checkboxes for multi-select, a text field for Other (or the answer), numbered options, the keys', () => {
-    const html = askFormHtml(new AskBook().open(params(), () => undefined));
+    const html = askFormHtml(new AskSession(params(), () => undefined));
     assert.match(html, /^<form class="ask" data-ask="call_ask" data-intent="question" tabindex="-1"/);
     assert.deepEqual(attrValues(html, 'data-qid'), ['db', 'langs', 'name']);
     assert.deepEqual(attrValues(html, 'data-multi'), ['false', 'true', 'false']);
@@ -210,7 +217,7 @@ describe('the question form', () => {
   it('escapes everything the agent wrote', () => {
     const evil = '"><img src=x onerror=alert(1)>';
     const html = askFormHtml(
-      new AskBook().open(
+      new AskSession(
         parseAskUserParams({
           ...raw,
           callId: `c${evil}`,
@@ -228,7 +235,7 @@ describe('the question form', () => {
   });
 
   it('a plan review: the plan as markdown (escaped), a feedback field, Approve / Keep planning / Dismiss', () => {
-    const html = askFormHtml(new AskBook().open(parseAskUserParams({ ...planRaw, plan: '# Move <b>\n\n- **one**\n<script>x</script>' }), () => undefined));
+    const html = askFormHtml(new AskSession(parseAskUserParams({ ...planRaw, plan: '# Move <b>\n\n- **one**\n<script>x</script>' }), () => undefined));
     assert.match(html, /data-intent="plan-review"/);
     assert.match(html, /<div class="plan-body markdown"><h1>Move &lt;b&gt;<\/h1><ul class="md-list"><li><strong>one<\/strong><\/li><\/ul><p>&lt;script&gt;x&lt;\/script&gt;<\/p><\/div>/);
     assert.doesNotMatch(html, /<script/);
@@ -248,7 +255,7 @@ describe('the question form', () => {
       questions: [{ id: 'permission', question: 'Allow the agent to run Run: make?', header: 'Permission', options: [{ label: 'Allow', description: 'run this call' }, { label: 'Deny' }] }],
     });
     assert.equal(permission.intent, 'permission');
-    const html = askFormHtml(new AskBook().open(permission, () => undefined));
+    const html = askFormHtml(new AskSession(permission, () => undefined));
     assert.match(html, /^<form class="ask" data-ask="call_bash" data-intent="permission" tabindex="-1" aria-label="permission: Run: make">/);
     assert.match(html, /<span class="ask-badge">permission<\/span>/);
     assert.deepEqual(attrValues(html, 'value'), ['Allow', 'Deny']);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { cardActions, cardView, escapeHtml, makeNonce, renderCard, renderPage, replayBanner } from '../src/cardHtml';
-import type { Card } from '../src/protocol';
-import { asCard, titleLine } from '../src/protocol';
+import type { Card } from '../src/cards';
+import { asCard, titleLine } from '../src/cards';
 import {
   customKindCard,
   editCard,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CardStore, type StoreEvent } from '../src/cardStore';
-import type { Card } from '../src/protocol';
+import type { Card } from '../src/cards';
 import { editCard, grepCard, pendingWriteCard } from './fixtures';
 
 describe('card store', () => {

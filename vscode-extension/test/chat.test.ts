@@ -20,7 +20,14 @@ import {
   stopText,
   type ChatExchange,
 } from '../src/chat';
-import { asAgentPromptResult, asAgentTokens, asAgentUpdate, asAgentUpdateParams, type AgentPromptResult, type AgentUpdate } from '../src/protocol';
+import {
+  asAgentPromptResult,
+  asAgentTokens,
+  asAgentUpdate,
+  asAgentUpdateParams,
+  type AgentPromptResult,
+  type AgentUpdate,
+} from '../src/agentProtocol';
 import { attrValues, textOf } from './helpers';
 
 const CHAT = 'chat_0123456789ab';

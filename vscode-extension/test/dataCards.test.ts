@@ -5,9 +5,19 @@ import { describe, it } from 'node:test';
 import { cardView, renderCard } from '../src/cardHtml';
 import { pinnedTodosHtml, todoCounts, todosOf } from '../src/dataCards';
 import { inlineHtml, markdownHtml } from '../src/markdown';
-import type { Card } from '../src/protocol';
-import { asCard } from '../src/protocol';
-import { editCard, failedQuestionCard, laterTodoCard, pendingQuestionCard, planCard, questionCard, refusedPlanCard, structuredCard, todoCard } from './fixtures';
+import type { Card } from '../src/cards';
+import { asCard } from '../src/cards';
+import {
+  editCard,
+  failedQuestionCard,
+  laterTodoCard,
+  pendingQuestionCard,
+  planCard,
+  questionCard,
+  refusedPlanCard,
+  structuredCard,
+  todoCard,
+} from './fixtures';
 import { attrValues, textOf } from './helpers';
 
 /** No markup of the agent's own: every `<` it wrote arrives as text. */

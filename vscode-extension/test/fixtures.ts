@@ -1,6 +1,6 @@
 // Cards as the server sends them (shapes from docs/protocol.md and card.rs's tests).
 
-import type { Card } from '../src/protocol';
+import type { Card } from '../src/cards';
 
 export const editCard: Card = {
   callId: 'call_11d418f8bd96',

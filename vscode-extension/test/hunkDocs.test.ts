@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gapMarker, PREVIEW_MARKER, reconstruct, reconstructFile } from '../src/hunkDocs';
-import type { Hunk, HunkLine } from '../src/protocol';
-import { hunkHeader } from '../src/protocol';
+import type { Hunk, HunkLine } from '../src/cards';
+import { hunkHeader } from '../src/cards';
 import { editCard, newFileWriteCard, pendingEditCard, pendingWriteCard } from './fixtures';
 import { expandSide } from './sides';
 

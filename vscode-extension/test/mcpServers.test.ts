@@ -3,7 +3,16 @@
 // list current (answers, changed notifications replacing the list, stale answers, resets).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { changeLines, McpServersModel, McpServersSync, serverDescription, serverTooltip, stateIcon, unavailableLabel, type SyncHost } from '../src/mcpServers';
+import {
+  changeLines,
+  McpServersModel,
+  McpServersSync,
+  serverDescription,
+  serverTooltip,
+  stateIcon,
+  unavailableLabel,
+  type SyncHost,
+} from '../src/mcpServers';
 import { asMcpServerStatus, asMcpServersResult, MCP_SERVER_STATES, methods, type McpServerStatus } from '../src/protocol';
 
 const echo: McpServerStatus = {

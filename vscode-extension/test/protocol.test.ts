@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { asCard, hunkHeader } from '../src/cards';
 import {
-  annotationsLabel,
-  asCard,
-  DEFAULT_TOOL_ANNOTATIONS,
-  hunkHeader,
   isEmptyAnswer,
   isLoadingAnswer,
   languageHasExtension,
@@ -13,8 +10,8 @@ import {
   normalizeLocations,
   parseLspQueryParams,
   queryCommand,
-  toolAnnotations,
-} from '../src/protocol';
+} from '../src/lspQuery';
+import { annotationsLabel, DEFAULT_TOOL_ANNOTATIONS, toolAnnotations } from '../src/protocol';
 import { customKindCard, editCard, pendingEditCard, terminalCard } from './fixtures';
 
 /** Stand-ins for vscode.Uri / Range / Location / LocationLink / Hover / MarkdownString. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { cardActions, renderCard } from '../src/cardHtml';
-import type { Card } from '../src/protocol';
+import type { Card } from '../src/cards';
 import {
   callIdArgument,
   isRevertible,

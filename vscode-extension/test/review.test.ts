@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Hunk, HunkLine } from '../src/protocol';
-import { hunkHeader } from '../src/protocol';
+import type { Hunk, HunkLine } from '../src/cards';
+import { hunkHeader } from '../src/cards';
 import {
   asReviewSettings,
   hunkAt,
@@ -11,7 +11,7 @@ import {
   lineCount,
   ownLines,
   parseReviewParams,
-  ReviewBook,
+  ReviewSession,
   reviewSummaryHtml,
   reviewTitle,
   stepHunk,
@@ -19,6 +19,7 @@ import {
   type ReviewParams,
   type ReviewResult,
 } from '../src/review';
+import { PendingQueue } from '../src/pending';
 import { attrValues, textOf } from './helpers';
 
 const ctx = (text: string): HunkLine => ({ op: ' ', text });
@@ -189,9 +190,10 @@ describe('the hunk at the cursor, and navigation', () => {
 describe('decision bookkeeping', () => {
   function open(p = params()) {
     const answers: ReviewResult[] = [];
-    const book = new ReviewBook();
-    const session = book.open(p, (r) => answers.push(r));
-    return { book, session, answers };
+    const queue = new PendingQueue();
+    const session = new ReviewSession(p, (r) => answers.push(r));
+    queue.add(session);
+    return { queue, session, answers };
   }
 
   it('starts undecided; decide, change a decision, counts', () => {
@@ -236,18 +238,20 @@ describe('decision bookkeeping', () => {
     assert.deepEqual(session.result(), { accepted: [] });
   });
 
-  it('submit answers once and forgets the review; later decisions change nothing', () => {
-    const { book, session, answers } = open();
+  it('submit answers once and the queue forgets the review; later decisions change nothing', () => {
+    const { queue, session, answers } = open();
     session.decide(0, 'accepted');
     session.decide(1, 'rejected');
     let changes = 0;
-    book.onChange(() => changes++);
-    assert.deepEqual(book.submit('7', 'line 15 stays'), { accepted: [0], comment: 'line 15 stays' });
+    queue.onChange(() => changes++);
+    assert.deepEqual(session.submit('line 15 stays'), { accepted: [0], comment: 'line 15 stays' });
+    queue.settled(session);
     assert.deepEqual(answers, [{ accepted: [0], comment: 'line 15 stays' }]);
-    assert.equal(session.status, 'submitted');
-    assert.equal(book.size, 0);
+    assert.equal(session.status, 'answered');
+    assert.equal(queue.size, 0);
     assert.equal(changes, 1);
-    assert.equal(book.submit('7'), undefined);
+    queue.settled(session);
+    assert.equal(changes, 1, 'settled once');
     assert.equal(session.submit(), undefined);
     assert.equal(session.decide(1, 'accepted'), false);
     assert.equal(answers.length, 1);
@@ -257,44 +261,49 @@ describe('decision bookkeeping', () => {
 describe('withdrawal ($/cancelRequest)', () => {
   it('closes the review without answering; a submit afterwards sends nothing', () => {
     const answers: ReviewResult[] = [];
-    const book = new ReviewBook();
-    const session = book.open(params(), (r) => answers.push(r));
+    const queue = new PendingQueue();
+    const session = new ReviewSession(params(), (r) => answers.push(r));
+    queue.add(session);
     session.decide(0, 'accepted');
-    assert.equal(book.withdraw('7'), session);
+    assert.equal(queue.withdrawRequest(7), session);
     assert.equal(session.status, 'withdrawn');
-    assert.equal(book.get('7'), undefined);
-    assert.equal(book.submit('7'), undefined);
+    assert.equal(queue.get(ReviewSession, '7'), undefined);
     assert.equal(session.submit('late'), undefined);
     assert.equal(session.decide(1, 'rejected'), false);
     assert.deepEqual(answers, []);
-    assert.equal(book.withdraw('7'), undefined, 'only once');
+    assert.equal(queue.withdrawRequest(7), undefined, 'only once');
   });
 
   it('several reviews at once, keyed by request id: withdrawing one leaves the others', () => {
     const answers: [string, ReviewResult][] = [];
-    const book = new ReviewBook();
-    book.open(params({ requestId: 7 }), (r) => answers.push(['7', r]));
-    book.open(params({ requestId: 8, callId: 'call_2' }), (r) => answers.push(['8', r]));
-    book.open(params({ requestId: 'x9', callId: 'call_3' }), (r) => answers.push(['x9', r]));
-    book.withdraw('8');
-    assert.deepEqual(book.all().map((s) => s.key), ['7', 'x9']);
-    book.get('x9')?.decideAll('accepted');
-    book.submit('x9');
+    const queue = new PendingQueue();
+    queue.add(new ReviewSession(params({ requestId: 7 }), (r) => answers.push(['7', r])));
+    queue.add(new ReviewSession(params({ requestId: 8, callId: 'call_2' }), (r) => answers.push(['8', r])));
+    queue.add(new ReviewSession(params({ requestId: 'x9', callId: 'call_3' }), (r) => answers.push(['x9', r])));
+    queue.withdrawRequest('8');
+    assert.deepEqual(queue.all(ReviewSession).map((s) => s.key), ['7', 'x9']);
+    const x9 = queue.get(ReviewSession, 'x9');
+    assert.ok(x9);
+    x9.decideAll('accepted');
+    x9.submit();
+    queue.settled(x9);
     assert.deepEqual(answers, [['x9', { accepted: [0, 1] }]]);
-    assert.deepEqual(book.withdrawAll().map((s) => s.status), ['withdrawn']);
-    assert.equal(book.size, 0);
+    assert.deepEqual(queue.withdrawAll().map((s) => s.status), ['withdrawn']);
+    assert.equal(queue.size, 0);
     assert.equal(answers.length, 1);
   });
 
   it('a new question under the id of an open one (a restarted server) withdraws the old one', () => {
     const answers: string[] = [];
-    const book = new ReviewBook();
-    const old = book.open(params(), () => answers.push('old'));
-    const fresh = book.open(params({ callId: 'call_new' }), () => answers.push('new'));
+    const queue = new PendingQueue();
+    const old = new ReviewSession(params(), () => answers.push('old'));
+    const fresh = new ReviewSession(params({ callId: 'call_new' }), () => answers.push('new'));
+    queue.add(old);
+    assert.equal(queue.add(fresh), old);
     assert.equal(old.status, 'withdrawn');
-    assert.equal(book.get('7'), fresh);
-    book.get('7')?.decideAll('rejected');
-    book.submit('7');
+    assert.equal(queue.get(ReviewSession, '7'), fresh);
+    fresh.decideAll('rejected');
+    fresh.submit();
     assert.deepEqual(answers, ['new']);
   });
 });
@@ -306,8 +315,7 @@ describe('review texts and the panel summary', () => {
   });
 
   it('CodeLens titles follow the decision', () => {
-    const book = new ReviewBook();
-    const s = book.open(params(), () => undefined);
+    const s = new ReviewSession(params(), () => undefined);
     assert.deepEqual(lensTitles(s, 0), { state: 'hunk 1/2: undecided', accept: 'Accept (Alt+A)', reject: 'Reject (Alt+R)' });
     s.decide(0, 'accepted');
     s.decide(1, 'rejected');
@@ -315,18 +323,17 @@ describe('review texts and the panel summary', () => {
     assert.deepEqual(lensTitles(s, 1), { state: '$(close) hunk 2/2: rejected', accept: 'Accept (Alt+A)', reject: 'Reject ✓' });
     assert.match(submitPrompt(s), /^1 accepted, 1 rejected \(hunk 2\)\. Optional comment/);
     s.decide(1, 'accepted');
-    const t = book.open(params({ requestId: 9 }), () => undefined);
+    const t = new ReviewSession(params({ requestId: 9 }), () => undefined);
     t.decide(0, 'rejected');
     assert.match(submitPrompt(t), /^0 accepted, 1 rejected \(hunk 1\), 1 undecided \(sent as rejected\)\./);
   });
 
   it('summary: one article per open review with each hunk\'s state and the buttons; escaped; empty when none', () => {
     assert.equal(reviewSummaryHtml([]), '');
-    const book = new ReviewBook();
-    const s = book.open(params({ title: 'Edit <f>.txt', caller: 'agent&co' }), () => undefined);
+    const s = new ReviewSession(params({ title: 'Edit <f>.txt', caller: 'agent&co' }), () => undefined);
     s.decide(0, 'accepted');
     s.decide(1, 'rejected');
-    const html = reviewSummaryHtml(book.all(), { mode: 'ask', timeoutMs: 120_000, fallback: 'deny' });
+    const html = reviewSummaryHtml([s], { mode: 'ask', timeoutMs: 120_000, fallback: 'deny' });
     assert.ok(!html.includes('<f>') && html.includes('Edit &lt;f&gt;.txt') && html.includes('agent&amp;co'));
     assert.deepEqual(attrValues(html, 'data-op'), ['open', 'acceptAll', 'rejectAll', 'submit']);
     assert.ok(attrValues(html, 'data-review').every((k) => k === '7'));

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { cardActions, cardView, renderCard } from '../src/cardHtml';
-import type { Card } from '../src/protocol';
-import { asCard } from '../src/protocol';
+import type { Card } from '../src/cards';
+import { asCard } from '../src/cards';
 import { openableUrl, webCardUrls, webDataOf, webUrl } from '../src/webCard';
 import { attrValues, textOf } from './helpers';
 

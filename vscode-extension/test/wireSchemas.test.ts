@@ -9,10 +9,13 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv';
-import { asCallOutput, asCard, asMcpServersResult, asNotice, DEFAULT_TOOL_ANNOTATIONS, isObject, KNOWN_CARD_KINDS } from '../src/protocol';
-import { askFormHtml, AskBook, parseAskUserParams, resultOf } from '../src/ask';
-import { AGENT_MODES, AGENT_STOPS, asAgentPromptResult, asAgentUpdateParams, asPlanModeState, methods, type AgentPromptParams } from '../src/protocol';
-import { asReviewSettings, parseReviewParams, ReviewBook } from '../src/review';
+import { asCard, KNOWN_CARD_KINDS } from '../src/cards';
+import { isObject } from '../src/guards';
+import { asCallOutput, asMcpServersResult, asNotice, DEFAULT_TOOL_ANNOTATIONS } from '../src/protocol';
+import { askFormHtml, AskSession, parseAskUserParams, resultOf } from '../src/ask';
+import { AGENT_MODES, AGENT_STOPS, asAgentPromptResult, asAgentUpdateParams, type AgentPromptParams } from '../src/agentProtocol';
+import { asPlanModeState, methods } from '../src/protocol';
+import { asReviewSettings, parseReviewParams, ReviewSession } from '../src/review';
 import * as fixtures from './fixtures';
 
 /** docs/schemas of the repository (the tests run from vscode-extension/out/test). */
@@ -147,9 +150,8 @@ describe('wire types against docs/schemas', () => {
     const parsed = parseReviewParams(raw);
     assertValid(validator('ReviewParams'), parsed, 'parsed params');
     // every answer the UI can send is a ReviewResult
-    const book = new ReviewBook();
     const validate = validator('ReviewResult');
-    const session = book.open(parsed, () => undefined);
+    const session = new ReviewSession(parsed, () => undefined);
     assertValid(validate, session.result(), 'undecided');
     session.decideAll('accepted');
     assertValid(validate, session.result('with a comment'), 'accepted, with a comment');
@@ -212,13 +214,13 @@ describe('wire types against docs/schemas', () => {
       assertValid(validateParams, raw, `the wire params of ${raw.tool} (requestId besides)`);
       const parsed = parseAskUserParams(raw);
       assertValid(validateParams, parsed, `parsed ${raw.tool} params`);
-      assert.ok(askFormHtml(new AskBook().open(parsed, () => undefined)).length > 0);
+      assert.ok(askFormHtml(new AskSession(parsed, () => undefined)).length > 0);
     }
     const q = parseAskUserParams(question);
     const p = parseAskUserParams(plan);
     const allow = parseAskUserParams(permission);
     assert.equal(allow.intent, 'permission');
-    assert.match(askFormHtml(new AskBook().open(allow, () => undefined)), /data-intent="permission"/);
+    assert.match(askFormHtml(new AskSession(allow, () => undefined)), /data-intent="permission"/);
     const sent = [
       resultOf(allow, { op: 'submit', state: { permission: { selected: ['Allow'] } } }),
       resultOf(allow, { op: 'submit', state: { permission: { selected: ['Deny'] } } }),

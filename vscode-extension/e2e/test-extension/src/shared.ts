@@ -6,10 +6,14 @@ import type { AskUserResult } from '../../../src/ask';
 import type { AskResponder, AskSnapshot } from '../../../src/askView';
 import type { McpDefinitionResult } from '../../../src/mcpDefinition';
 import type { McpServersSnapshot } from '../../../src/mcpServersView';
-import type { CallToolResult, Card, LspQueryResult } from '../../../src/protocol';
+import type { Card } from '../../../src/cards';
+import type { LspQueryResult } from '../../../src/lspQuery';
+import type { CallToolResult } from '../../../src/protocol';
 import type { ReviewResult, ReviewSettings, SetReviewParams } from '../../../src/review';
 import type { ReviewResponder, ReviewSnapshot } from '../../../src/reviewView';
-export type { CallToolResult, Card, Hunk, LspQueryResult } from '../../../src/protocol';
+export type { Card, Hunk } from '../../../src/cards';
+export type { LspQueryResult } from '../../../src/lspQuery';
+export type { CallToolResult } from '../../../src/protocol';
 
 export interface ToolhostApiLike {
   store: {
@@ -56,6 +60,7 @@ export interface ToolhostApiLike {
     ask(params: unknown, token?: vscode.CancellationToken): Promise<AskUserResult>;
     focus(key?: string): Promise<void>;
   };
+  pending(): { kind: string; key: string; requestId: number | string }[];
   mcpServers: {
     snapshot(): McpServersSnapshot;
     refresh(): Promise<McpServersSnapshot>;

@@ -251,6 +251,29 @@ describe('toolhost extension in VS Code', function () {
       assert.equal(settled, false, 'no answer for a withdrawn review');
     });
 
+    it('a question and a review wait in one queue, oldest first; "Show What Waits for You" leads to the oldest, then to the next once that one is withdrawn', async () => {
+      const question = new vscode.CancellationTokenSource();
+      const review = new vscode.CancellationTokenSource();
+      const answered: string[] = [];
+      void api.questions
+        .ask({ requestId: 951, callId: 'call_pending_q', tool: 'ask_user_question', title: 'Ask: first', questions: [{ id: 'x', question: 'First?' }] }, question.token)
+        .then(() => answered.push('question'), () => answered.push('question'));
+      await waitFor('the question', () => api.pending().length === 1 || undefined, 5000);
+      void api.reviews.ask(params(952), review.token).then(() => answered.push('review'), () => answered.push('review'));
+      await waitFor('the review diff tab', () => reviewTab('952'));
+      assert.deepEqual(api.pending().map((p) => `${p.kind}:${p.key}:${p.requestId}`), ['question:call_pending_q:951', 'review:952:952']);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await waitFor('the review tab to close', () => reviewTab('952') === undefined || undefined, 10_000);
+      // the question is withdrawn: the review is next, and the command opens its diff again
+      question.cancel();
+      await waitFor('the question to go', () => (api.questions.open().length === 0 && api.pending().length === 1) || undefined, 5000);
+      await vscode.commands.executeCommand('toolhost.pending.next');
+      await waitFor('the review diff again', () => reviewTab('952'), 10_000);
+      review.cancel();
+      await waitFor('the queue to empty', () => (api.pending().length === 0 && reviewTab('952') === undefined) || undefined, 10_000);
+      assert.deepEqual(answered, [], 'withdrawn requests get no answer');
+    });
+
     it('Accept all, then the comment box: the answer is {accepted: [0, 1], comment}', async () => {
       const answer = api.reviews.ask(params(902));
       await waitFor('the review diff tab', () => reviewTab('902'));
