@@ -115,6 +115,8 @@ test('plugin loads lazily and works without setup()', function()
     'toolhost-review-open',
     ':Toolhost-review',
     ':Toolhost-review-mode',
+    ':Toolhost-help',
+    'toolhost-pending',
     'hl-ToolhostReviewAccepted',
     'hl-ToolhostReviewRejected',
     'hl-ToolhostReviewUndecided',
