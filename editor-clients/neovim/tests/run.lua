@@ -3511,7 +3511,7 @@ test('pending: a review and a question at once are shown in arrival order, with 
     )
     H.eq(#picks.calls, 0, 'the question waits while the review is on screen')
     H.check(
-      said(msgs, 'question waiting: ask_user_question Ask: DB, 1 more pending — asked once the review on screen'),
+      said(msgs, 'question waiting: ask_user_question Ask: DB, 1 more pending — asked once the review before it'),
       'the waiting question is announced with the count: ' .. vim.inspect(msgs)
     )
     -- The review answered: its window closes and the question is asked.
@@ -3566,6 +3566,17 @@ test('pending: a review and a question at once are shown in arrival order, with 
     H.check(not review_shown(review2), 'its window closed')
     H.eq(q3.done, nil, 'the withdrawn question never answers')
     H.eq(P.count(), 0, 'nothing pending')
+
+    -- Two arriving in the same tick: the second knows the first goes before it.
+    run_handler(R.handle, review_params(506), 88)
+    run_handler(A.handle, question_params(507), 88)
+    H.check(
+      said(msgs, 'question waiting: ask_user_question Ask: DB, 1 more pending — asked once the review before it'),
+      'announced behind the review that came first: ' .. vim.inspect(msgs)
+    )
+    P.on_cancel(88, { id = 507 })
+    P.on_cancel(88, { id = 506 })
+    H.eq(P.count(), 0, 'both withdrawn')
   end)
   restore()
   require('toolhost.pending').forget(88)

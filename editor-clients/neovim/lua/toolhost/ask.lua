@@ -441,13 +441,13 @@ end
 --- there (and how many are pending).
 ---@param ask toolhost.Ask
 local function arrived(ask)
-  local shown = pending.front()
-  if shown then
+  local before = pending.ahead(ask)
+  if before then
     notify(
-      ('question waiting: %s%s — asked once the %s on screen is answered'):format(
+      ('question waiting: %s%s — asked once the %s before it is answered'):format(
         M.label(ask),
         pending.more(ask),
-        shown.kind.name
+        before.kind.name
       )
     )
   end

@@ -138,6 +138,15 @@ local function next_up()
   return nil
 end
 
+--- The request that goes before `entry`: the one on screen, else the oldest waiting one when
+--- that is not `entry`; nil when `entry` is shown next.
+---@param entry toolhost.Pending
+---@return toolhost.Pending?
+function M.ahead(entry)
+  local first = M.front() or next_up()
+  return first ~= entry and first or nil
+end
+
 local advance
 
 --- Shows the oldest waiting request when none is on screen (on a later tick: a request handler

@@ -353,7 +353,7 @@ end
 --- 'notify'`, a command line is being typed) is announced on arrival.
 ---@param review toolhost.Review
 local function arrived(review)
-  if pending.front() or pending.busy() or require('toolhost.config').get().review_open == 'notify' then
+  if pending.ahead(review) or pending.busy() or require('toolhost.config').get().review_open == 'notify' then
     notify(requested(review) .. ' — :Toolhost review')
     review.told = true
   end
