@@ -23,7 +23,9 @@
 // mode picked, Shift+Enter for a new line) is sent with Enter; the reasoning folded, the tool line
 // leading to the read card (caller "toolhost agent"), the streamed answer, and the footer with the
 // tokens and the cost; a second prompt continues the chat; Stop (Esc) ends a slow answer; New chat
-// clears the transcript.
+// clears the transcript. The very last check restarts the server from the palette: it must stop
+// cleanly (`[toolhost] server stopped (exit code 0)` in the output channel), and no restart of the
+// run may have logged `[Error - …] Server process exited with code 0.`.
 //
 //   node e2e/driver.mjs <workbench url>
 // env: PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (executable),

@@ -19,7 +19,8 @@
 #      view, and its tools' calls as MCP cards, and last the chat with toolhost's own agent
 #      against a scripted model server (e2e/modelServer.mjs, configured in the user config): a
 #      prompt typed into the panel's chat box, the streamed answer, the read card, the tokens and
-#      cost, a continued chat, Stop and New chat
+#      cost, a continued chat, Stop and New chat, and last Restart Server, which must stop the
+#      server cleanly (no `[Error …] Server process exited with code 0.` in the output channel)
 #      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
 #
@@ -153,7 +154,8 @@ VSIX_VERSION="$(unzip -p "$VSIX" extension/package.json 2>/dev/null | node -e 'l
 no_dev_files() { ! grep -Eq '^extension/(src|test|e2e|scripts|out|node_modules)/|\.ts$|\.map$|\.vsix$' "$OUT/vsix-files.txt"; }
 pkg_check "holds the bundle, the panel's media, package.json, README and LICENSE" \
   bash -c 'for f in "$@"; do grep -qx "$f" "$0" || { echo "    missing $f" >&2; exit 1; }; done' "$OUT/vsix-files.txt" \
-  extension/package.json extension/dist/extension.js extension/media/panel.js extension/media/panel.css extension/readme.md extension/LICENSE.txt
+  extension/package.json extension/dist/extension.js extension/media/panel.js \
+  $(cd "$EXT_DIR" && printf 'extension/%s\n' media/styles/*.css) extension/readme.md extension/LICENSE.txt
 pkg_check "holds no sources, tests, scripts or node_modules" no_dev_files
 pkg_check "is version $VERSION (package.json of this checkout; the .vsix says ${VSIX_VERSION:-nothing})" test "$VSIX_VERSION" = "$VERSION"
 if [ "${VSCODE_E2E:-1}" = 0 ]; then

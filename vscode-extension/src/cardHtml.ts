@@ -371,13 +371,18 @@ export function renderCard(card: Card): string {
   );
 }
 
+/** The panel's stylesheets (media/styles/<name>.css), one per area, in the order the page loads
+ * them: later ones build on the theme colours of `base` and may refine the cards' look. */
+export const PANEL_STYLESHEETS = ['base', 'cards', 'terminal', 'reviews', 'questions', 'markdown', 'dataCards', 'mcp', 'web', 'chat'] as const;
+
 export interface PageOptions {
   /** The webview's `cspSource`. */
   cspSource: string;
   /** A fresh random nonce for the script and style tags. */
   nonce: string;
   scriptUri: string;
-  styleUri: string;
+  /** The webview URIs of {@link PANEL_STYLESHEETS}, in that order. */
+  styleUris: readonly string[];
   /** The feed's initial content (rendered cards, newest first). */
   cardsHtml: string;
   /** Initial banner HTML (replay notice), if any. */
@@ -407,7 +412,7 @@ export function renderPage(options: PageOptions): string {
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${escapeHtml(options.styleUri)}" nonce="${escapeHtml(options.nonce)}">
+${options.styleUris.map((uri) => `<link rel="stylesheet" href="${escapeHtml(uri)}" nonce="${escapeHtml(options.nonce)}">`).join('\n')}
 <title>toolhost</title>
 </head>
 <body>

@@ -9,7 +9,7 @@
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
-import { makeNonce, renderCard, renderPage, replayBanner } from './cardHtml';
+import { makeNonce, PANEL_STYLESHEETS, renderCard, renderPage, replayBanner } from './cardHtml';
 import type { CardStore } from './cardStore';
 import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
 import type { ChatController } from './chatView';
@@ -209,7 +209,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       cspSource: view.webview.cspSource,
       nonce: makeNonce((n) => crypto.randomBytes(n)),
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.js')).toString(),
-      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.css')).toString(),
+      styleUris: PANEL_STYLESHEETS.map((name) => view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'styles', `${name}.css`)).toString()),
       cardsHtml: this.cardsHtml(),
       bannerHtml: this.bannerHtml(),
       reviewsHtml: this.reviewsHtml,

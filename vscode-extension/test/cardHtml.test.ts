@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cardActions, cardView, escapeHtml, makeNonce, renderCard, renderPage, replayBanner } from '../src/cardHtml';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { cardActions, cardView, escapeHtml, makeNonce, PANEL_STYLESHEETS, renderCard, renderPage, replayBanner } from '../src/cardHtml';
 import type { Card } from '../src/cards';
 import { asCard, titleLine } from '../src/cards';
 import {
@@ -258,7 +260,7 @@ describe('card HTML', () => {
       cspSource: 'https://file+.vscode-resource.vscode-cdn.net',
       nonce,
       scriptUri: 'https://file+.vscode-resource.vscode-cdn.net/ext/media/panel.js',
-      styleUri: 'https://file+.vscode-resource.vscode-cdn.net/ext/media/panel.css',
+      styleUris: PANEL_STYLESHEETS.map((name) => `https://file+.vscode-resource.vscode-cdn.net/ext/media/styles/${name}.css`),
       cardsHtml: renderCard(editCard) + renderCard(hostileCard),
       bannerHtml: replayBanner('20261202-142345-ea67b6', 2),
     });
@@ -281,5 +283,21 @@ describe('card HTML', () => {
     assert.doesNotMatch(page, /style="/);
     assert.match(page, /role="feed"/);
     assert.match(page, /Replay of session <code>20261202-142345-ea67b6<\/code> · 2 cards/);
+    // every stylesheet, in order, each with the nonce
+    const sheets = [...page.matchAll(/<link rel="stylesheet" href="([^"]*)" nonce="([^"]*)">/g)];
+    assert.deepEqual(
+      sheets.map((m) => m[1]?.replace(/^.*\/media\//, '')),
+      PANEL_STYLESHEETS.map((name) => `styles/${name}.css`),
+    );
+    assert.ok(sheets.every((m) => m[2] === nonce));
+  });
+
+  it('the page loads every stylesheet of media/styles, and only those', () => {
+    const dir = path.join(__dirname, '..', '..', 'media', 'styles');
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.css'));
+    assert.deepEqual([...files].sort(), PANEL_STYLESHEETS.map((name) => `${name}.css`).sort());
+    for (const file of files) {
+      assert.ok(fs.readFileSync(path.join(dir, file), 'utf8').startsWith('/* '), `${file} starts with a comment saying what it styles`);
+    }
   });
 });

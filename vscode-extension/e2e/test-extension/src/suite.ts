@@ -44,6 +44,7 @@ describe('toolhost extension in VS Code', function () {
     assert.ok(ext.extensionPath.startsWith(env('TOOLHOST_TEST_EXT_DIR')), ext.extensionPath);
     assert.ok(fs.existsSync(path.join(ext.extensionPath, 'dist', 'extension.js')));
     assert.ok(fs.existsSync(path.join(ext.extensionPath, 'media', 'panel.js')));
+    assert.ok(fs.existsSync(path.join(ext.extensionPath, 'media', 'styles', 'base.css')), 'the panel\'s stylesheets');
     assert.ok(!fs.existsSync(path.join(ext.extensionPath, 'src')), 'sources are not packaged');
     assert.ok(!fs.existsSync(path.join(ext.extensionPath, 'node_modules')), 'dependencies are bundled');
     assert.equal((ext.packageJSON as { engines: { vscode: string } }).engines.vscode, '^1.100.0');
