@@ -30,8 +30,25 @@ pub struct Envelope {
     pub seq: u64,
     pub time: u64,
     pub data: Value,
+    /// Strings of `data` the writer kept in the session's blob store instead of inline (only on
+    /// `tool/call`, only strings over the session crate's threshold): each reads `""` in `data`
+    /// and is restored by readers. Absent on other lines and in older logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub externalized: Vec<ExternalizedString>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignorable: bool,
+}
+
+/// One string of an envelope's `data` kept as a blob. Listed beside `data` rather than marked
+/// inside it, so no argument a caller sends can be mistaken for a reference.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExternalizedString {
+    /// Where the string is in `data` (a JSON pointer, RFC 6901), e.g. `/arguments/content`.
+    pub pointer: String,
+    /// The blob (sha256 hex) holding the string's UTF-8 bytes.
+    pub blob: String,
+    /// The string's length in bytes.
+    pub bytes: u64,
 }
 
 /// `tool/call`: a call started.

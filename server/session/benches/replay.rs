@@ -88,6 +88,7 @@ fn write_log(path: &std::path::Path) -> u64 {
                 seq,
                 time: 1_760_000_000_000 + seq,
                 data,
+                externalized: Vec::new(),
                 ignorable: false,
             };
             serde_json::to_writer(&mut out, &env).unwrap();

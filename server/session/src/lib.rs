@@ -3,7 +3,7 @@
 //!
 //! Layout: `<sessions dir>/<workspace key>/<session id>/session.jsonl`, blobs in `blobs/` beside
 //! it; directories 0700, files 0600. The first line is a [`SessionHeader`], every other line an
-//! [`Envelope`] `{type, seq, time, data, ignorable?}` with `seq` contiguous from 0.
+//! [`Envelope`] `{type, seq, time, data, externalized?, ignorable?}` with `seq` contiguous from 0.
 //!
 //! - [`SessionLog::open`] takes the session's exclusive lock, repairs a crash (torn tail cut,
 //!   open calls closed with `TOOL_OUTCOME_UNKNOWN`) and starts the single writer; appends return
@@ -11,7 +11,8 @@
 //! - [`read_session`] and [`list_sessions`] are read-only and work on live sessions;
 //!   [`replay_cards`] rebuilds cards from a [`SessionView`] without touching the workspace.
 //! - [`BlobStore`] stores spill files (it is the server's `SpillStore`) and image bytes; image
-//!   blocks are logged as `blob:sha256:<hex>` references.
+//!   blocks are logged as `blob:sha256:<hex>` references, and a `tool/call`'s strings over
+//!   [`LARGE_STRING_BYTES`] are kept there too, listed in the envelope and restored on reading.
 //!
 //! [`SessionHeader`]: toolhost_protocol::session_log::SessionHeader
 //! [`Envelope`]: toolhost_protocol::session_log::Envelope
@@ -19,6 +20,7 @@
 mod base64;
 mod blob;
 mod error;
+mod large_strings;
 mod paths;
 mod replay;
 mod retention;
@@ -28,6 +30,7 @@ mod writer;
 
 pub use blob::{BLOB_REF_PREFIX, BlobStore, blob_hash, blob_reference, parse_blob_reference};
 pub use error::SessionError;
+pub use large_strings::LARGE_STRING_BYTES;
 pub use paths::{
     BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, new_session_id, session_dir, state_dir,
     validate_session_id, validate_workspace_key, workspace_key,

@@ -17,7 +17,8 @@ use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::error::Category;
 use toolhost_protocol::session_log::{
-    FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent, ToolResultEvent,
+    ExternalizedString, FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent,
+    ToolResultEvent,
 };
 
 /// Event type names.
@@ -32,6 +33,8 @@ pub(crate) struct Record {
     pub seq: u64,
     pub time: u64,
     pub event: Event,
+    /// Strings of a `tool/call`'s data kept as blobs (empty for every other line).
+    pub externalized: Vec<ExternalizedString>,
 }
 
 /// Whether events of `kind` hold session state a resumed session restores.
@@ -145,6 +148,7 @@ struct TypedEnvelope {
     seq: u64,
     time: u64,
     data: Data,
+    externalized: Vec<ExternalizedString>,
     ignorable: bool,
 }
 
@@ -155,6 +159,7 @@ enum Field {
     Seq,
     Time,
     Data,
+    Externalized,
     Ignorable,
     #[serde(other)]
     Other,
@@ -173,12 +178,14 @@ impl<'de> Deserialize<'de> for TypedEnvelope {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TypedEnvelope, A::Error> {
                 let (mut kind, mut seq, mut time, mut data) = (None::<String>, None, None, None);
                 let mut ignorable = false;
+                let mut externalized = Vec::new();
                 while let Some(field) = map.next_key::<Field>()? {
                     match field {
                         Field::Type => kind = Some(map.next_value()?),
                         Field::Seq => seq = Some(map.next_value()?),
                         Field::Time => time = Some(map.next_value()?),
                         Field::Ignorable => ignorable = map.next_value()?,
+                        Field::Externalized => externalized = map.next_value()?,
                         Field::Data => {
                             data = Some(match kind.as_deref() {
                                 Some(TOOL_CALL) => Data::Call(map.next_value()?),
@@ -198,6 +205,7 @@ impl<'de> Deserialize<'de> for TypedEnvelope {
                     seq: seq.ok_or_else(|| A::Error::missing_field("seq"))?,
                     time: time.ok_or_else(|| A::Error::missing_field("time"))?,
                     data: data.ok_or_else(|| A::Error::missing_field("data"))?,
+                    externalized,
                     ignorable,
                 })
             }
@@ -238,7 +246,7 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
         (Data::Raw(_), _) if env.ignorable => Event::Ignored,
         (Data::Raw(_), _) => return Err(LineError::Unknown(env.kind)),
     };
-    Ok(Record { seq: env.seq, time: env.time, event })
+    Ok(Record { seq: env.seq, time: env.time, event, externalized: env.externalized })
 }
 
 /// Index of the first `\n`: eight bytes at a time (a word has a newline iff its XOR with a

@@ -4,6 +4,7 @@
 use crate::base64;
 use crate::blob::{BlobStore, parse_blob_reference};
 use crate::error::SessionError;
+use crate::large_strings;
 use crate::paths::BLOB_DIR_NAME;
 use crate::scan::{Event, Scan, scan};
 use serde_json::Value;
@@ -25,6 +26,11 @@ pub struct CallRecord {
     pub presentation: CallPresentation,
     /// Who made the call, when it was another program (an MCP client).
     pub caller: Option<String>,
+    /// Large strings of the call (an argument, or the presentation's copy of one) that were kept
+    /// as blobs and could not be read back — the blob is gone or damaged — as JSON pointers into
+    /// the `tool/call` data (`/arguments/content`). They read as `""`; everything else of the
+    /// call is there.
+    pub strings_not_kept: Vec<String>,
     /// `None` while the call is open (pending, or interrupted before repair).
     pub result: Option<ToolResultEvent>,
 }
@@ -59,7 +65,8 @@ impl SessionView {
 }
 
 /// Reads the log at `path` without locking or writing anything. Image references are resolved
-/// from the `blobs/` folder beside the log when the blob exists (else the reference stays).
+/// from the `blobs/` folder beside the log when the blob exists (else the reference stays), and
+/// so are a call's large strings (else they are empty and named in `strings_not_kept`).
 pub fn read_session(path: &Path) -> Result<SessionView, SessionError> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SessionError::NotFound(path.to_owned()),
@@ -93,8 +100,13 @@ pub(crate) fn build_view(
     let mut conversation = Vec::new();
     for record in scan.records {
         match record.event {
-            Event::Call(call) => {
+            Event::Call(mut call) => {
                 open.insert(call.call_id.clone(), calls.len());
+                let strings_not_kept = if record.externalized.is_empty() {
+                    Vec::new()
+                } else {
+                    large_strings::restore(&mut call, &record.externalized, blobs)
+                };
                 let presentation = call.presentation();
                 calls.push(CallRecord {
                     seq: record.seq,
@@ -103,6 +115,7 @@ pub(crate) fn build_view(
                     arguments: call.arguments,
                     presentation,
                     caller: call.caller,
+                    strings_not_kept,
                     result: None,
                 });
             }
@@ -121,6 +134,7 @@ pub(crate) fn build_view(
                         arguments: Value::Null,
                         presentation: CallPresentation::generic(&result.name),
                         caller: None,
+                        strings_not_kept: Vec::new(),
                         result: Some(result),
                     }),
                 }

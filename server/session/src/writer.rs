@@ -17,6 +17,7 @@
 use crate::base64;
 use crate::blob::{BlobStore, blob_reference, parse_blob_reference};
 use crate::error::SessionError;
+use crate::large_strings::{self, LARGE_STRING_BYTES};
 use crate::paths::{
     BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, create_private_dir_all, now_ms,
     open_private_append, sync_dir, validate_session_id, workspace_key,
@@ -138,14 +139,15 @@ impl Writer {
                 outcomes.push(Err(e));
                 continue;
             }
-            let env = Envelope {
+            let mut env = Envelope {
                 kind: item.kind,
                 seq,
                 time: item.time.unwrap_or(now),
                 data: item.data,
+                externalized: Vec::new(),
                 ignorable: item.ignorable,
             };
-            match serde_json::to_vec(&env) {
+            match serde_json::to_vec(&env).map(|line| self.keep_large_strings(&mut env, line)) {
                 Ok(line) => {
                     buf.extend_from_slice(&line);
                     buf.push(b'\n');
@@ -169,6 +171,24 @@ impl Writer {
             self.next_seq = seq;
         }
         Ok(outcomes)
+    }
+
+    /// The line of a `tool/call` with its large strings in the blob store (see
+    /// `large_strings`), or `line` as it is. A line no longer than the threshold cannot hold a
+    /// string over it, so the common small call costs one comparison. The blobs are durable
+    /// before the line is even written. If they cannot be stored the record is kept whole:
+    /// a big line is better than a call missing from the log.
+    fn keep_large_strings(&self, env: &mut Envelope, line: Vec<u8>) -> Vec<u8> {
+        if env.kind != TOOL_CALL || line.len() <= LARGE_STRING_BYTES {
+            return line;
+        }
+        match large_strings::externalize(&mut env.data, &self.blobs) {
+            Ok(kept) if !kept.is_empty() => {
+                env.externalized = kept;
+                serde_json::to_vec(&*env).unwrap_or(line)
+            }
+            Ok(_) | Err(_) => line,
+        }
     }
 
     fn run(mut self, rx: mpsc::Receiver<Command>) {

@@ -129,6 +129,7 @@ fn round_trip_reopen_restores_events_and_ledger() {
             arguments: json!({}),
             presentation: toolhost_protocol::card::legacy::presentation("read", &json!({})),
             caller: None,
+            strings_not_kept: Vec::new(),
             result: None,
         });
         v.next_seq = 6;
