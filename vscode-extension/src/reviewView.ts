@@ -470,7 +470,7 @@ export class ReviewController implements vscode.Disposable {
     for (const review of [...this.reviews.values()]) {
       if (!review.session.isOpen) {
         if (review.session.status === 'withdrawn') {
-          this.output.appendLine(`[toolhost] review withdrawn by the server: ${review.session.params.title} (${review.session.params.callId})`);
+          this.output.appendLine(`[toolhost] review withdrawn (no answer sent): ${review.session.params.title} (${review.session.params.callId})`);
         }
         this.closeUi(review);
       }
