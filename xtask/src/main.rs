@@ -1,7 +1,7 @@
 //! Project tasks:
 //! - `cargo xtask test` installs what the suites need (idempotently) and runs every suite, quietly:
 //!   the servers' logs go to `test-output/server.log`, shown (tail) and kept only on failure
-//!   (`--verbose` shows everything as it happens);
+//!   (`--verbose` shows everything as it happens); it ends with the wall time of each stage;
 //! - `cargo xtask demo` runs the main job on the embedded sample workspace;
 //! - `cargo xtask dist` writes the release binary and the VS Code extension (`.vsix`, with that
 //!   binary inside) to `dist/`.
@@ -9,6 +9,7 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -282,23 +283,70 @@ fn server_log() -> PathBuf {
 /// Every suite: formatting, lints, the Rust tests (unit, integration, conformance in-process),
 /// the conformance scenarios over stdio, the Neovim suites, the install steps of the README
 /// (`cargo install`, `cargo xtask dist`) and the VS Code suites on the `.vsix` from `dist/`.
+/// Ends with the wall time of each stage that ran, also when one failed.
 fn test(args: &[String]) -> Result<()> {
     let verbose = args.iter().any(|a| a == "--verbose");
     let extra: Vec<&String> = args.iter().filter(|a| *a != "--verbose").collect();
-    install_deps()?;
-    let log = server_log();
-    if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let _ = std::fs::remove_file(&log);
-    let outcome = run_suites(&extra, verbose, &log);
-    match &outcome {
-        Ok(()) => {
-            let _ = std::fs::remove_file(&log);
+    let mut stages = Stages::default();
+    let outcome = stages.run("install", install_deps).and_then(|()| {
+        let log = server_log();
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        Err(_) => show_log_tail(&log),
-    }
+        let _ = std::fs::remove_file(&log);
+        let outcome = run_suites(&mut stages, &extra, verbose, &log);
+        match &outcome {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&log);
+            }
+            Err(_) => show_log_tail(&log),
+        }
+        outcome
+    });
+    stages.report();
     outcome
+}
+
+/// The wall time of each stage of `cargo xtask test`, in the order they ran.
+#[derive(Default)]
+struct Stages {
+    done: Vec<(&'static str, Duration, bool)>,
+}
+
+impl Stages {
+    /// Runs one stage and notes how long it took and whether it passed.
+    fn run<T>(&mut self, name: &'static str, stage: impl FnOnce() -> Result<T>) -> Result<T> {
+        let started = Instant::now();
+        let outcome = stage();
+        self.done.push((name, started.elapsed(), outcome.is_ok()));
+        outcome
+    }
+
+    /// Prints the table (stderr, like the rest of xtask's own output).
+    fn report(&self) {
+        if self.done.is_empty() {
+            return;
+        }
+        let mut total = Duration::ZERO;
+        eprintln!("xtask: stage times");
+        for (name, took, passed) in &self.done {
+            total += *took;
+            let note = if *passed { "" } else { "  (failed)" };
+            eprintln!("  {name:<24}{:>9}{note}", minutes(*took));
+        }
+        eprintln!("  {:<24}{:>9}", "total", minutes(total));
+    }
+}
+
+/// `m:ss` (or `s.s s` under a minute).
+fn minutes(took: Duration) -> String {
+    let secs = took.as_secs();
+    if secs < 60 {
+        format!("{:.1} s", took.as_secs_f64())
+    } else {
+        format!("{}:{:02}", secs / 60, secs % 60)
+    }
 }
 
 fn show_log_tail(log: &Path) {
@@ -315,7 +363,7 @@ fn show_log_tail(log: &Path) {
     }
 }
 
-fn run_suites(extra: &[&String], verbose: bool, log: &Path) -> Result<()> {
+fn run_suites(stages: &mut Stages, extra: &[&String], verbose: bool, log: &Path) -> Result<()> {
     let root = project_root();
     // Every server the suites start logs to the file instead of the test output.
     let quiet = |cmd: &mut Command| {
@@ -323,49 +371,58 @@ fn run_suites(extra: &[&String], verbose: bool, log: &Path) -> Result<()> {
             cmd.env("TOOLHOST_LOG_FILE", log);
         }
     };
-    run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    let mut tests = cargo();
-    tests.args(["test", "--workspace"]).args(extra).env("PATH", test_path());
-    if !verbose {
-        tests.arg("--quiet");
-    }
-    quiet(&mut tests);
-    run(&mut tests)?;
+    stages.run("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
+    stages.run("clippy", || {
+        run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
+    })?;
+    stages.run("cargo test", || {
+        let mut tests = cargo();
+        tests.args(["test", "--workspace"]).args(extra).env("PATH", test_path());
+        if !verbose {
+            tests.arg("--quiet");
+        }
+        quiet(&mut tests);
+        run(&mut tests)
+    })?;
     // The conformance scenarios again, over stdio against the real binary.
-    run(cargo().args(["build", "--quiet", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
-    let mut conformance = Command::new(root.join("target/debug/toolhost-harness"));
-    conformance
-        .current_dir(&root)
-        .args(["run", "editor-clients/conformance", "--bin"])
-        .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path());
-    quiet(&mut conformance);
-    run(&mut conformance)?;
+    stages.run("conformance over stdio", || {
+        run(cargo().args(["build", "--quiet", "-p", "toolhost-server", "-p", "toolhost-harness"]))?;
+        let mut conformance = Command::new(root.join("target/debug/toolhost-harness"));
+        conformance
+            .current_dir(&root)
+            .args(["run", "editor-clients/conformance", "--bin"])
+            .arg(root.join("target/debug/toolhost"))
+            .env("PATH", test_path());
+        quiet(&mut conformance);
+        run(&mut conformance)
+    })?;
     // The Neovim client: real headless Neovim 0.11 (installed by the script) and the real binary.
-    let mut neovim = Command::new("bash");
-    neovim
-        .current_dir(&root)
-        .arg("editor-clients/neovim/tests/run.sh")
-        .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path());
-    quiet(&mut neovim);
-    run(&mut neovim)?;
+    stages.run("Neovim", || {
+        let mut neovim = Command::new("bash");
+        neovim
+            .current_dir(&root)
+            .arg("editor-clients/neovim/tests/run.sh")
+            .arg(root.join("target/debug/toolhost"))
+            .env("PATH", test_path());
+        quiet(&mut neovim);
+        run(&mut neovim)
+    })?;
     // The README's install steps, as a user runs them.
-    let vsix = dist()?;
-    install_binary()?;
+    let vsix = stages.run("dist", dist)?;
+    stages.run("install check", install_binary)?;
     // The VS Code extension: unit tests, then real VS Code (code-server + headless Chromium)
     // with the `.vsix` from `dist/` installed.
-    let mut vscode = Command::new("bash");
-    vscode
-        .current_dir(&root)
-        .arg("vscode-extension/scripts/test.sh")
-        .arg(root.join("target/debug/toolhost"))
-        .env("PATH", test_path())
-        .env("TOOLHOST_VSIX", &vsix);
-    quiet(&mut vscode);
-    run(&mut vscode)?;
-    Ok(())
+    stages.run("VS Code", || {
+        let mut vscode = Command::new("bash");
+        vscode
+            .current_dir(&root)
+            .arg("vscode-extension/scripts/test.sh")
+            .arg(root.join("target/debug/toolhost"))
+            .env("PATH", test_path())
+            .env("TOOLHOST_VSIX", &vsix);
+        quiet(&mut vscode);
+        run(&mut vscode)
+    })
 }
 
 /// `cargo install --locked --path server/server` (into a scratch root, sharing this checkout's
@@ -444,4 +501,20 @@ fn demo() -> Result<()> {
     run(Command::new(root.join("target/debug/toolhost-harness"))
         .args(["demo", "--bin"])
         .arg(root.join("target/debug/toolhost")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_note_time_and_outcome_also_of_a_failed_one() {
+        let mut stages = Stages::default();
+        assert_eq!(stages.run("one", || Ok(1)).ok(), Some(1));
+        assert!(stages.run("two", || -> Result<()> { bail!("broken") }).is_err());
+        let seen: Vec<(&str, bool)> = stages.done.iter().map(|(n, _, ok)| (*n, *ok)).collect();
+        assert_eq!(seen, [("one", true), ("two", false)]);
+        assert_eq!(minutes(Duration::from_millis(2500)), "2.5 s");
+        assert_eq!(minutes(Duration::from_secs(754)), "12:34");
+    }
 }
