@@ -11,6 +11,8 @@
 use crate::error::LspHostError;
 use crate::process::ProcessGroup;
 use crate::watch::{FileChange, Watchers};
+use gen_lsp_types::{ConfigurationItem, LogMessageParams, WorkspaceFolder};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +37,8 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 #[derive(Clone, Debug)]
 pub struct ClientInfo {
     pub server_id: String,
-    pub root_uri: String,
+    /// The one workspace folder (`workspace/workspaceFolders`).
+    pub folder: WorkspaceFolder,
     pub settings: Value,
     /// A log message substring meaning "the workspace is loaded" (pyright: `source file`).
     pub ready_message: Option<String>,
@@ -185,7 +188,7 @@ impl Connection {
         self.shared.death.lock().ok().and_then(|d| d.clone())
     }
 
-    fn send(&self, message: &Value) -> Result<(), LspHostError> {
+    fn send<P: Serialize>(&self, message: &Outgoing<'_, P>) -> Result<(), LspHostError> {
         if let Some(death) = self.death() {
             return Err(death);
         }
@@ -200,23 +203,22 @@ impl Connection {
     }
 
     /// Sends a notification.
-    pub fn notify(&self, method: &str, params: Value) -> Result<(), LspHostError> {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    pub fn notify<P: Serialize>(&self, method: &str, params: &P) -> Result<(), LspHostError> {
+        self.send(&Outgoing { jsonrpc: "2.0", id: None, method, params })
     }
 
     /// Sends a request; the receiver yields its reply (or the connection's death).
-    pub fn request(
+    pub fn request<P: Serialize>(
         &self,
         method: &str,
-        params: Value,
+        params: &P,
     ) -> Result<(u64, oneshot::Receiver<Reply>), LspHostError> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut pending) = self.shared.pending.lock() {
             pending.insert(id, tx);
         }
-        let sent =
-            self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let sent = self.send(&Outgoing { jsonrpc: "2.0", id: Some(id), method, params });
         if let Err(err) = sent {
             if let Ok(mut pending) = self.shared.pending.lock() {
                 pending.remove(&id);
@@ -242,6 +244,16 @@ impl Connection {
     pub fn close(&self, err: LspHostError) {
         self.shared.die(err);
     }
+}
+
+/// A request or notification we send (the params are typed shapes or JSON).
+#[derive(Serialize)]
+struct Outgoing<'a, P> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    method: &'a str,
+    params: &'a P,
 }
 
 async fn write_loop(
@@ -330,13 +342,14 @@ async fn read_loop(
                 }
             }
             (Some(method), None) => {
-                // Notifications are ignored, except for noticing the readiness marker.
+                // Notifications are ignored, except for noticing the readiness marker
+                // (`showMessage` has the same params as `logMessage`).
                 if let Some(marker) = &info.ready_message
                     && matches!(method, "window/logMessage" | "window/showMessage")
                     && message
-                        .pointer("/params/message")
-                        .and_then(Value::as_str)
-                        .is_some_and(|text| text.contains(marker.as_str()))
+                        .get("params")
+                        .and_then(|p| LogMessageParams::deserialize(p).ok())
+                        .is_some_and(|log| log.message.contains(marker.as_str()))
                 {
                     shared.ready.cancel();
                 }
@@ -372,13 +385,14 @@ fn answer_server_request(
 ) -> Result<Value, (i64, String)> {
     match method {
         "workspace/configuration" => {
+            // One answer per item, in order: an item we cannot read gets `null` (nothing set).
             let items = params.and_then(|p| p.get("items")).and_then(Value::as_array);
             let answers = items.map_or_else(Vec::new, |items| {
                 items
                     .iter()
-                    .map(|item| {
-                        let section = item.get("section").and_then(Value::as_str);
-                        configuration_section(&info.settings, section)
+                    .map(|item| match ConfigurationItem::deserialize(item) {
+                        Ok(item) => configuration_section(&info.settings, item.section.as_deref()),
+                        Err(_) => Value::Null,
                     })
                     .collect()
             });
@@ -387,7 +401,8 @@ fn answer_server_request(
         "client/registerCapability"
         | "client/unregisterCapability"
         | "window/workDoneProgress/create" => Ok(Value::Null),
-        "workspace/workspaceFolders" => Ok(json!([{"uri": info.root_uri, "name": "workspace"}])),
+        "workspace/workspaceFolders" => serde_json::to_value([&info.folder])
+            .map_err(|e| (-32603, format!("cannot encode the workspace folders: {e}"))),
         other => Err((-32601, format!("method not found: {other}"))),
     }
 }
@@ -437,7 +452,9 @@ mod tests {
     fn server_requests_are_answered() {
         let info = ClientInfo {
             server_id: "s".into(),
-            root_uri: "file:///w".into(),
+            folder: crate::shapes::workspace_folder(
+                gen_lsp_types::Uri::parse("file:///w").unwrap(),
+            ),
             settings: json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1}),
             ready_message: None,
         };

@@ -9,8 +9,14 @@ use crate::error::LspHostError;
 use crate::normalize;
 use crate::process::ProcessGroup;
 use crate::servers::{ServerSpec, server_env};
+use crate::shapes::{self, ServerCapabilities};
 use crate::watch::FileChange;
-use serde_json::{Value, json};
+use gen_lsp_types::{
+    CancelParams, DidChangeConfigurationParams, DidChangeWatchedFilesParams,
+    DidCloseTextDocumentParams, DidOpenTextDocumentParams, Id, InitializedParams, LanguageKind,
+    TextDocumentIdentifier, TextDocumentItem, Uri,
+};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolhost_contract::lsp::{
-    LspAnswer, LspLocation, LspOperation, LspRange, LspRequest, file_uri, file_uri_path,
+    LspAnswer, LspLocation, LspOperation, LspRange, LspRequest, file_uri_path,
 };
 
 /// Files read to convert columns of other files' locations are capped at this size.
@@ -36,7 +42,7 @@ pub struct Instance {
     conn: Connection,
     process: Arc<Mutex<Option<ProcessGroup>>>,
     pid: Option<i32>,
-    capabilities: Value,
+    capabilities: ServerCapabilities,
     encoding: Encoding,
     exited: CancellationToken,
     /// Set when we stopped it (cancellation, shutdown): its death is not a crash.
@@ -48,51 +54,6 @@ pub struct StartOptions<'a> {
     pub program: &'a Path,
     pub root: &'a Path,
     pub max_message_bytes: usize,
-}
-
-fn client_capabilities() -> Value {
-    json!({
-        "general": {"positionEncodings": ["utf-16", "utf-8", "utf-32"]},
-        "workspace": {
-            "workspaceFolders": true,
-            "configuration": true,
-            "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": true}
-        },
-        "textDocument": {
-            "synchronization": {"dynamicRegistration": false},
-            "hover": {"contentFormat": ["markdown", "plaintext"]},
-            "definition": {"linkSupport": true},
-            "implementation": {"linkSupport": true},
-            "references": {}
-        }
-    })
-}
-
-/// Whether a server capability value means "supported" (`true` or an options object).
-fn supported(value: Option<&Value>) -> bool {
-    match value {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Object(_)) => true,
-        _ => false,
-    }
-}
-
-/// Transient opening needs full or incremental sync, or `openClose: true`.
-fn open_close_supported(value: Option<&Value>) -> bool {
-    match value {
-        Some(Value::Number(n)) => matches!(n.as_u64(), Some(1 | 2)),
-        Some(Value::Object(map)) => map.get("openClose").and_then(Value::as_bool) == Some(true),
-        _ => false,
-    }
-}
-
-fn capability_key(op: LspOperation) -> &'static str {
-    match op {
-        LspOperation::GoToDefinition => "definitionProvider",
-        LspOperation::FindReferences => "referencesProvider",
-        LspOperation::GoToImplementation => "implementationProvider",
-        LspOperation::Hover => "hoverProvider",
-    }
 }
 
 async fn await_reply(conn: &Connection, rx: oneshot::Receiver<Reply>) -> Reply {
@@ -109,6 +70,13 @@ impl Instance {
         options: StartOptions<'_>,
         cancel: &CancellationToken,
     ) -> Result<Arc<Instance>, LspHostError> {
+        // A canonical path always has a `file:` URI; checked before anything is started.
+        let Some(root_uri) = shapes::uri_of(options.root) else {
+            return Err(LspHostError::Initialize {
+                id: spec.id.clone(),
+                detail: format!("no URI names the folder {}", options.root.display()),
+            });
+        };
         let mut command = tokio::process::Command::new(options.program);
         command.args(&spec.args).env_clear().envs(server_env(&spec)).current_dir(options.root);
         let (group, pipes) = ProcessGroup::spawn(command).map_err(|e| LspHostError::Spawn {
@@ -119,10 +87,9 @@ impl Instance {
         let pid = group.pid();
         let exited = group.exited();
         let process = Arc::new(Mutex::new(Some(group)));
-        let root_uri = file_uri(options.root);
         let info = ClientInfo {
             server_id: spec.id.clone(),
-            root_uri: root_uri.clone(),
+            folder: shapes::workspace_folder(root_uri.clone()),
             settings: spec.settings.clone().unwrap_or(Value::Null),
             ready_message: spec.ready_message.clone(),
         };
@@ -142,16 +109,9 @@ impl Instance {
                 group.kill();
             }
         };
-        let params = json!({
-            "processId": null,
-            "clientInfo": {"name": "toolhost", "version": env!("CARGO_PKG_VERSION")},
-            "rootUri": root_uri,
-            "rootPath": options.root.display().to_string(),
-            "workspaceFolders": [{"uri": root_uri, "name": "workspace"}],
-            "capabilities": client_capabilities(),
-            "initializationOptions": spec.initialization_options.clone().unwrap_or(Value::Null),
-        });
-        let (_, rx) = conn.request("initialize", params)?;
+        let params =
+            shapes::initialize_params(options.root, &root_uri, spec.initialization_options.clone());
+        let (_, rx) = conn.request("initialize", &params)?;
         let reply = tokio::select! {
             reply = await_reply(&conn, rx) => reply,
             () = cancel.cancelled() => {
@@ -176,24 +136,25 @@ impl Instance {
                 return Err(err);
             }
         };
-        let capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
-        if !capabilities.is_object() {
+        let capabilities = result.get("capabilities").and_then(ServerCapabilities::read);
+        let Some(capabilities) = capabilities else {
             kill(&process);
             return Err(init_failed("the initialize result has no capabilities".to_owned()));
-        }
-        let announced = capabilities.get("positionEncoding").and_then(Value::as_str);
-        let Some(encoding) = Encoding::parse(announced) else {
+        };
+        let announced = capabilities.position_encoding.clone().map(String::from);
+        let Some(encoding) = Encoding::parse(announced.as_deref()) else {
             kill(&process);
             return Err(init_failed(format!(
                 "unsupported position encoding {:?}",
                 announced.unwrap_or_default()
             )));
         };
-        conn.notify("initialized", json!({}))?;
+        conn.notify("initialized", &InitializedParams {})?;
         // Servers that do not pull `workspace/configuration` read their settings from this push
         // (what VS Code and Neovim send after initialized when settings are configured).
         if let Some(settings) = spec.settings.as_ref().filter(|s| !s.is_null()) {
-            conn.notify("workspace/didChangeConfiguration", json!({"settings": settings}))?;
+            let params = DidChangeConfigurationParams { settings: settings.clone() };
+            conn.notify("workspace/didChangeConfiguration", &params)?;
         }
         // Some servers load the workspace only after `initialized` (pyright enumerates its
         // source files once it has its configuration); a first query sent before that sees a
@@ -238,13 +199,14 @@ impl Instance {
     /// Tells the server about changed files in its workspace that its registered watchers want
     /// (`workspace/didChangeWatchedFiles`). Queued in order before any later request.
     pub fn files_changed(&self, changes: &[FileChange]) {
-        let wanted: Vec<Value> = changes
+        let wanted: Vec<_> = changes
             .iter()
             .filter(|c| c.path.starts_with(&self.root) && self.conn.wants(c))
-            .map(|c| json!({"uri": file_uri(&c.path), "type": c.kind.wire()}))
+            .filter_map(shapes::file_event)
             .collect();
         if !wanted.is_empty() && self.is_alive() {
-            let _ = self.conn.notify("workspace/didChangeWatchedFiles", json!({"changes": wanted}));
+            let params = DidChangeWatchedFilesParams { changes: wanted };
+            let _ = self.conn.notify("workspace/didChangeWatchedFiles", &params);
         }
     }
 
@@ -264,10 +226,10 @@ impl Instance {
         self.stopped.store(true, Ordering::SeqCst);
         let started = Instant::now();
         if self.is_alive()
-            && let Ok((_, rx)) = self.conn.request("shutdown", Value::Null)
+            && let Ok((_, rx)) = self.conn.request("shutdown", &Value::Null)
         {
             let _ = tokio::time::timeout(budget / 2, rx).await;
-            let _ = self.conn.notify("exit", Value::Null);
+            let _ = self.conn.notify("exit", &Value::Null);
         }
         let group = self.process.lock().ok().and_then(|mut g| g.take());
         if let Some(mut group) = group {
@@ -283,7 +245,7 @@ impl Instance {
     async fn call(
         &self,
         method: &str,
-        params: Value,
+        params: &Value,
         cancel: &CancellationToken,
         grace: Duration,
     ) -> Reply {
@@ -294,7 +256,9 @@ impl Instance {
                 Err(_) => Err(self.conn.death().unwrap_or(LspHostError::Disposed)),
             },
             () = cancel.cancelled() => {
-                let _ = self.conn.notify("$/cancelRequest", json!({"id": id}));
+                // Our ids count up from 1: far below i32::MAX in any real session.
+                let id_param = i32::try_from(id).map_or_else(|_| Id::String(id.to_string()), Id::Int);
+                let _ = self.conn.notify("$/cancelRequest", &CancelParams { id: id_param });
                 if tokio::time::timeout(grace, &mut rx).await.is_err() {
                     self.conn.forget(id);
                     self.kill(LspHostError::Aborted);
@@ -313,10 +277,10 @@ impl Instance {
         grace: Duration,
     ) -> Result<LspAnswer, LspHostError> {
         let op = request.operation;
-        if !supported(self.capabilities.get(capability_key(op))) {
+        if !self.capabilities.supports(op) {
             return Err(LspHostError::Unsupported(op.as_str().to_owned()));
         }
-        if !open_close_supported(self.capabilities.get("textDocumentSync")) {
+        if !self.capabilities.opens_documents() {
             return Err(LspHostError::Unsupported(format!(
                 "{} (the server does not accept opened documents)",
                 op.as_str()
@@ -328,27 +292,24 @@ impl Instance {
             Encoding::Utf16,
             self.encoding,
         );
-        let doc = json!({"uri": request.uri});
-        self.conn.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {
-                "uri": request.uri,
-                "languageId": language_id,
-                "version": 1,
-                "text": &*request.text,
-            }}),
-        )?;
-        let mut params = json!({"textDocument": doc, "position": position});
-        if op == LspOperation::FindReferences {
-            params["context"] = json!({"includeDeclaration": true});
-        }
-        let reply = self.call(op.method(), params, cancel, grace).await;
-        if self.is_alive()
-            && self
-                .conn
-                .notify("textDocument/didClose", json!({"textDocument": {"uri": request.uri}}))
-                .is_err()
-        {
+        // The tool passes the `file:` URI of a canonical path, which always parses.
+        let uri: Uri = Uri::parse(&request.uri)
+            .map_err(|_| LspHostError::NoProvider(request.display.clone()))?;
+        let params = shapes::position_params(op, uri.clone(), position).map_err(|e| {
+            LspHostError::Protocol { id: self.spec.id.clone(), detail: e.to_string() }
+        })?;
+        let opened = DidOpenTextDocumentParams {
+            text_document: TextDocumentItem {
+                uri: uri.clone(),
+                language_id: LanguageKind::from(language_id.to_owned()),
+                version: 1,
+                text: request.text.to_string(),
+            },
+        };
+        self.conn.notify("textDocument/didOpen", &opened)?;
+        let reply = self.call(op.method(), &params, cancel, grace).await;
+        let closed = DidCloseTextDocumentParams { text_document: TextDocumentIdentifier { uri } };
+        if self.is_alive() && self.conn.notify("textDocument/didClose", &closed).is_err() {
             self.kill(LspHostError::Exited { id: self.spec.id.clone(), stderr: String::new() });
         }
         let result = reply?;
@@ -415,23 +376,5 @@ impl std::fmt::Debug for Instance {
             .field("pid", &self.pid)
             .field("alive", &self.is_alive())
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capability_checks() {
-        assert!(supported(Some(&json!(true))));
-        assert!(supported(Some(&json!({"workDoneProgress": true}))));
-        assert!(!supported(Some(&json!(false))));
-        assert!(!supported(None));
-        assert!(open_close_supported(Some(&json!(1))));
-        assert!(open_close_supported(Some(&json!(2))));
-        assert!(!open_close_supported(Some(&json!(0))));
-        assert!(open_close_supported(Some(&json!({"openClose": true, "change": 2}))));
-        assert!(!open_close_supported(Some(&json!({"change": 2}))));
     }
 }

@@ -15,6 +15,7 @@ pub mod normalize;
 mod pool;
 mod process;
 pub mod servers;
+mod shapes;
 mod watch;
 
 pub use error::LspHostError;

@@ -1,8 +1,19 @@
 //! Normalization of server answers into the provider's closed shapes: `Location` /
 //! `LocationLink` (single or array, `null` ⇒ none) and hover (`MarkupContent`, `MarkedString`,
 //! arrays joined by a blank line; empty ⇒ none). Anything else is `LSP_MALFORMED_RESPONSE`.
+//!
+//! The items are `gen-lsp-types`' structs (`Location`, `LocationLink`, `Hover`), so their fields
+//! are checked as the protocol defines them (non-negative integer coordinates, a URI). The unions
+//! around the navigation items are ours: the crate's `DefinitionResponse` takes a `Location`, an
+//! array of `Location`s or an array of `LocationLink`s, but servers also answer one bare
+//! `LocationLink` or an array mixing both, and those answers are usable.
 
 use crate::error::LspHostError;
+// MarkedString is deprecated in favour of MarkupContent, but servers still send it, so it is read.
+#[allow(deprecated)]
+use gen_lsp_types::MarkedString;
+use gen_lsp_types::{Contents, Hover, Location, LocationLink, Position, Range};
+use serde::Deserialize;
 use serde_json::Value;
 use toolhost_contract::lsp::{LspHover, LspLocation, LspPosition, LspRange};
 
@@ -10,30 +21,46 @@ fn malformed(what: &str, detail: &str) -> LspHostError {
     LspHostError::Malformed(format!("malformed {what} response from the language server: {detail}"))
 }
 
-fn coordinate(value: Option<&Value>) -> Option<u32> {
-    let n = value?.as_u64()?;
-    u32::try_from(n).ok()
+/// The provider's position from the protocol's.
+pub(crate) fn position(p: Position) -> LspPosition {
+    LspPosition { line: p.line, character: p.character }
 }
 
-fn position(value: &Value) -> Option<LspPosition> {
-    Some(LspPosition {
-        line: coordinate(value.get("line"))?,
-        character: coordinate(value.get("character"))?,
-    })
+/// The provider's range from the protocol's.
+pub(crate) fn lsp_range(r: Range) -> LspRange {
+    LspRange { start: position(r.start), end: position(r.end) }
 }
 
 /// A `Range` with non-negative integer coordinates.
 pub fn range(value: &Value) -> Option<LspRange> {
-    Some(LspRange { start: position(value.get("start")?)?, end: position(value.get("end")?)? })
+    Range::deserialize(value).ok().map(lsp_range)
 }
 
-fn location(value: &Value) -> Option<LspLocation> {
-    if let Some(uri) = value.get("targetUri").and_then(Value::as_str) {
-        let range = range(value.get("targetSelectionRange")?)?;
-        return Some(LspLocation { uri: uri.to_owned(), range });
+/// One navigation target as servers send it (a link first: a `Location` has no `targetUri`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Target {
+    Link(LocationLink),
+    Plain(Location),
+}
+
+impl From<Target> for LspLocation {
+    fn from(target: Target) -> Self {
+        // A link points at its target's name (`targetSelectionRange`), like a `Location` would.
+        let (uri, range) = match target {
+            Target::Link(link) => (link.target_uri, link.target_selection_range),
+            Target::Plain(location) => (location.uri, location.range),
+        };
+        LspLocation { uri: uri.into(), range: lsp_range(range) }
     }
-    let uri = value.get("uri")?.as_str()?;
-    Some(LspLocation { uri: uri.to_owned(), range: range(value.get("range")?)? })
+}
+
+/// A navigation answer: one target or an array of them (`null` is handled before).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Targets {
+    Many(Vec<Target>),
+    One(Target),
 }
 
 /// Navigation results: `null` ⇒ `[]`; a `Location`/`LocationLink` or an array of them.
@@ -42,32 +69,21 @@ pub fn locations(op: &str, result: Option<&Value>) -> Result<Vec<LspLocation>, L
     let Some(result) = result else {
         return Err(malformed(op, "the result is missing"));
     };
-    match result {
-        Value::Null => Ok(Vec::new()),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| location(item).ok_or_else(|| malformed(op, "not a Location")))
-            .collect(),
-        Value::Object(_) => {
-            location(result).map(|l| vec![l]).ok_or_else(|| malformed(op, "not a Location"))
-        }
-        _ => Err(malformed(op, "not a Location")),
+    match Option::<Targets>::deserialize(result) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(Targets::One(target))) => Ok(vec![target.into()]),
+        Ok(Some(Targets::Many(targets))) => Ok(targets.into_iter().map(Into::into).collect()),
+        Err(_) => Err(malformed(op, "not a Location")),
     }
 }
 
-fn marked_string(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(map) => {
-            let text = map.get("value")?.as_str()?;
-            match map.get("language").and_then(Value::as_str) {
-                Some(language) if map.get("kind").is_none() => {
-                    Some(format!("```{language}\n{text}\n```"))
-                }
-                _ => Some(text.to_owned()),
-            }
+#[allow(deprecated)]
+fn marked_string(marked: MarkedString) -> String {
+    match marked {
+        MarkedString::String(text) => text,
+        MarkedString::MarkedStringWithLanguage(code) => {
+            format!("```{}\n{}\n```", code.language, code.value)
         }
-        _ => None,
     }
 }
 
@@ -77,27 +93,22 @@ pub fn hover(result: Option<&Value>) -> Result<Option<LspHover>, LspHostError> {
     let Some(result) = result else {
         return Err(malformed("hover", "the result is missing"));
     };
-    if result.is_null() {
-        return Ok(None);
-    }
-    let contents = result.get("contents").ok_or_else(|| malformed("hover", "no contents"))?;
-    let text = match contents {
-        Value::Array(items) => items
-            .iter()
-            .map(marked_string)
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| malformed("hover", "bad contents"))?
-            .join("\n\n"),
-        other => marked_string(other).ok_or_else(|| malformed("hover", "bad contents"))?,
+    let hover = match Option::<Hover>::deserialize(result) {
+        Ok(Some(hover)) => hover,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(malformed("hover", &err.to_string())),
     };
-    let range = match result.get("range") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(range(value).ok_or_else(|| malformed("hover", "bad range"))?),
+    let text = match hover.contents {
+        Contents::MarkupContent(markup) => markup.value,
+        Contents::MarkedString(marked) => marked_string(marked),
+        Contents::MarkedStringList(items) => {
+            items.into_iter().map(marked_string).collect::<Vec<_>>().join("\n\n")
+        }
     };
     if text.is_empty() {
         return Ok(None);
     }
-    Ok(Some(LspHover { contents: text, range }))
+    Ok(Some(LspHover { contents: text, range: hover.range.map(lsp_range) }))
 }
 
 #[cfg(test)]
@@ -120,6 +131,13 @@ mod tests {
                             "targetSelectionRange": r(3, 4)}]);
         let got = locations("definition", Some(&links)).unwrap();
         assert_eq!((got[0].uri.as_str(), got[0].range.start.line), ("file:///b", 3));
+        // Outside the spec but seen: one bare link, and an array mixing both kinds.
+        let bare = json!({"targetUri": "file:///b", "targetRange": r(0, 0),
+                          "targetSelectionRange": r(5, 6)});
+        assert_eq!(locations("definition", Some(&bare)).unwrap()[0].range.start.line, 5);
+        let mixed = json!([{"uri": "file:///a", "range": r(1, 0)}, bare]);
+        let got = locations("definition", Some(&mixed)).unwrap();
+        assert_eq!((got[0].range.start.line, got[1].uri.as_str()), (1, "file:///b"));
         let negative = json!([{"uri": "file:///a", "range": r(0, 0)}, {"uri": "x",
             "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}}]);
         assert!(locations("references", Some(&negative)).is_err());
@@ -132,21 +150,38 @@ mod tests {
             )
             .is_err()
         );
+        // A URI keeps its spelling (percent escapes included).
+        let escaped = json!({"uri": "file:///w/a%20b.c", "range": r(0, 0)});
+        assert_eq!(locations("definition", Some(&escaped)).unwrap()[0].uri, "file:///w/a%20b.c");
     }
 
     #[test]
     fn hover_shapes() {
         let markup = json!({"contents": {"kind": "markdown", "value": "**x**"}});
         assert_eq!(hover(Some(&markup)).unwrap().unwrap().contents, "**x**");
+        // A MarkupKind outside the two named ones is still text.
+        let other = json!({"contents": {"kind": "rst", "value": "x"}, "range": null});
+        assert_eq!(
+            hover(Some(&other)).unwrap().unwrap(),
+            LspHover { contents: "x".into(), range: None }
+        );
         let marked = json!({"contents": [{"language": "c", "value": "int x"}, "doc"],
                             "range": r(0, 1)});
         let got = hover(Some(&marked)).unwrap().unwrap();
         assert_eq!(got.contents, "```c\nint x\n```\n\ndoc");
         assert_eq!(got.range.unwrap().start.character, 1);
+        let single = json!({"contents": {"language": "python", "value": "def f()"}});
+        assert_eq!(hover(Some(&single)).unwrap().unwrap().contents, "```python\ndef f()\n```");
         assert_eq!(hover(Some(&json!({"contents": ""}))).unwrap(), None);
         assert_eq!(hover(Some(&Value::Null)).unwrap(), None);
         assert!(hover(Some(&json!({"contents": "x", "range": {"start": 1}}))).is_err());
         assert!(hover(Some(&json!({"value": 1}))).is_err());
         assert!(hover(None).is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(range(&r(2, 3)).unwrap().end, LspPosition { line: 2, character: 4 });
+        assert_eq!(range(&json!({"start": {"line": 0, "character": 0}})), None);
     }
 }

@@ -6,7 +6,12 @@
 //! Glob patterns follow LSP: `*` within one path segment, `**` across segments, `{a,b}`, `[…]`.
 //! A plain pattern is matched against the absolute path; a relative pattern
 //! (`{baseUri, pattern}`) against the path relative to its base.
+//!
+//! Registrations and watchers are `gen-lsp-types` shapes, read one by one: a malformed one is
+//! skipped and the others still count.
 
+use crate::shapes::each;
+use gen_lsp_types::{BaseUri, FileSystemWatcher, GlobPattern, Registration, Unregistration};
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -31,7 +36,7 @@ impl FileChangeKind {
     }
 
     /// The `WatchKind` bit a watcher must include to be told.
-    fn watch_bit(self) -> u8 {
+    fn watch_bit(self) -> u32 {
         match self {
             FileChangeKind::Created => 1,
             FileChangeKind::Changed => 2,
@@ -53,7 +58,7 @@ struct Watcher {
     registration: String,
     glob: GlobMatcher,
     base: Option<PathBuf>,
-    kinds: u8,
+    kinds: u32,
 }
 
 /// The watchers a server registered.
@@ -71,49 +76,37 @@ fn compile(pattern: &str) -> Option<GlobMatcher> {
         .map(|g| g.compile_matcher())
 }
 
-fn base_path(base: &Value) -> Option<PathBuf> {
-    // `baseUri` is a URI or a `WorkspaceFolder {uri, name}`.
-    let uri = base.as_str().or_else(|| base.get("uri").and_then(Value::as_str))?;
-    file_uri_path(uri)
+/// A list member of the params, as a slice (absent or not an array ⇒ empty).
+fn list<'a>(params: Option<&'a Value>, key: &str) -> &'a [Value] {
+    params.and_then(|p| p.get(key)).and_then(Value::as_array).map_or(&[][..], Vec::as_slice)
 }
 
 impl Watchers {
     /// Applies `client/registerCapability` params; returns whether anything was registered.
     pub fn register(&mut self, params: Option<&Value>) -> bool {
-        let registrations = params
-            .and_then(|p| p.get("registrations"))
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
         let before = self.watchers.len();
-        for registration in registrations {
-            if registration.get("method").and_then(Value::as_str)
-                != Some("workspace/didChangeWatchedFiles")
-            {
+        for registration in each::<Registration>(list(params, "registrations")) {
+            if registration.method != "workspace/didChangeWatchedFiles" {
                 continue;
             }
-            let id = registration.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-            let watchers = registration
-                .pointer("/registerOptions/watchers")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice);
-            for watcher in watchers {
-                let kinds = watcher.get("kind").and_then(Value::as_u64).map_or(7, |k| k as u8);
-                let Some(pattern) = watcher.get("globPattern") else { continue };
-                let (pattern, base) = match pattern {
-                    Value::String(p) => (p.as_str(), None),
-                    Value::Object(relative) => {
-                        let Some(p) = relative.get("pattern").and_then(Value::as_str) else {
-                            continue;
+            let watchers = list(registration.register_options.as_ref(), "watchers");
+            for watcher in each::<FileSystemWatcher>(watchers) {
+                // No kind means all three.
+                let kinds = watcher.kind.map_or(7, u32::from);
+                let (pattern, base) = match watcher.glob_pattern {
+                    GlobPattern::Pattern(pattern) => (pattern, None),
+                    GlobPattern::RelativePattern(relative) => {
+                        let base = match relative.base_uri {
+                            BaseUri::Uri(uri) => uri,
+                            BaseUri::WorkspaceFolder(folder) => folder.uri,
                         };
-                        let Some(base) = relative.get("baseUri").and_then(base_path) else {
-                            continue;
-                        };
-                        (p, Some(base))
+                        let Some(base) = file_uri_path(base.as_str()) else { continue };
+                        (relative.pattern, Some(base))
                     }
-                    _ => continue,
                 };
-                if let Some(glob) = compile(pattern) {
-                    self.watchers.push(Watcher { registration: id.clone(), glob, base, kinds });
+                if let Some(glob) = compile(&pattern) {
+                    let registration = registration.id.clone();
+                    self.watchers.push(Watcher { registration, glob, base, kinds });
                 }
             }
         }
@@ -121,15 +114,14 @@ impl Watchers {
     }
 
     /// Applies `client/unregisterCapability` params (the spec's field is `unregisterations`).
+    /// Some servers spell it `unregistrations`, as it should have been; both are read.
     pub fn unregister(&mut self, params: Option<&Value>) {
-        let gone: Vec<&str> = params
-            .and_then(|p| p.get("unregisterations").or_else(|| p.get("unregistrations")))
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .filter_map(|u| u.get("id").and_then(Value::as_str))
-            .collect();
-        self.watchers.retain(|w| !gone.contains(&w.registration.as_str()));
+        let mut items = list(params, "unregisterations");
+        if items.is_empty() {
+            items = list(params, "unregistrations");
+        }
+        let gone: Vec<String> = each::<Unregistration>(items).map(|u| u.id).collect();
+        self.watchers.retain(|w| !gone.contains(&w.registration));
     }
 
     /// Whether some watcher wants to hear about `change`.
