@@ -3,10 +3,11 @@
 //! A call's big argument strings would otherwise be logged twice — in `arguments` and again in
 //! the presentation built from them (a `write` previews its whole content) — and a third time as
 //! the `fs/change` blob of the file the call writes. The writer moves every string of the
-//! record's `data` longer than [`LARGE_STRING_BYTES`] to the content-addressed blob store (so the
-//! bytes a `write` leaves in its file are one blob, shared with its `fs/change`), leaves `""` in
-//! its place and lists it in the envelope's `externalized` field (pointer, blob, length). Readers
-//! put the strings back before anyone sees the call, so replay and revert see what was called.
+//! record's `arguments` and `card` longer than [`LARGE_STRING_BYTES`] to the content-addressed
+//! blob store (so the bytes a `write` leaves in its file are one blob, shared with its
+//! `fs/change`), leaves `""` in its place and lists it in the envelope's `externalized` field
+//! (pointer, blob, length). Readers put the strings back before anyone sees the call, so replay
+//! and revert see what was called.
 //!
 //! The list lives beside `data`, never inside it: arguments may hold any JSON, so no key or
 //! string value in them can be taken for a reference. A string whose blob is gone stays `""` and
@@ -27,16 +28,19 @@ use toolhost_protocol::session_log::{ExternalizedString, ToolCallEvent};
 /// 10 MiB `write` a 21 MB line; one blob instead is a small cost next to the write itself.
 pub const LARGE_STRING_BYTES: usize = 4096;
 
-/// Moves every string of `data` longer than [`LARGE_STRING_BYTES`] to `blobs` (each durable
-/// before this returns, so a record naming it is never on disk without it) and leaves `""` in
-/// its place; returns where they were. Equal strings (a `write`'s content and its preview) are
-/// stored once. On an error `data` is unchanged.
+/// The members of a `tool/call`'s data whose strings may be kept apart: what the caller sent and
+/// what the tool built from it. Ids, names and labels always stay in the line.
+const ROOTS: [&str; 2] = ["arguments", "card"];
+
+/// Moves every string under `data`'s [`ROOTS`] longer than [`LARGE_STRING_BYTES`] to `blobs`
+/// (each durable before this returns, so a record naming it is never on disk without it) and
+/// leaves `""` in its place; returns where they were. Equal strings (a `write`'s content and its
+/// preview) are stored once. On an error `data` is unchanged.
 pub(crate) fn externalize(
     data: &mut Value,
     blobs: &BlobStore,
 ) -> Result<Vec<ExternalizedString>, SessionError> {
-    let mut found = Vec::new();
-    collect(data, &mut String::new(), &mut found);
+    let found = large_strings_of(data);
     if found.is_empty() {
         return Ok(Vec::new());
     }
@@ -63,6 +67,17 @@ pub(crate) fn externalize(
         }
     }
     Ok(out)
+}
+
+/// (pointer, string) of every large string under [`ROOTS`], in document order.
+fn large_strings_of(data: &Value) -> Vec<(String, &str)> {
+    let mut found = Vec::new();
+    for root in ROOTS {
+        if let Some(value) = data.get(root) {
+            collect(value, &mut format!("/{root}"), &mut found);
+        }
+    }
+    found
 }
 
 /// Depth-first over `value`, pushing (pointer, string) for each large string; `path` is the
@@ -169,12 +184,11 @@ mod tests {
     #[test]
     fn pointers_escape_keys_and_index_arrays() {
         let big = "x".repeat(LARGE_STRING_BYTES + 1);
-        let data = json!({"a/b": {"c~d": [1, big.clone()]}, "": big, "small": "y"});
-        let mut found = Vec::new();
-        collect(&data, &mut String::new(), &mut found);
-        let mut pointers: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
-        pointers.sort_unstable();
-        assert_eq!(pointers, vec!["/", "/a~1b/c~0d/1"]);
+        let args = json!({"a/b": {"c~d": [1, big.clone()]}, "": big, "small": "y"});
+        let data = json!({"callId": big, "arguments": args, "card": {"title": big}});
+        let found = large_strings_of(&data);
+        let pointers: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(pointers, vec!["/arguments/a~1b/c~0d/1", "/arguments/", "/card/title"]);
         for (pointer, text) in found {
             assert_eq!(data.pointer(&pointer).and_then(Value::as_str), Some(text));
         }
@@ -182,10 +196,10 @@ mod tests {
 
     #[test]
     fn the_threshold_is_exclusive() {
-        let data = json!({"at": "x".repeat(LARGE_STRING_BYTES), "over": "é".repeat(2049)});
-        let mut found = Vec::new();
-        collect(&data, &mut String::new(), &mut found);
+        let args = json!({"at": "x".repeat(LARGE_STRING_BYTES), "over": "é".repeat(2049)});
+        let data = json!({"arguments": args});
+        let found = large_strings_of(&data);
         let pointers: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(pointers, vec!["/over"], "a length in bytes, not characters");
+        assert_eq!(pointers, vec!["/arguments/over"], "a length in bytes, not characters");
     }
 }
