@@ -44,12 +44,10 @@ fn direct(script: &str) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
 
-/// `bash true` through `Host::call` with a session log, interleaved with direct spawns.
+/// `bash true` through `Host::run` with a session log, interleaved with direct spawns.
 fn in_process(runs: usize) -> (Vec<f64>, Vec<f64>) {
-    use std::sync::Arc;
-    use toolhost_contract::CancellationToken;
-    use toolhost_server::config::Config;
-    use toolhost_server::host::{Host, HostOptions};
+    use toolhost_host::CallRequest;
+    use toolhost_host::config::Config;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
@@ -57,25 +55,14 @@ fn in_process(runs: usize) -> (Vec<f64>, Vec<f64>) {
         std::fs::create_dir(&root).unwrap();
         let root = root.canonicalize().unwrap();
         let opened =
-            toolhost_server::session::open_session(&dir.path().join("sessions"), &root, "bench")
+            toolhost_host::session::open_session(&dir.path().join("sessions"), &root, "bench")
                 .unwrap();
-        let host = Host::new(
-            &Config::default(),
-            HostOptions {
-                roots: vec![root],
-                read_only_roots: vec![opened.blob_dir()],
-                session_id: Some("bench".into()),
-                ledger: Arc::clone(&opened.ledger),
-                spill: Some(opened.spill()),
-                session: Some(Arc::clone(&opened.log)),
-            },
-        )
-        .unwrap();
+        let host = toolhost_host::open_host(&Config::default(), &root, Some(&opened)).unwrap();
         let (mut through, mut straight) = (Vec::new(), Vec::new());
         for i in 0..runs + 20 {
             let start = Instant::now();
             let args = json!({"command": "true", "description": "bench"});
-            let out = host.call(&format!("c{i}"), "bash", args, CancellationToken::new()).await;
+            let out = host.run(CallRequest::new("bash", args).id(&format!("c{i}"))).await;
             assert!(!out.unwrap().finalized.result.is_error());
             let piped = start.elapsed().as_secs_f64() * 1000.0;
             let plain = direct("true");

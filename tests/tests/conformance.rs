@@ -7,20 +7,19 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_contract::{
+    BoxFuture, CancellationToken, QuestionError, QuestionRequest, UserQuestions, answers_of,
+};
 use toolhost_harness::runner::{SESSION_ID, program_exists};
 use toolhost_harness::scenario::{
     ReviewScript, Scenario, Step, apply_external, bless_requested, bless_step, check_step,
     substitute,
 };
-use toolhost_protocol::lsp_ext::{
-    AskUserParams, AskUserResult, ReviewParams, ReviewResult, SetPlanModeParams,
-};
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::interact::Asker;
-use toolhost_server::review::Reviewer;
-use toolhost_server::session::open_session;
+use toolhost_host::CallRequest;
+use toolhost_host::config::{Config, PartialConfig, Sources};
+use toolhost_host::review::Reviewer;
+use toolhost_host::session::open_session;
+use toolhost_protocol::lsp_ext::{Answer, ReviewParams, ReviewResult, SetPlanModeParams};
 
 fn conformance_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../editor-clients/conformance")
@@ -38,18 +37,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     if let Some(overrides) = scenario_config(scenario) {
         config = overrides;
     }
-    let host = Host::new(
-        &config,
-        HostOptions {
-            roots: vec![root.clone()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some(SESSION_ID.to_owned()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap();
+    let host = toolhost_host::open_host(&config, &root, Some(&opened)).unwrap();
     let workspace = host.root_display().to_owned();
     // The scripted person: answers each step's review question as its script says.
     let reviewer = Arc::new(Scripted {
@@ -60,7 +48,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     host.review().set_reviewer(Some(reviewer.clone()));
     let asker =
         Arc::new(ScriptedAnswers { answer: Mutex::default(), asked: AtomicBool::new(false) });
-    host.questions().set_editor(Some(asker.clone()));
+    host.questions().set_asker(Some(asker.clone()));
     // Bless mode (UPDATE_EXPECT=1): expectations are rewritten, not checked.
     let mut raw = bless_requested().then(|| scenario.raw_steps().unwrap());
     let mut problems = Vec::new();
@@ -85,15 +73,9 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                 reviewer.asked.store(false, Ordering::SeqCst);
                 asker.answer.lock().unwrap().clone_from(ask_user);
                 asker.asked.store(false, Ordering::SeqCst);
-                let outcome = host
-                    .call(
-                        &format!("call_{idx}"),
-                        tool,
-                        substitute(args, &workspace, None),
-                        CancellationToken::new(),
-                    )
-                    .await
-                    .unwrap();
+                let request = CallRequest::new(tool, substitute(args, &workspace, None))
+                    .id(format!("call_{idx}"));
+                let outcome = host.run(request).await.unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
                 let card = serde_json::to_value(&outcome.card).unwrap();
                 if review.as_ref().is_some_and(|r| !r.ignore)
@@ -137,21 +119,23 @@ struct ScriptedAnswers {
     asked: AtomicBool,
 }
 
-impl Asker for ScriptedAnswers {
+impl UserQuestions for ScriptedAnswers {
     fn ask(
         &self,
-        _params: AskUserParams,
+        _request: QuestionRequest,
         stop: CancellationToken,
-    ) -> BoxFuture<'_, Result<AskUserResult, String>> {
+    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         Box::pin(async move {
             self.asked.store(true, Ordering::SeqCst);
             let answer = self.answer.lock().unwrap().clone();
-            let Some(answer) = answer else { return Err("no answer was scripted".to_owned()) };
+            let Some(answer) = answer else {
+                return Err(QuestionError::Cancelled("no answer was scripted".to_owned()));
+            };
             if answer.get("ignore").is_some() {
                 stop.cancelled().await;
-                return Err("withdrawn".to_owned());
+                return Err(QuestionError::Cancelled("withdrawn".to_owned()));
             }
-            Ok(serde_json::from_value(answer).unwrap())
+            answers_of(serde_json::from_value(answer).unwrap())
         })
     }
 }
@@ -215,11 +199,8 @@ fn patch_round_trip(tool: &str, result: &Value) -> Option<String> {
 fn scenario_config(scenario: &Scenario) -> Option<Config> {
     let text = std::fs::read_to_string(scenario.dir.join("config.json")).ok()?;
     let value: Value = serde_json::from_str(&text).unwrap();
-    let partial = toolhost_server::config::PartialConfig::from_json("config.json", &value).unwrap();
-    Some(
-        toolhost_server::config::Sources { flags: Some(partial), ..Default::default() }
-            .resolve(Path::new("/")),
-    )
+    let partial = PartialConfig::from_json("config.json", &value).unwrap();
+    Some(Sources { flags: Some(partial), ..Default::default() }.resolve(Path::new("/")))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

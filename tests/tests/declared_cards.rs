@@ -9,26 +9,16 @@
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
-use toolhost_contract::{CancellationToken, RawTool};
+use toolhost_contract::RawTool;
+use toolhost_host::config::Config;
+use toolhost_host::session::{OpenedSession, open_session, replay};
+use toolhost_host::{CallRequest, Host, open_host};
 use toolhost_protocol::card::{CallPresentation, CardKind, CardStatus};
 use toolhost_protocol::content::ContentBlock;
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::session::{OpenedSession, open_session, replay};
+use toolhost_registry::Registry;
 
-fn host_with_session(root: &Path, opened: &OpenedSession) -> Host {
-    Host::new(
-        &Config::default(),
-        HostOptions {
-            roots: vec![root.to_path_buf()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some(opened.log.id().to_owned()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap()
+fn host_with_session(root: &Path, opened: &OpenedSession) -> Arc<Host> {
+    open_host(&Config::default(), root, Some(opened)).unwrap()
 }
 
 /// A tool the protocol crate knows nothing about: a "gauge" card titled from its arguments.
@@ -70,20 +60,21 @@ async fn a_tool_registered_only_here_gets_its_own_card_live_and_on_replay() {
         )
         .unwrap();
 
-    let call = host.prepare("c1", "gauge", json!({"label": "disk", "level": 40}));
-    let pending = host.pending_card(&call);
+    let mut call =
+        host.call(CallRequest::new("gauge", json!({"label": "disk", "level": 40})).id("c1")).unwrap();
+    let pending = call.started().await.unwrap();
     assert_eq!(pending.kind.as_str(), "gauge");
     assert_eq!(pending.title, "Gauge of disk");
     assert_eq!(pending.status, CardStatus::Pending);
     assert_eq!(pending.locations[0].path, format!("{}/gauges/levels.txt", root.display()));
     assert_eq!(pending.locations[0].line, 7);
-    let done = host.run(call, CancellationToken::new()).await.unwrap().card;
+    let done = call.finish().await.unwrap().card;
     assert_eq!(done.kind, CardKind::Other("gauge".into()));
     assert_eq!(done.title, "Gauge of disk");
     assert_eq!(done.data, Some(json!({"percent": 40})));
     assert_eq!(done.rendered, "gauge Gauge of disk · completed\nlevel 40");
 
-    let plain = host.call("c2", "plain", json!({}), CancellationToken::new()).await.unwrap().card;
+    let plain = host.run(CallRequest::new("plain", json!({})).id("c2")).await.unwrap().card;
     assert_eq!((&plain.kind, plain.title.as_str()), (&CardKind::Generic, "plain"));
     assert_eq!(plain.rendered, "plain plain · completed\ndone");
 
@@ -92,7 +83,7 @@ async fn a_tool_registered_only_here_gets_its_own_card_live_and_on_replay() {
     assert_eq!(replayed.len(), 2);
     assert_eq!(replayed[0].card, done);
     assert_eq!(replayed[1].card, plain);
-    let other = toolhost_contract::Registry::default();
+    let other = Registry::default();
     let without_tools = replay(&other, opened.log.log_path()).unwrap();
     assert_eq!(without_tools[0].card, done, "replay must not depend on the registry");
 }
@@ -123,7 +114,7 @@ fn a_log_written_before_declared_cards_replays_to_the_same_cards() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("session.jsonl");
     std::fs::copy(fixture.join("session.jsonl"), &log).unwrap();
-    let replayed = replay(&toolhost_contract::Registry::default(), &log).unwrap();
+    let replayed = replay(&Registry::default(), &log).unwrap();
     assert_eq!(replayed.len(), expected.len());
     assert!(expected.len() >= 10, "the fixture covers every first-party tool");
     for (got, want) in replayed.iter().zip(&expected) {

@@ -13,13 +13,14 @@ use serde_json::{Value, json};
 use server::{Env, call_ok, raw_request, wait_response};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_contract::{
+    BoxFuture, CancellationToken, QuestionError, QuestionRequest, UserQuestions, answers_of,
+};
 use toolhost_harness::client::Client;
-use toolhost_protocol::lsp_ext::{AskUserParams, AskUserResult};
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::interact::Asker;
-use toolhost_server::session::open_session;
+use toolhost_host::config::Config;
+use toolhost_host::session::{OpenedSession, open_session};
+use toolhost_host::{CallRequest, Host};
+use toolhost_protocol::lsp_ext::{Answer, AskUserResult};
 
 const DB_QUESTION: &str = r#"{"questions":[{"id":"db","question":"Which database?","header":"DB","options":[{"label":"Postgres"},{"label":"SQLite"}]}]}"#;
 
@@ -187,32 +188,19 @@ fn an_attached_mcp_client_answers_its_own_questions_before_the_editor() {
 /// A scripted person for the in-process host.
 struct Person(Mutex<Vec<AskUserResult>>);
 
-impl Asker for Person {
+impl UserQuestions for Person {
     fn ask(
         &self,
-        _params: AskUserParams,
+        _request: QuestionRequest,
         _stop: CancellationToken,
-    ) -> BoxFuture<'_, Result<AskUserResult, String>> {
+    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         let next = self.0.lock().unwrap().remove(0);
-        Box::pin(async move { Ok(next) })
+        Box::pin(async move { answers_of(next) })
     }
 }
 
-fn host_for(root: &std::path::Path, opened: &toolhost_server::session::OpenedSession) -> Host {
-    let host = Host::new(
-        &Config::default(),
-        HostOptions {
-            roots: vec![root.to_path_buf()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some("interact".into()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap();
-    host.restore_session_state(&opened.report);
-    host
+fn host_for(root: &std::path::Path, opened: &OpenedSession) -> Arc<Host> {
+    toolhost_host::open_host(&Config::default(), root, Some(opened)).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,7 +213,7 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
     let opened = open_session(&dir.path().join("sessions"), &root, "interact").unwrap();
     let host = host_for(&root, &opened);
     let answers = |v: Value| serde_json::from_value::<AskUserResult>(v).unwrap();
-    host.questions().set_editor(Some(Arc::new(Person(Mutex::new(vec![
+    host.questions().set_asker(Some(Arc::new(Person(Mutex::new(vec![
         answers(json!({"answers": [{"id": "db", "selected": ["SQLite"]}]})),
         answers(json!({"dismissed": true})),
         answers(json!({"answers": [{"id": "plan", "selected": [], "custom": "smaller steps"}]})),
@@ -252,7 +240,7 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
     let mut live = Vec::new();
     for (idx, (tool, args)) in calls.iter().enumerate() {
         let outcome = host
-            .call(&format!("c{idx}"), tool, args.clone(), CancellationToken::new())
+            .run(CallRequest::new(*tool, args.clone()).id(&format!("c{idx}")))
             .await
             .unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
@@ -269,7 +257,7 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
     );
     opened.log.flush().await.unwrap();
     let replayed =
-        toolhost_server::session::replay(host.registry(), opened.log.log_path()).unwrap();
+        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), live.len());
     for ((card, text), again) in live.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);
@@ -302,7 +290,7 @@ async fn plan_mode_and_a_completed_run_survive_a_resumed_session() {
         let host = host_for(&root, &opened);
         host.interaction().set_plan_mode(Some(true)).await;
         let out = host
-            .call("s1", "structured_output", json!({"a": 1}), CancellationToken::new())
+            .run(CallRequest::new("structured_output", json!({"a": 1})).id("s1"))
             .await
             .unwrap();
         assert!(!out.finalized.result.is_error());
@@ -316,7 +304,7 @@ async fn plan_mode_and_a_completed_run_survive_a_resumed_session() {
     assert!(state.recorded);
     assert_eq!(state.value, Some(json!({"a": 1})));
     let out =
-        host.call("s2", "glob", json!({"pattern": "*"}), CancellationToken::new()).await.unwrap();
+        host.run(CallRequest::new("glob", json!({"pattern": "*"})).id("s2")).await.unwrap();
     let text = toolhost_protocol::content::joined_text(out.finalized.result.content());
     assert_eq!(
         text,

@@ -37,7 +37,7 @@ fn toolhost(env: &Env, args: &[&str]) -> (i32, String, String) {
         .args(args)
         .current_dir(&env.root)
         .envs(env.env())
-        .env_remove(toolhost_server::host::BRIDGED_ENV)
+        .env_remove(toolhost_host::BRIDGED_ENV)
         .output()
         .unwrap();
     (

@@ -5,14 +5,12 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use toolhost_contract::{
-    BoxFuture, CancellationToken, CanonicalResult, Execution, PostDecision, PostExecute, PostNext,
-    ToolError,
-};
+use toolhost_contract::{BoxFuture, ToolError};
+use toolhost_host::CallRequest;
+use toolhost_host::config::Config;
+use toolhost_host::session::open_session;
 use toolhost_protocol::ContentBlock;
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::session::open_session;
+use toolhost_registry::{CanonicalResult, Execution, PostDecision, PostExecute, PostNext};
 
 /// Replaces the content of `glob` results (a presentation policy; value and meta are kept).
 struct RedactGlob;
@@ -55,18 +53,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     std::fs::write(root.join("big.txt"), big).unwrap();
     let opened = open_session(&dir.path().join("sessions"), &root, "fidelity").unwrap();
     let config = Config { spill_max_inline_bytes: 4096, ..Config::default() };
-    let host = Host::new(
-        &config,
-        HostOptions {
-            roots: vec![root.clone()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some("fidelity".into()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap();
+    let host = toolhost_host::open_host(&config, &root, Some(&opened)).unwrap();
     host.registry().add_post_execute(Arc::new(RedactGlob), false);
 
     let mut calls: Vec<(&str, Value)> = Vec::new();
@@ -108,7 +95,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     let mut live = Vec::new();
     for (idx, (tool, args)) in calls.iter().enumerate() {
         let outcome = host
-            .call(&format!("c{idx}"), tool, args.clone(), CancellationToken::new())
+            .run(CallRequest::new(*tool, args.clone()).id(&format!("c{idx}")))
             .await
             .unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
@@ -123,7 +110,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
 
     opened.log.flush().await.unwrap();
     let replayed =
-        toolhost_server::session::replay(host.registry(), opened.log.log_path()).unwrap();
+        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), live.len());
     for ((card, text), again) in live.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);

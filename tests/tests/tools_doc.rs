@@ -14,11 +14,9 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_contract::CancellationToken;
 use toolhost_protocol::lsp_ext::ToolDescriptor;
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_workspace::Ledger;
+use toolhost_host::config::Config;
+use toolhost_host::{CallRequest, Host};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -182,14 +180,16 @@ fn example_config(port: u16) -> Config {
 /// The person in the examples: picks each question's first option (`Approve` for a plan).
 struct FirstOption;
 
-impl toolhost_server::interact::Asker for FirstOption {
+impl toolhost_contract::UserQuestions for FirstOption {
     fn ask(
         &self,
-        params: toolhost_protocol::lsp_ext::AskUserParams,
-        _stop: CancellationToken,
-    ) -> toolhost_contract::BoxFuture<'_, Result<toolhost_protocol::lsp_ext::AskUserResult, String>>
-    {
-        let answers = params
+        request: toolhost_contract::QuestionRequest,
+        _stop: toolhost_contract::CancellationToken,
+    ) -> toolhost_contract::BoxFuture<
+        '_,
+        Result<Vec<toolhost_protocol::lsp_ext::Answer>, toolhost_contract::QuestionError>,
+    > {
+        let answers = request
             .questions
             .iter()
             .map(|q| toolhost_protocol::lsp_ext::Answer {
@@ -198,27 +198,14 @@ impl toolhost_server::interact::Asker for FirstOption {
                 custom: None,
             })
             .collect();
-        Box::pin(async move {
-            Ok(toolhost_protocol::lsp_ext::AskUserResult { answers, dismissed: false })
-        })
+        Box::pin(async move { Ok(answers) })
     }
 }
 
 /// The host the examples run in: the binary's tools and defaults, no session.
-fn example_host(root: &Path, config: &Config) -> Host {
-    let host = Host::new(
-        config,
-        HostOptions {
-            roots: vec![root.to_path_buf()],
-            read_only_roots: Vec::new(),
-            session_id: None,
-            ledger: Arc::new(Ledger::new()),
-            spill: None,
-            session: None,
-        },
-    )
-    .unwrap();
-    host.questions().set_editor(Some(Arc::new(FirstOption)));
+fn example_host(root: &Path, config: &Config) -> Arc<Host> {
+    let host = toolhost_host::open_host(config, root, None).unwrap();
+    host.questions().set_asker(Some(Arc::new(FirstOption)));
     host
 }
 
@@ -239,7 +226,7 @@ async fn run_examples(root: &Path, port: u16) -> Vec<(String, String)> {
         )
         .unwrap();
         let outcome = host
-            .call(&format!("call_{i}"), example.tool, args, CancellationToken::new())
+            .run(CallRequest::new(example.tool, args).id(&format!("call_{i}")))
             .await
             .unwrap();
         let result = &outcome.finalized.result;

@@ -8,11 +8,11 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolhost_contract::CancellationToken;
+use toolhost_host::CallRequest;
+use toolhost_host::config::{PartialConfig, Sources};
+use toolhost_host::open_host;
+use toolhost_host::session::open_session;
 use toolhost_protocol::{CardKind, CardStatus};
-use toolhost_server::config::{PartialConfig, Sources};
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::session::open_session;
 
 /// A server on 127.0.0.1 answering every request with one HTML page; counts connections.
 async fn page_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
@@ -73,24 +73,13 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
     );
 
     let opened = open_session(&dir.path().join("sessions"), &root, "web").unwrap();
-    let host = Host::new(
-        &config,
-        HostOptions {
-            roots: vec![root.clone()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some("web".into()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap();
+    let host = open_host(&config, &root, Some(&opened)).unwrap();
     let url = format!("http://127.0.0.1:{open_port}/notes");
     let args = serde_json::json!({ "url": url });
     let mut cards = Vec::new();
     for i in 0..2 {
         let outcome =
-            host.call(&format!("f{i}"), "web_fetch", args.clone(), CancellationToken::new()).await;
+            host.run(CallRequest::new("web_fetch", args.clone()).id(&format!("f{i}"))).await;
         cards.push(outcome.unwrap().card);
     }
     for (card, cached) in cards.iter().zip([false, true]) {
@@ -112,7 +101,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
 
     let denied = format!("http://127.0.0.1:{ws_port}/");
     let outcome = host
-        .call("f2", "web_fetch", serde_json::json!({ "url": denied }), CancellationToken::new())
+        .run(CallRequest::new("web_fetch", serde_json::json!({ "url": denied })).id("f2"))
         .await
         .unwrap();
     assert_eq!(outcome.card.status, CardStatus::Failed);
@@ -123,7 +112,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
 
     opened.log.flush().await.unwrap();
     let replayed =
-        toolhost_server::session::replay(host.registry(), opened.log.log_path()).unwrap();
+        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), cards.len());
     for (card, again) in cards.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);
@@ -134,19 +123,8 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
 
     // The session resumed by another process: the page cache is still there.
     let reopened = open_session(&dir.path().join("sessions"), &root, "web").unwrap();
-    let host = Host::new(
-        &config,
-        HostOptions {
-            roots: vec![root.clone()],
-            read_only_roots: vec![reopened.blob_dir()],
-            session_id: Some("web".into()),
-            ledger: Arc::clone(&reopened.ledger),
-            spill: Some(reopened.spill()),
-            session: Some(Arc::clone(&reopened.log)),
-        },
-    )
-    .unwrap();
-    let outcome = host.call("f3", "web_fetch", args, CancellationToken::new()).await.unwrap();
+    let host = open_host(&config, &root, Some(&reopened)).unwrap();
+    let outcome = host.run(CallRequest::new("web_fetch", args).id("f3")).await.unwrap();
     assert_eq!(outcome.card.data.unwrap()["cached"], true);
     assert_eq!(open_hits.load(Ordering::SeqCst), 1, "the resumed session fetched nothing");
     host.shutdown().await;

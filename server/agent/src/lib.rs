@@ -13,12 +13,15 @@
 //!
 //! - [`log`]: the conversation as session-log records (`agent/*` events), and back.
 //!
-//! The crate reaches the registry only through a trait the binary implements (never a tool
+//! - [`settings`]: `[agent]` — the model, the permission mode and the bounds of a run.
+//!
+//! The crate reaches the registry only through a trait the host implements (never a tool
 //! crate); see docs/design.md, "Crates and boundaries".
 
 pub mod agent;
 pub mod log;
 pub mod model;
+pub mod settings;
 
 pub use agent::{
     AgentEvent, AgentOptions, Compaction, CompactionOptions, CostBudget, RunOutcome, StopReason,
@@ -27,3 +30,4 @@ pub use agent::{
 pub use model::{
     ModelClient, ModelConfig, ModelError, Price, RetryPolicy, StreamEvent, ToolSpec, Turn, Usage,
 };
+pub use settings::{AgentSettings, PermissionMode};

@@ -132,42 +132,42 @@ pub fn answers_of(
     }
 }
 
-/// Asks with `elicitation/create` while the call waits (protocols before 2026-07-28).
-pub struct PeerAsker(pub Peer<RoleServer>);
-
-impl UserQuestions for PeerAsker {
-    fn ask(
-        &self,
-        request: QuestionRequest,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
-        Box::pin(async move {
-            let params = form_for(&request).map_err(QuestionError::NoProvider)?;
-            let result = tokio::select! {
-                result = self.0.create_elicitation(params) => result,
-                () = cancel.cancelled() => return Err(QuestionError::Aborted),
-            };
-            match result {
-                Ok(result) => answers_of(&request.questions, &result),
-                Err(err) => {
-                    Err(QuestionError::Cancelled(format!("the MCP client could not ask: {err}")))
-                }
-            }
-        })
-    }
-}
-
 /// A question a suspended call waits on (2026-07-28): the form, and where its answer goes.
 pub struct PendingQuestion {
     pub form: ElicitRequestParams,
     pub answer: tokio::sync::oneshot::Sender<Result<ElicitResult, QuestionError>>,
 }
 
-/// Asks by handing the form to the request handler, which returns it to the client as an
-/// input-required result and delivers the answer of the retried request.
-pub struct DeferredAsker(pub tokio::sync::mpsc::UnboundedSender<PendingQuestion>);
+/// How the MCP client is asked.
+pub enum McpAsker {
+    /// `elicitation/create` while the call waits (protocols before 2026-07-28).
+    Request(Peer<RoleServer>),
+    /// The form goes back to the request handler, which returns it to the client as an
+    /// input-required result and delivers the answer of the retried request (2026-07-28).
+    InputRequired(tokio::sync::mpsc::UnboundedSender<PendingQuestion>),
+}
 
-impl UserQuestions for DeferredAsker {
+impl McpAsker {
+    async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, QuestionError> {
+        match self {
+            McpAsker::Request(peer) => peer
+                .create_elicitation(form)
+                .await
+                .map_err(|e| QuestionError::Cancelled(format!("the MCP client could not ask: {e}"))),
+            McpAsker::InputRequired(suspend) => {
+                let (answer, reply) = tokio::sync::oneshot::channel();
+                if suspend.send(PendingQuestion { form, answer }).is_err() {
+                    return Err(QuestionError::NoProvider("the MCP request went away".to_owned()));
+                }
+                reply.await.unwrap_or_else(|_| {
+                    Err(QuestionError::Cancelled("the question was abandoned".to_owned()))
+                })
+            }
+        }
+    }
+}
+
+impl UserQuestions for McpAsker {
     fn ask(
         &self,
         request: QuestionRequest,
@@ -175,19 +175,11 @@ impl UserQuestions for DeferredAsker {
     ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         Box::pin(async move {
             let form = form_for(&request).map_err(QuestionError::NoProvider)?;
-            let (answer, reply) = tokio::sync::oneshot::channel();
-            if self.0.send(PendingQuestion { form, answer }).is_err() {
-                return Err(QuestionError::NoProvider("the MCP request went away".to_owned()));
-            }
             let result = tokio::select! {
-                result = reply => result,
+                result = self.elicit(form) => result?,
                 () = cancel.cancelled() => return Err(QuestionError::Aborted),
             };
-            match result {
-                Ok(Ok(result)) => answers_of(&request.questions, &result),
-                Ok(Err(err)) => Err(err),
-                Err(_) => Err(QuestionError::Cancelled("the question was abandoned".to_owned())),
-            }
+            answers_of(&request.questions, &result)
         })
     }
 }
@@ -270,17 +262,12 @@ mod tests {
 
     #[test]
     fn every_kind_of_question_becomes_a_valid_form() {
-        let request = QuestionRequest {
-            call_id: "c".into(),
-            tool: "ask_user_question".into(),
-            intent: QuestionIntent::Question,
-            questions: vec![
-                q("db", &["Postgres", "SQLite"], false),
-                q("os", &["a", "b"], true),
-                q("name", &[], false),
-            ],
-            plan: None,
-        };
+        let request = QuestionRequest::new(
+            "c",
+            "ask_user_question",
+            QuestionIntent::Question,
+            vec![q("db", &["Postgres", "SQLite"], false), q("os", &["a", "b"], true), q("name", &[], false)],
+        );
         let form = form_for(&request).expect("form");
         let wire = serde_json::to_value(&form).expect("json");
         let props = &wire["requestedSchema"]["properties"];

@@ -11,7 +11,7 @@
 
 use crate::backend::{Backend, BackendError, Caller, ToolCall};
 use crate::config::McpConfig;
-use crate::elicit::{DeferredAsker, PeerAsker, Suspended, input_request};
+use crate::elicit::{McpAsker, Suspended, input_request};
 use crate::results::{Shape, published_output_schema, shape_for, to_mcp_result};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -382,8 +382,8 @@ impl ServerHandler for McpServer {
         let (deferred, questions) = tokio::sync::mpsc::unbounded_channel();
         let asker: Option<toolhost_contract::QuestionsHandle> = match asking(&context) {
             Asking::No => None,
-            Asking::Request => Some(Arc::new(PeerAsker(context.peer.clone()))),
-            Asking::InputRequired => Some(Arc::new(DeferredAsker(deferred))),
+            Asking::Request => Some(Arc::new(McpAsker::Request(context.peer.clone()))),
+            Asking::InputRequired => Some(Arc::new(McpAsker::InputRequired(deferred))),
         };
         let call = ToolCall {
             name: request.name.to_string(),

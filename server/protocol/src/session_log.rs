@@ -65,6 +65,9 @@ pub struct ToolCallEvent {
     /// Who made the call when it was not the editor or the CLI: an MCP client's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The call this one ran under (a subagent's call, a program's nested call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
 }
 
 impl ToolCallEvent {

@@ -18,12 +18,11 @@
 mod client;
 mod updates;
 
-use crate::agent::{
-    self as own_agent, AgentSettings, DEFAULT_CONTEXT_LIMIT, PermissionMode, RunRequest, RunUpdate,
-    SharedMode,
-};
-use crate::host::Host;
-use crate::session::{self, OpenedSession};
+use toolhost_agent::settings::{CALLER, DEFAULT_CONTEXT_LIMIT};
+use toolhost_agent::{AgentSettings, PermissionMode};
+use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate, SharedMode};
+use toolhost_host::session::{self, OpenedSession};
+use toolhost_host::{Host, open_host};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate,
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
@@ -101,7 +100,7 @@ struct AcpSession {
 
 /// A running command's output on its way to the client.
 struct LiveOutput {
-    _watch: crate::events::WatchGuard,
+    _watch: toolhost_host::events::WatchGuard,
     /// Set with the call's final update: no output update may follow it.
     finished: Arc<Mutex<bool>>,
 }
@@ -277,7 +276,10 @@ impl AcpAgent {
                 cwd.display()
             )));
         }
-        let mut config = crate::cli::load_config(cwd).map_err(|f| internal(f.message))?;
+        let mut config = toolhost_host::load_config(cwd).map_err(|e| internal(e.to_string()))?;
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
         add_client_mcp_servers(&mut config.mcp_servers, mcp_servers);
         let sessions = session::sessions_dir(&config, self.options.session_dir.as_deref())
             .map_err(|e| internal(e.to_string()))?;
@@ -297,8 +299,7 @@ impl AcpAgent {
         .await
         .map_err(|e| internal(e.to_string()))?
         .map_err(|e| internal(e.to_string()))?;
-        let host = crate::cli::open_host(&config, cwd, Some(&opened), Some(id.clone()))
-            .map_err(|f| internal(f.message))?;
+        let host = open_host(&config, cwd, Some(&opened)).map_err(|e| internal(e.to_string()))?;
         let offers = *self.offers.lock().unwrap_or_else(PoisonError::into_inner);
         let line = Arc::new(ClientLine {
             cx,
@@ -308,7 +309,7 @@ impl AcpAgent {
             always: Mutex::new(HashSet::new()),
             forms: offers.forms,
         });
-        host.questions().set_editor(Some(Arc::new(AcpAsker(Arc::clone(&line)))));
+        host.questions().set_asker(Some(Arc::new(AcpAsker(Arc::clone(&line)))));
         if offers.files {
             host.workspace().set_text_backend(Some(Arc::new(AcpFiles(Arc::clone(&line)))));
         }
@@ -592,9 +593,8 @@ impl AcpSession {
             settings,
             prompt: text,
             history,
-            caller: own_agent::CALLER.to_owned(),
+            caller: CALLER.to_owned(),
             run_id: None,
-            scope: None,
             parent: None,
             mode: Some(Arc::clone(&self.mode)),
         };

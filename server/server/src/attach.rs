@@ -36,7 +36,7 @@ const MAX_SOCKET_PATH: usize = 100;
 /// workspace), or a short name in a private folder of /tmp when that path is too long for a
 /// socket address or there is no state directory.
 pub fn socket_path(root: &Path) -> PathBuf {
-    let key = crate::session::workspace_key_of(root);
+    let key = toolhost_host::session::workspace_key_of(root);
     let uid = rustix::process::getuid().as_raw();
     let fallback = PathBuf::from(format!("/tmp/toolhost-{uid}"));
     let base = toolhost_session::state_dir()
@@ -92,13 +92,7 @@ async fn answer_question(shared: Arc<Shared>, id: Id, params: Option<Value>) {
             if let (Some(key), Ok(mut asking)) = (key, shared.asking.lock()) {
                 asking.insert(key, stop.clone());
             }
-            let request = QuestionRequest {
-                call_id: params.call_id,
-                tool: params.tool,
-                intent: params.intent,
-                questions: params.questions,
-                plan: params.plan,
-            };
+            let request = QuestionRequest::from(params);
             let answer = asker.ask(request, stop).await;
             if let (Some(key), Ok(mut asking)) = (key, shared.asking.lock()) {
                 asking.remove(&key);

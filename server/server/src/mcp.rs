@@ -10,14 +10,14 @@
 //!   never a hang.
 
 use crate::attach::AttachClient;
-use crate::config::Config;
-use crate::host::{Host, HostOptions, new_call_id};
-use crate::session::{self, OpenedSession};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_host::config::Config;
+use toolhost_host::session::{self, OpenedSession};
+use toolhost_host::{CallRequest, Host, new_call_id, open_host};
 use toolhost_mcp::{Backend, BackendError, Caller, ToolCall};
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallToolParams, CallToolResult, CallerInfo, ListToolsResult,
@@ -29,8 +29,6 @@ pub struct LocalBackend {
     host: Arc<Host>,
     /// Keeps the session (its lock and writer) for the backend's lifetime.
     _opened: OpenedSession,
-    /// Concurrency-safe calls take it shared, every other call exclusively.
-    barrier: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl LocalBackend {
@@ -41,22 +39,10 @@ impl LocalBackend {
         sessions_dir: &Path,
         session_id: Option<String>,
     ) -> Result<LocalBackend, String> {
-        let (id, opened) = session::open_named(sessions_dir, root, session_id.as_deref())
+        let (_, opened) = session::open_named(sessions_dir, root, session_id.as_deref())
             .map_err(|e| e.to_string())?;
-        let host = Host::new(
-            config,
-            HostOptions {
-                roots: vec![root.to_path_buf()],
-                read_only_roots: vec![opened.blob_dir()],
-                session_id: Some(id),
-                ledger: Arc::clone(&opened.ledger),
-                spill: Some(opened.spill()),
-                session: Some(Arc::clone(&opened.log)),
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        host.restore_session_state(&opened.report);
-        Ok(LocalBackend { host: host.shared(), _opened: opened, barrier: Arc::default() })
+        let host = open_host(config, root, Some(&opened)).map_err(|e| e.to_string())?;
+        Ok(LocalBackend { host, _opened: opened })
     }
 
     pub fn host(&self) -> &Arc<Host> {
@@ -84,36 +70,19 @@ impl Backend for LocalBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
         Box::pin(async move {
-            let host = Arc::clone(&self.host);
-            let barrier = Arc::clone(&self.barrier);
-            let call_id = new_call_id();
-            let watch =
-                call.output.clone().map(|output| host.call_watchers().watch(&call_id, output));
-            // Its own task: a cancelled MCP request drops this future, never the body.
-            let task = tokio::spawn(async move {
-                let _watch = watch;
-                let prepared = host
-                    .prepare(&call_id, &call.name, call.arguments)
-                    .by(call.caller.map(|c| c.name))
-                    .asked_through(call.questions);
-                let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
-                let _permit = if safe {
-                    Permit::Shared(barrier.read_owned().await)
-                } else {
-                    Permit::Exclusive(barrier.write_owned().await)
-                };
-                host.run(prepared, cancel).await.map(|outcome| CallToolResult {
-                    session_id: host.session_id().map(str::to_owned),
-                    call_id: outcome.call_id,
-                    result: outcome.finalized.result,
-                    card: outcome.card,
-                })
-            });
-            match task.await {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(err)) => Err(BackendError::Internal(err.to_string())),
-                Err(err) => Err(BackendError::Internal(format!("the call task failed: {err}"))),
-            }
+            let request = CallRequest::new(call.name, call.arguments)
+                .by(call.caller.map(|c| c.name))
+                .asked_through(call.questions)
+                .following(call.output)
+                .cancelled_by(cancel);
+            let handle = self.host.call(request).map_err(|e| BackendError::Internal(e.to_string()))?;
+            let outcome = handle.finish().await.map_err(|e| BackendError::Internal(e.to_string()))?;
+            Ok(CallToolResult {
+                session_id: self.host.session_id().map(str::to_owned),
+                call_id: outcome.call_id,
+                result: outcome.finalized.result,
+                card: outcome.card,
+            })
         })
     }
 
@@ -128,13 +97,6 @@ impl Backend for LocalBackend {
                    "results": results, "attached": false}),
         );
     }
-}
-
-/// A barrier permit, held (never read) until the call ends.
-#[allow(dead_code)]
-enum Permit {
-    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
-    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
 }
 
 /// The editor's registry over the attach socket.
@@ -234,8 +196,8 @@ pub struct McpBackend {
 
 impl McpBackend {
     /// The skills of the workspace, offered as prompts (read afresh on every look-up).
-    fn skills(&self) -> crate::skills::SkillDirs {
-        crate::skills::SkillDirs::new(std::slice::from_ref(&self.root), &self.config.skill_dirs)
+    fn skills(&self) -> toolhost_host::skills::SkillDirs {
+        toolhost_host::skills::SkillDirs::new(std::slice::from_ref(&self.root), &self.config.skill_dirs)
     }
 
     /// Attaches to the editor's toolhost for `root` unless `standalone`.
@@ -430,15 +392,8 @@ impl Backend for McpBackend {
     }
 
     fn prompt(&self, name: &str) -> Result<Option<String>, String> {
-        let Some(skill) = toolhost_contract::SkillCatalog::load(&self.skills(), name)? else {
-            return Ok(None);
-        };
         // The same envelope the `skill` tool gives the model.
-        Ok(Some(toolhost_tools_interact::skill::envelope(
-            &skill.entry.name,
-            skill.resource_base.as_ref(),
-            &skill.content,
-        )))
+        self.skills().prompt(name)
     }
 
     fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {

@@ -21,12 +21,10 @@ mod agent;
 mod attach;
 mod documents;
 mod handlers;
+mod routes;
 
 use crate::editor::EditorBridge;
-use crate::host::Host;
-use crate::session::OpenedSession;
 use crate::transport::{self, Inbound, Outbox, ReadEnd};
-use crate::watcher::WatchEvent;
 use documents::Documents;
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -36,6 +34,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use toolhost_contract::CancellationToken;
+use toolhost_host::Host;
+use toolhost_host::session::OpenedSession;
+use toolhost_host::watcher::WatchEvent;
 use toolhost_jsonrpc::message::{ErrorObject, Id, Incoming, codes};
 
 /// How long exit waits for running calls before abandoning them.
@@ -82,12 +83,9 @@ struct ServerState {
     /// Requests in flight by id: `$/cancelRequest` fires their token; a second request with the
     /// same id is refused.
     requests: Mutex<HashMap<Id, CancellationToken>>,
-    /// Running tool calls by call id.
-    calls: Mutex<HashMap<String, CancellationToken>>,
-    active: AtomicUsize,
-    idle: Notify,
-    /// Concurrency-safe calls take it shared, every other call exclusively.
-    barrier: Arc<tokio::sync::RwLock<()>>,
+    /// Agent prompts still running (the host counts calls; a wind-down waits for both).
+    prompts: AtomicUsize,
+    prompts_idle: Notify,
     documents: Documents,
     client_pid: Mutex<Option<i32>>,
     client_died: AtomicBool,
@@ -101,7 +99,7 @@ struct ServerState {
     /// (not before the initialize result).
     client_initialized: tokio::sync::watch::Sender<bool>,
     /// `[agent]` of the resolved configuration (set by initialize).
-    agent_settings: OnceLock<crate::agent::AgentSettings>,
+    agent_settings: OnceLock<toolhost_agent::AgentSettings>,
     /// The own agent's chats of this connection.
     chats: agent::Chats,
 }
@@ -132,10 +130,8 @@ impl ServerState {
     }
 
     fn cancel_all(&self) {
-        if let Ok(calls) = self.calls.lock() {
-            for token in calls.values() {
-                token.cancel();
-            }
+        if let Some(host) = self.host.get() {
+            host.cancel_all_calls();
         }
         if let Ok(requests) = self.requests.lock() {
             for token in requests.values() {
@@ -144,10 +140,14 @@ impl ServerState {
         }
     }
 
+    /// Waits until no call and no agent prompt runs.
     async fn wait_idle(&self) {
+        if let Some(host) = self.host.get() {
+            host.calls_idle().await;
+        }
         loop {
-            let notified = self.idle.notified();
-            if self.active.load(Ordering::SeqCst) == 0 {
+            let notified = self.prompts_idle.notified();
+            if self.prompts.load(Ordering::SeqCst) == 0 {
                 return;
             }
             notified.await;
@@ -207,10 +207,8 @@ pub async fn serve(options: ServeOptions) -> u8 {
         host: OnceLock::new(),
         opened: OnceLock::new(),
         requests: Mutex::new(HashMap::new()),
-        calls: Mutex::new(HashMap::new()),
-        active: AtomicUsize::new(0),
-        idle: Notify::new(),
-        barrier: Arc::new(tokio::sync::RwLock::new(())),
+        prompts: AtomicUsize::new(0),
+        prompts_idle: Notify::new(),
         documents: Documents::default(),
         client_pid: Mutex::new(None),
         client_died: AtomicBool::new(false),

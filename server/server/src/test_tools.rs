@@ -21,7 +21,8 @@ use crate::editor::EditorBridge;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use toolhost_contract::protocol::ContentBlock;
-use toolhost_contract::{RawTool, RegistrationError, Registry, ToolError};
+use toolhost_contract::{RawTool, RegistrationError, ToolError};
+use toolhost_registry::Registry;
 use toolhost_jsonrpc::ErrorObject;
 
 /// The environment variable that activates the test tools in a `test-tools` build.

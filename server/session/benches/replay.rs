@@ -44,6 +44,7 @@ fn edit_pair(i: usize) -> (ToolCallEvent, ToolResultEvent) {
         arguments: json!({"file_path": path, "old_string": old, "new_string": new}),
         card: None,
         caller: None,
+        parent_call_id: None,
     };
     let result = ToolResultEvent {
         call_id,

@@ -54,6 +54,7 @@ fn crash_child() {
                 arguments: json!({"file_path": "é/a.txt", "old_string": "x", "new_string": "y"}),
                 card: None,
                 caller: None,
+                parent_call_id: None,
             };
             match log.append_tool_call(&call).await {
                 Ok(seq) => report(seq, format!("call:{call_id}")),

@@ -37,6 +37,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCallEvent {
         arguments: args,
         card: None,
         caller: None,
+        parent_call_id: None,
     }
 }
 

@@ -94,6 +94,7 @@ fn make_session(sessions: &Path, root: &Path, id: &str, calls: usize) -> Session
             arguments: json!({}),
             card: None,
             caller: None,
+            parent_call_id: None,
         };
         rt.block_on(log.append_tool_call(&event)).unwrap();
     }

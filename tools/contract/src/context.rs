@@ -19,30 +19,57 @@ impl AdditionalContext {
     }
 }
 
+/// What a body hands the agent loop beside its result: deferred context and the end of the turn
+/// (one per execution, shared by its contexts; the registry reads it when the body is done).
 #[derive(Default)]
-pub(crate) struct SideChannels {
-    pub(crate) deferred: Mutex<Vec<AdditionalContext>>,
-    pub(crate) concludes_turn: AtomicBool,
+pub struct SideChannels {
+    deferred: Mutex<Vec<AdditionalContext>>,
+    concludes_turn: AtomicBool,
 }
 
 impl SideChannels {
-    pub(crate) fn take_deferred(&self) -> Vec<AdditionalContext> {
+    /// Takes the context the body deferred so far.
+    pub fn take_deferred(&self) -> Vec<AdditionalContext> {
         self.deferred.lock().map(|mut d| std::mem::take(&mut *d)).unwrap_or_default()
+    }
+
+    /// Whether the body asked to end the agent's turn.
+    pub fn concludes_turn(&self) -> bool {
+        self.concludes_turn.load(Ordering::SeqCst)
     }
 }
 
 /// The execution context of one tool body.
 #[derive(Clone)]
 pub struct ToolContext {
-    pub(crate) call_id: Arc<str>,
-    pub(crate) session_id: Option<Arc<str>>,
-    pub(crate) nested: bool,
-    pub(crate) signal: CancellationToken,
-    pub(crate) capabilities: Arc<Capabilities>,
-    pub(crate) side: Arc<SideChannels>,
+    call_id: Arc<str>,
+    session_id: Option<Arc<str>>,
+    nested: bool,
+    signal: CancellationToken,
+    capabilities: Arc<Capabilities>,
+    side: Arc<SideChannels>,
 }
 
 impl ToolContext {
+    /// The context of one execution (the registry builds one per body invocation).
+    pub fn new(
+        call_id: &str,
+        session_id: Option<&str>,
+        nested: bool,
+        signal: CancellationToken,
+        capabilities: Arc<Capabilities>,
+        side: Arc<SideChannels>,
+    ) -> Self {
+        ToolContext {
+            call_id: Arc::from(call_id),
+            session_id: session_id.map(Arc::from),
+            nested,
+            signal,
+            capabilities,
+            side,
+        }
+    }
+
     /// A context for calling a tool body directly (tests, benches); the registry builds its own.
     pub fn detached(call_id: &str, capabilities: Arc<Capabilities>) -> Self {
         ToolContext {

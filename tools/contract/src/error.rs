@@ -26,11 +26,11 @@ impl ToolError {
         self.info.as_ref().map(|i| i.code.as_str())
     }
 
-    pub(crate) fn unknown_tool(name: &str) -> Self {
+    pub fn unknown_tool(name: &str) -> Self {
         Self::typed("ToolNotFoundError", "UNKNOWN_TOOL", format!("unknown tool \"{name}\""))
     }
 
-    pub(crate) fn invalid_args(violations: &[String]) -> Self {
+    pub fn invalid_args(violations: &[String]) -> Self {
         Self::typed(
             "ToolArgsError",
             "INVALID_ARGS",
@@ -38,7 +38,7 @@ impl ToolError {
         )
     }
 
-    pub(crate) fn invalid_output(name: &str, detail: &str) -> Self {
+    pub fn invalid_output(name: &str, detail: &str) -> Self {
         Self::typed(
             "ToolOutputError",
             "INVALID_TOOL_OUTPUT",
@@ -52,11 +52,11 @@ impl ToolError {
         Self::typed("AbortError", "ABORTED", "tool call aborted")
     }
 
-    pub(crate) fn aborted_before_dispatch() -> Self {
+    pub fn aborted_before_dispatch() -> Self {
         Self::typed("AbortError", "ABORTED_BEFORE_DISPATCH", "tool call aborted before dispatch")
     }
 
-    pub(crate) fn timed_out(ms: u128) -> Self {
+    pub fn timed_out(ms: u128) -> Self {
         Self::typed("ToolTimeoutError", "TOOL_TIMEOUT", format!("tool call timed out after {ms}ms"))
     }
 }

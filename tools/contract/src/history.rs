@@ -5,7 +5,7 @@
 //! The host implements it over its session log and blob store (`toolhost-server`); tools reach
 //! it only as a capability of their context, like every other piece of the world.
 
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 use std::sync::Arc;
 use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal};
 

@@ -5,11 +5,11 @@
 //! client's elicitation, the session log); tools only see these traits.
 
 use crate::error::ToolError;
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use toolhost_protocol::lsp_ext::{Answer, Question, QuestionIntent};
+use toolhost_protocol::lsp_ext::{Answer, AskUserParams, AskUserResult, Question, QuestionIntent};
 
 /// Questions one call asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +20,71 @@ pub struct QuestionRequest {
     pub questions: Vec<Question>,
     /// The markdown plan under review (`plan-review`).
     pub plan: Option<String>,
+    /// How the asking call is shown (its card's title; the tool's name until the host fills it).
+    pub title: Option<String>,
+    /// Who made the asking call, when it was another program (an MCP client's name).
+    pub caller: Option<String>,
+}
+
+impl QuestionRequest {
+    /// Questions of call `call_id` of `tool`.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        intent: QuestionIntent,
+        questions: Vec<Question>,
+    ) -> Self {
+        QuestionRequest {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            intent,
+            questions,
+            plan: None,
+            title: None,
+            caller: None,
+        }
+    }
+
+    /// The plan under review.
+    pub fn with_plan(mut self, plan: impl Into<String>) -> Self {
+        self.plan = Some(plan.into());
+        self
+    }
+
+    /// The request as `toolhost/askUser` sends it.
+    pub fn to_params(&self) -> AskUserParams {
+        AskUserParams {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            title: self.title.clone().unwrap_or_else(|| self.tool.clone()),
+            caller: self.caller.clone(),
+            intent: self.intent,
+            questions: self.questions.clone(),
+            plan: self.plan.clone(),
+        }
+    }
+}
+
+impl From<AskUserParams> for QuestionRequest {
+    fn from(params: AskUserParams) -> Self {
+        QuestionRequest {
+            call_id: params.call_id,
+            tool: params.tool,
+            intent: params.intent,
+            questions: params.questions,
+            plan: params.plan,
+            title: Some(params.title),
+            caller: params.caller,
+        }
+    }
+}
+
+/// The answers of a `toolhost/askUser` result; a dismissal fails `ASK_CANCELLED`.
+pub fn answers_of(result: AskUserResult) -> Result<Vec<Answer>, QuestionError> {
+    if result.dismissed {
+        return Err(QuestionError::Cancelled("the user dismissed the question".to_owned()));
+    }
+    Ok(result.answers)
 }
 
 /// Why questions got no answer. Codes are stable (`UserQuestionError`).
@@ -56,8 +121,10 @@ impl QuestionError {
     }
 }
 
-/// Who answers questions: the host routes each call's questions to an MCP client that can
-/// elicit, else the editor, else fails `NO_PROVIDER`.
+/// Who answers questions — the one seam every route implements: the editor (`toolhost/askUser`),
+/// an MCP client's elicitation, an ACP client, a terminal, an attached agent's own client; and
+/// the host's router in front of them (each call's questions go to the MCP client that made it
+/// when that client can elicit, else the session's editor, else fail `NO_PROVIDER`).
 pub trait UserQuestions: Send + Sync {
     /// Asks and waits for the answers (one per question, in any order), the person's dismissal,
     /// or `cancel` (then the question is withdrawn and the result is `Aborted`).

@@ -8,7 +8,7 @@
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;

@@ -3,7 +3,7 @@
 //! it over the editor (`toolhost/review`, docs/protocol.md) with its configured timeout and
 //! fallback, and tests implement it with scripted answers.
 
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolhost_protocol::card::Hunk;

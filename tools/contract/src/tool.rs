@@ -1,25 +1,23 @@
 //! Tool definitions: the typed `Tool` trait (schemas derived with schemars) and `RawTool` for
 //! dynamic tools (raw JSON schemas and closures over `serde_json::Value`), erased behind one
-//! internal interface the registry dispatches through.
+//! interface ([`ErasedTool`]) the registry dispatches through.
 
 use crate::context::ToolContext;
 use crate::error::{RegistrationError, ToolError};
+use crate::future::BoxFuture;
 use crate::schema::CompiledSchema;
 use crate::snapshot::{SnapshotError, lossless_value, to_lossless_value};
+use crate::spill::{OwnSpill, SpillMode};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A typed tool. The body returns only its canonical value; the Native text and the presentation
 /// metadata are pure projections of (args, value) computed by the registry after validation.
@@ -74,6 +72,18 @@ pub trait Tool: Send + Sync + 'static {
     fn annotations(&self) -> ToolAnnotations {
         ToolAnnotations::default()
     }
+
+    /// How an oversized direct result is kept out of the model's context (the host's generic
+    /// spill unless the tool bounds its output itself or spills in its own format).
+    fn spill_mode(&self) -> SpillMode {
+        SpillMode::Generic
+    }
+
+    /// With [`SpillMode::Own`]: the complete output to store and the page to show instead, or
+    /// `None` when this result needs no spill. Pure.
+    fn spill_over(&self, _args: &Self::Args, _output: &Self::Output) -> Option<OwnSpill> {
+        None
+    }
 }
 
 type RawBody =
@@ -103,6 +113,7 @@ pub struct RawTool {
     /// The call's card declaration; without one, calls get the generic card.
     pub present_call: Option<Arc<RawPresent>>,
     pub annotations: ToolAnnotations,
+    pub spill_mode: SpillMode,
 }
 
 impl RawTool {
@@ -183,21 +194,27 @@ impl RawTool {
         self.annotations = annotations;
         self
     }
+
+    /// How oversized results spill (raw tools cannot spill in a format of their own).
+    pub fn with_spill_mode(mut self, mode: SpillMode) -> Self {
+        self.spill_mode = if mode == SpillMode::Own { SpillMode::Generic } else { mode };
+        self
+    }
 }
 
 /// The Native content and the presentation metadata of one value.
-pub(crate) type Projection = (Vec<ContentBlock>, Option<Value>);
+pub type Projection = (Vec<ContentBlock>, Option<Value>);
 
 /// What a body invocation produced, before normalization.
-pub(crate) enum BodyOutcome {
+pub enum BodyOutcome {
     Value(Value),
     /// The value could not be snapshotted losslessly (the detail names why).
     Lossy(String),
     Failed(ToolError),
 }
 
-/// The registry's view of any tool.
-pub(crate) trait ErasedTool: Send + Sync {
+/// The registry's view of any tool, typed or raw.
+pub trait ErasedTool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> String;
     fn input_schema(&self) -> &CompiledSchema;
@@ -207,13 +224,17 @@ pub(crate) trait ErasedTool: Send + Sync {
     fn renderer_version(&self) -> u32;
     fn present_call(&self, args: &Value) -> CallPresentation;
     fn annotations(&self) -> ToolAnnotations;
+    fn spill_mode(&self) -> SpillMode;
+    /// The tool's own spill of a validated result (see [`Tool::spill_over`]).
+    fn spill_over(&self, args: &Value, value: &Value) -> Option<OwnSpill>;
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome>;
     /// Both projections of a validated value; the meta only when `with_meta` (direct calls).
     /// The error is `output.render failed: …` / `output.presentationMeta failed: …`.
     fn project(&self, args: &Value, value: &Value, with_meta: bool) -> Result<Projection, String>;
 }
 
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -356,6 +377,16 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         self.tool.annotations()
     }
 
+    fn spill_mode(&self) -> SpillMode {
+        self.tool.spill_mode()
+    }
+
+    fn spill_over(&self, args: &Value, value: &Value) -> Option<OwnSpill> {
+        let args = Self::typed_args(args).ok()?;
+        let output = T::Output::deserialize(value).ok()?;
+        catch_unwind(AssertUnwindSafe(|| self.tool.spill_over(&args, &output))).ok().flatten()
+    }
+
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome> {
         let violations = self.input.violations(&args, "arguments");
         if !violations.is_empty() {
@@ -469,6 +500,14 @@ impl ErasedTool for ErasedRaw {
 
     fn annotations(&self) -> ToolAnnotations {
         self.raw.annotations
+    }
+
+    fn spill_mode(&self) -> SpillMode {
+        self.raw.spill_mode
+    }
+
+    fn spill_over(&self, _args: &Value, _value: &Value) -> Option<OwnSpill> {
+        None
     }
 
     fn invoke(&self, args: Arc<Value>, cx: ToolContext) -> BoxFuture<'static, BodyOutcome> {

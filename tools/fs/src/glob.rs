@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
+use toolhost_contract::spill::{OwnSpill, SpillMode};
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
@@ -224,6 +225,25 @@ impl Tool for GlobTool {
 
     fn render(&self, _args: &GlobArgs, out: &GlobOutput) -> Vec<ContentBlock> {
         vec![ContentBlock::text(render_glob(out, &self.limits, Recovery::Unsaved))]
+    }
+
+    fn spill_mode(&self) -> SpillMode {
+        SpillMode::Own
+    }
+
+    /// Over its item cap, the complete list is stored and the page's footer names its locator.
+    fn spill_over(&self, _args: &GlobArgs, out: &GlobOutput) -> Option<OwnSpill> {
+        if out.paths.len() as u64 <= self.limits.glob_max_results {
+            return None;
+        }
+        let (out, limits) = (out.clone(), self.limits.clone());
+        Some(OwnSpill {
+            file_name: "glob-results.txt".to_owned(),
+            content: out.paths.join("\n"),
+            page: Box::new(move |locator, hint| {
+                vec![ContentBlock::text(render_glob(&out, &limits, Recovery::Stored { locator, hint }))]
+            }),
+        })
     }
 
     fn presentation_meta(&self, _args: &GlobArgs, out: &GlobOutput) -> Option<Value> {

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
-use toolhost_contract::spill::head_bytes;
+use toolhost_contract::spill::{OwnSpill, SpillMode, head_bytes};
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
@@ -205,6 +205,26 @@ impl Tool for GrepTool {
                 .into_iter()
                 .map(|m| GrepMatchOut { path: m.path, line_number: m.line_number, line: m.line })
                 .collect(),
+        })
+    }
+
+    fn spill_mode(&self) -> SpillMode {
+        SpillMode::Own
+    }
+
+    /// Over its match cap, the complete formatted list is stored and the page's footer names
+    /// its locator.
+    fn spill_over(&self, _args: &GrepArgs, out: &GrepOutput) -> Option<OwnSpill> {
+        if out.matches.len() as u64 <= self.limits.grep_max_matches {
+            return None;
+        }
+        let (out, limits) = (out.clone(), self.limits.clone());
+        Some(OwnSpill {
+            file_name: "grep-results.txt".to_owned(),
+            content: full_grep_text(&out, &limits),
+            page: Box::new(move |locator, hint| {
+                vec![ContentBlock::text(render_grep(&out, &limits, Recovery::Stored { locator, hint }))]
+            }),
         })
     }
 

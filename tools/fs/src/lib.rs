@@ -15,7 +15,6 @@ mod present;
 mod read;
 mod revert;
 mod review;
-mod search_spill;
 mod write;
 
 pub use edit::{EditArgs, EditOutput, EditTool};
@@ -25,25 +24,24 @@ pub use limits::FsLimits;
 pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
 pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFile};
 pub use review::{RejectedHunk, ReviewRecord};
-pub use search_spill::SearchSpill;
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 
-use std::sync::Arc;
-use toolhost_contract::{Disposer, RegistrationError, Registry, ToolContext, ToolError};
+use toolhost_contract::{Disposer, RegistrationError, Registrar, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
-/// Registers the file tools (read, write, edit, glob, grep, revert) and the tool-owned spill
-/// listener.
-pub fn register(registry: &Registry, limits: FsLimits) -> Result<Vec<Disposer>, RegistrationError> {
+/// Registers the file tools (read, write, edit, glob, grep, revert).
+pub fn register(
+    registry: &dyn Registrar,
+    limits: FsLimits,
+) -> Result<Vec<Disposer>, RegistrationError> {
     let disposers = vec![
         registry.register(ReadTool::new(limits.clone()))?,
         registry.register(WriteTool)?,
         registry.register(EditTool)?,
         registry.register(GlobTool::new(limits.clone()))?,
-        registry.register(GrepTool::new(limits.clone()))?,
+        registry.register(GrepTool::new(limits))?,
         registry.register(RevertTool)?,
     ];
-    registry.add_post_execute(Arc::new(SearchSpill::new(limits)), false);
     Ok(disposers)
 }
 

@@ -4,6 +4,7 @@ use crate::{FsLimits, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolhost_contract::spill::SpillMode;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
@@ -181,6 +182,11 @@ impl Tool for ReadTool {
             ));
         }
         Ok(ReadOutput { path: file.display, offset, lines, total_lines: total })
+    }
+
+    /// `read` pages a file itself: its result is never spilled.
+    fn spill_mode(&self) -> SpillMode {
+        SpillMode::Never
     }
 
     fn render(&self, args: &ReadArgs, out: &ReadOutput) -> Vec<ContentBlock> {

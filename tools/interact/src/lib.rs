@@ -17,7 +17,7 @@ pub use structured::{StructuredOutput, StructuredOutputTool, already_recorded};
 pub use todo::{TodoCounts, TodoItem, TodoStatus, TodoWriteArgs, TodoWriteOutput, TodoWriteTool};
 
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
-use toolhost_contract::{Disposer, RegistrationError, Registry};
+use toolhost_contract::{Disposer, RegistrationError, Registrar};
 
 /// Settings of the interaction tools (`[interact]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub(crate) const SESSION_ONLY: ToolAnnotations =
 
 /// Registers the five tools.
 pub fn register(
-    registry: &Registry,
+    registry: &dyn Registrar,
     config: InteractConfig,
 ) -> Result<Vec<Disposer>, RegistrationError> {
     Ok(vec![

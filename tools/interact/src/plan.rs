@@ -110,13 +110,13 @@ impl Tool for ExitPlanModeTool {
                 "exit_plan_mode requires a non-empty markdown plan starting with a # heading",
             ));
         }
-        let request = QuestionRequest {
-            call_id: cx.call_id().to_owned(),
-            tool: self.name().to_owned(),
-            intent: QuestionIntent::PlanReview,
-            questions: vec![review_question()],
-            plan: Some(args.plan.trim().to_owned()),
-        };
+        let request = QuestionRequest::new(
+            cx.call_id(),
+            self.name(),
+            QuestionIntent::PlanReview,
+            vec![review_question()],
+        )
+        .with_plan(args.plan.trim());
         let answers = match ask(&cx, request).await {
             Ok(answers) => answers,
             Err(QuestionError::Cancelled(_)) => {

@@ -179,13 +179,12 @@ impl Tool for AskUserQuestionTool {
             return Err(QuestionError::EmptyQuestions.to_tool_error());
         }
         let questions = wire_questions(&args.questions);
-        let request = QuestionRequest {
-            call_id: cx.call_id().to_owned(),
-            tool: self.name().to_owned(),
-            intent: QuestionIntent::Question,
-            questions: questions.clone(),
-            plan: None,
-        };
+        let request = QuestionRequest::new(
+            cx.call_id(),
+            self.name(),
+            QuestionIntent::Question,
+            questions.clone(),
+        );
         let answers = ask(&cx, request).await.map_err(|e| e.to_tool_error())?;
         Ok(AskUserQuestionOutput { answers: normalize(&questions, &answers) })
     }

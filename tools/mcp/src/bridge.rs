@@ -23,7 +23,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use toolhost_contract::{
-    Disposer, EventsHandle, QuestionsHandle, RawTool, Registry, ToolContext, ToolError,
+    Disposer, EventsHandle, QuestionsHandle, RawTool, Registrar, ToolContext, ToolError,
 };
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, CardKind};
@@ -55,8 +55,8 @@ impl McpBridge {
     /// Tools appear in `registry` as each server's first sync completes; [`McpBridge::ready`]
     /// waits for that. Lazy servers start with [`McpBridge::launch_for_tool`] or
     /// [`McpBridge::launch_all`].
-    pub fn start(
-        registry: &Registry,
+    pub fn start<R: Registrar + Clone + 'static>(
+        registry: &R,
         servers: Vec<McpServerConfig>,
         options: BridgeOptions,
     ) -> Self {
@@ -76,11 +76,12 @@ impl McpBridge {
 
     /// Every server known but none started (a one-shot `toolhost call` starts only the server
     /// its tool belongs to).
-    pub fn idle(
-        registry: &Registry,
+    pub fn idle<R: Registrar + Clone + 'static>(
+        registry: &R,
         servers: Vec<McpServerConfig>,
         options: BridgeOptions,
     ) -> Self {
+        let registry: Arc<dyn Registrar> = Arc::new(registry.clone());
         // The HTTP transport's client needs a TLS provider even for plain http URLs.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let roots = Arc::new(options.roots);
@@ -92,7 +93,7 @@ impl McpBridge {
                     ElicitRoutes { in_flight: Vec::new(), fallback: options.questions.clone() };
                 Arc::new(Server::new(
                     config,
-                    registry.clone(),
+                    Arc::clone(&registry),
                     Arc::clone(&roots),
                     Arc::clone(&changes),
                     elicit,
@@ -194,7 +195,7 @@ struct Connection {
 
 struct Server {
     config: McpServerConfig,
-    registry: Registry,
+    registry: Arc<dyn Registrar>,
     roots: Arc<Vec<PathBuf>>,
     launched: AtomicBool,
     changes: Arc<watch::Sender<u64>>,
@@ -221,7 +222,7 @@ enum Ended {
 impl Server {
     fn new(
         config: McpServerConfig,
-        registry: Registry,
+        registry: Arc<dyn Registrar>,
         roots: Arc<Vec<PathBuf>>,
         changes: Arc<watch::Sender<u64>>,
         elicit: ElicitRoutes,

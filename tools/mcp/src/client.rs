@@ -204,13 +204,7 @@ impl ClientHandler for BridgeClient {
         let Some((call_id, tool, asker, signal)) = route else {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
-        let request = QuestionRequest {
-            call_id,
-            tool,
-            intent: QuestionIntent::Question,
-            questions,
-            plan: None,
-        };
+        let request = QuestionRequest::new(call_id, tool, QuestionIntent::Question, questions);
         match asker.ask(request, signal).await {
             Ok(answers) => match crate::elicit::content(&fields, &answers) {
                 Ok(content) => Ok(ElicitResult::new(ElicitationAction::Accept)

@@ -18,6 +18,7 @@ mod client;
 pub mod config;
 mod elicit;
 pub mod naming;
+mod resolve;
 pub mod result;
 mod tap;
 

@@ -15,9 +15,8 @@ use toolhost_contract::lsp::{
     LspAnswer, LspHandle, LspHover, LspLocation, LspPosition, LspProvider, LspRange, LspRequest,
     codes, file_uri, lsp_error,
 };
-use toolhost_contract::{
-    BoxFuture, CallInput, CancellationToken, Capabilities, Registry, ToolError,
-};
+use toolhost_contract::{BoxFuture, CancellationToken, Capabilities, ToolError};
+use toolhost_registry::{CallInput, Registry};
 use toolhost_tools_nav::NavLimits;
 use toolhost_workspace::{Workspace, WorkspaceConfig};
 

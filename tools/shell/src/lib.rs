@@ -34,7 +34,7 @@ pub use terminal::{SessionStatus, TerminalRegistry, TerminalSnapshot, WaitReason
 pub use terminal_tools::MAX_RESULT_BYTES as TERMINAL_MAX_RESULT_BYTES;
 
 use std::sync::Arc;
-use toolhost_contract::{Disposer, RegistrationError, Registry};
+use toolhost_contract::{Disposer, RegistrationError, Registrar};
 
 /// What the host keeps of the shell tools: their jobs and terminals, to stop them at the end.
 pub struct ShellHandles {
@@ -52,7 +52,7 @@ impl ShellHandles {
 
 /// Registers `bash`, the job tools and the terminal tools.
 pub fn register(
-    registry: &Registry,
+    registry: &dyn Registrar,
     config: ShellConfig,
 ) -> Result<(Vec<Disposer>, ShellHandles), RegistrationError> {
     let config = Arc::new(config);

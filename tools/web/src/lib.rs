@@ -26,7 +26,7 @@ pub use search::{
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
-use toolhost_contract::{Disposer, RegistrationError, Registry};
+use toolhost_contract::{Disposer, RegistrationError, Registrar};
 
 /// Appended when `web_fetch` left something out (the wording docs/tools.md documents).
 pub const TRUNCATION_NOTICE: &str =
@@ -84,7 +84,7 @@ pub fn search_tool(config: &WebConfig, lookup: Arc<dyn Lookup>) -> WebSearchTool
 
 /// Registers `web_fetch` and `web_search` as `config` enables them, with the system resolver.
 pub fn register(
-    registry: &Registry,
+    registry: &dyn Registrar,
     config: WebConfig,
 ) -> Result<Vec<Disposer>, RegistrationError> {
     register_with(registry, config, Arc::new(SystemLookup))
@@ -92,7 +92,7 @@ pub fn register(
 
 /// [`register`] with names resolved by `lookup` (tests answer from a table).
 pub fn register_with(
-    registry: &Registry,
+    registry: &dyn Registrar,
     config: WebConfig,
     lookup: Arc<dyn Lookup>,
 ) -> Result<Vec<Disposer>, RegistrationError> {

@@ -20,8 +20,10 @@ use agent_client_protocol::v1::schema::{
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use toolhost_agent::agent::BoxFuture;
-use toolhost_contract::CancellationToken;
+use toolhost_contract::{
+    BoxFuture, CancellationToken, QuestionError, QuestionRequest, UserQuestions, answers_of,
+};
+use toolhost_host::agent as permission;
 use toolhost_mcp::elicit;
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{Answer, AskUserParams, AskUserResult, QuestionIntent};
@@ -105,7 +107,7 @@ impl ClientLine {
         let always =
             self.always.lock().unwrap_or_else(PoisonError::into_inner).contains(&params.tool);
         if always {
-            return Ok(allowed(crate::agent::ALLOW));
+            return Ok(allowed(permission::ALLOW));
         }
         let fields = ToolCallUpdateFields::new()
             .title(params.title.clone())
@@ -128,13 +130,13 @@ impl ClientLine {
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(params.tool.clone());
                 self.running(&params.call_id);
-                allowed(crate::agent::ALLOW)
+                allowed(permission::ALLOW)
             }
             Some(ALLOW) => {
                 self.running(&params.call_id);
-                allowed(crate::agent::ALLOW)
+                allowed(permission::ALLOW)
             }
-            Some(_) => allowed(crate::agent::DENY),
+            Some(_) => allowed(permission::DENY),
             None => AskUserResult::dismissed(),
         })
     }
@@ -266,21 +268,26 @@ impl ClientLine {
     }
 }
 
-/// The client as the session's asker (installed as the question channel's editor).
+/// The client as the session's asker.
 pub struct AcpAsker(pub Arc<ClientLine>);
 
-impl crate::interact::Asker for AcpAsker {
+impl UserQuestions for AcpAsker {
     fn ask(
         &self,
-        params: AskUserParams,
+        request: QuestionRequest,
         stop: CancellationToken,
-    ) -> BoxFuture<'_, Result<AskUserResult, String>> {
+    ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         Box::pin(async move {
-            match params.intent {
+            let params = request.to_params();
+            let result = match params.intent {
                 QuestionIntent::Permission => self.0.permission(&params, &stop).await,
                 QuestionIntent::PlanReview => self.0.plan_review(&params, &stop).await,
                 _ => self.0.questions(&params, &stop).await,
-            }
+            };
+            let result = result.map_err(|e| {
+                QuestionError::Cancelled(format!("the editor could not ask: {e}"))
+            })?;
+            answers_of(result)
         })
     }
 }

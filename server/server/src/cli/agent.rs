@@ -4,15 +4,124 @@
 //! started finish; the others are answered as aborted), and the exit code says how it ended: 0
 //! answered (or recorded its structured value), 1 stopped before that or the model failed.
 
-use crate::agent::{self as own_agent, AgentSettings, RunRequest, RunUpdate};
-use crate::host::Host;
+use super::{Common, Failure, load_config, open_host, sessions_dir, workspace_root};
 use serde_json::json;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use toolhost_agent::agent::{AgentEvent, StopReason};
 use toolhost_agent::model::StreamEvent;
+use toolhost_agent::settings::CALLER;
+use toolhost_agent::{AgentSettings, PermissionMode};
 use toolhost_contract::CancellationToken;
+use toolhost_host::Host;
+use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate};
+use toolhost_host::session;
 use toolhost_protocol::card::CardStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What to do.
+    task: String,
+    #[command(flatten)]
+    common: Common,
+    /// Print the run as JSON lines (text, tool calls and results with their cards, usage,
+    /// and a closing `end` line).
+    #[arg(long)]
+    json: bool,
+    /// The model's name (default: deepseek-v4-flash).
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// An OpenAI-compatible endpoint (default: https://api.deepseek.com).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The environment variable holding the API key (empty: send none).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// ask, accept-edits, plan or auto.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
+    /// Stop making requests once this many tokens were used.
+    #[arg(long, value_name = "TOKENS")]
+    token_budget: Option<u64>,
+    /// Stop making requests once the run cost this many US dollars (needs `[agent] price`).
+    #[arg(long, value_name = "USD")]
+    cost_budget: Option<f64>,
+    /// The model's context window (compaction starts before it; 0: never).
+    #[arg(long, value_name = "TOKENS")]
+    context_limit: Option<u64>,
+    /// End the run with a value valid against this JSON Schema (`structured_output`).
+    #[arg(long, value_name = "JSON_SCHEMA")]
+    structured_schema: Option<String>,
+}
+
+/// `[agent]` with the flags on top.
+fn settings(mut settings: AgentSettings, args: &Args) -> Result<AgentSettings, Failure> {
+    if let Some(model) = &args.model {
+        settings.model = model.clone();
+    }
+    if let Some(url) = &args.base_url {
+        settings.base_url = url.clone();
+    }
+    if let Some(name) = &args.api_key_env {
+        settings.api_key_env = Some(name.clone()).filter(|n| !n.is_empty());
+    }
+    if let Some(mode) = &args.mode {
+        settings.mode = PermissionMode::parse(mode).ok_or_else(|| {
+            Failure::usage(format!("--mode {mode}: expected ask, accept-edits, plan or auto"))
+        })?;
+    }
+    if let Some(turns) = args.max_turns {
+        settings.max_turns = turns.max(1);
+    }
+    if let Some(budget) = args.token_budget {
+        settings.token_budget = Some(budget).filter(|b| *b > 0);
+    }
+    if let Some(budget) = args.cost_budget {
+        if !budget.is_finite() || budget < 0.0 {
+            return Err(Failure::usage(format!(
+                "--cost-budget {budget}: expected a number of US dollars, 0 or more"
+            )));
+        }
+        if budget > 0.0 && settings.price.is_none() {
+            return Err(Failure::usage(
+                "--cost-budget needs [agent] price in the configuration to count the cost",
+            ));
+        }
+        settings.cost_budget = Some(budget).filter(|b| *b > 0.0);
+    }
+    if let Some(limit) = args.context_limit {
+        settings.context_limit = Some(limit).filter(|l| *l > 0);
+    }
+    Ok(settings)
+}
+
+pub async fn run(args: Args) -> Result<u8, Failure> {
+    let schema = super::schema_flag(args.structured_schema.clone())?;
+    let root = workspace_root(&args.common)?;
+    let config = load_config(&root)?;
+    let settings = settings(config.agent.clone(), &args)?;
+    let sessions = sessions_dir(&config, &args.common)?;
+    let (id, opened) = session::open_named(&sessions, &root, args.common.session.as_deref())
+        .map_err(|e| Failure::env(e.to_string()))?;
+    if opened.report.created && !args.json {
+        eprintln!("toolhost: session {id}");
+    }
+    let host = open_host(&config, &root, Some(&opened))?;
+    super::call::answer_on_the_terminal(&host);
+    if let Some(schema) = schema {
+        host.interaction()
+            .ensure_run(schema)
+            .await
+            .map_err(|e| Failure::usage(format!("--structured-schema: {e}")))?;
+    }
+    host.start_mcp_servers();
+    let code = run_headless(&host, settings, &args.task, args.json).await;
+    host.shutdown().await;
+    opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
+    Ok(code)
+}
 
 fn print_line(text: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -20,7 +129,7 @@ fn print_line(text: &str) {
     let _ = stdout.flush();
 }
 
-pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json: bool) -> u8 {
+async fn run_headless(host: &Arc<Host>, settings: AgentSettings, task: &str, json: bool) -> u8 {
     if let Some(name) = settings.missing_key() {
         eprintln!("toolhost: warning: {name} is not set: the model request is sent without a key");
     }
@@ -102,9 +211,8 @@ pub async fn run_headless(host: &Host, settings: AgentSettings, task: &str, json
         settings: settings.clone(),
         prompt: task.to_owned(),
         history: None,
-        caller: own_agent::CALLER.to_owned(),
+        caller: CALLER.to_owned(),
         run_id: None,
-        scope: None,
         parent: None,
         mode: None,
     };

@@ -6,23 +6,20 @@
 //! Stop) cancels the run, which still ends properly — calls started finish, the rest are answered
 //! as aborted, `agent/end` is recorded — and the chat keeps what was said up to there. A `chatId`
 //! this connection does not know but the session log does (a `runId`, after the editor restarted
-//! the server on the same session) continues that run's conversation, rebuilt from the log. The agent's
-//! calls take the connection's barrier like every other call and are listed for
-//! `toolhost/cancelCall`, so a card's own Stop works on them too; so are its subagents' calls,
-//! which take no barrier permit of their own (the `subagent` call holds one).
+//! the server on the same session) continues that run's conversation, rebuilt from the log. The
+//! agent's calls are host calls like every other (the barrier, `toolhost/cancelCall` from a card,
+//! their cards to the editor), and so are its subagents' (children of their `subagent` call).
 
 use super::ServerState;
-use super::handlers::Permit;
-use crate::agent::{
-    self as own_agent, CallScope, PermissionMode, RunRequest, RunUpdate, ScopeGuard,
-};
 use crate::editor::EditorBridge;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use toolhost_agent::agent::{AgentEvent, BoxFuture};
+use toolhost_agent::agent::AgentEvent;
 use toolhost_agent::model::Message;
+use toolhost_agent::{PermissionMode, settings::CALLER};
 use toolhost_contract::CancellationToken;
+use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate};
 use toolhost_jsonrpc::message::{ErrorObject, codes};
 use toolhost_protocol::lsp_ext::{
     AgentPromptParams, AgentPromptResult, AgentUpdateParams, methods,
@@ -42,65 +39,6 @@ pub(super) type Chats = std::sync::Mutex<HashMap<String, Chat>>;
 
 fn new_chat_id() -> String {
     format!("chat_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
-}
-
-/// The connection's side of each agent call: the barrier permit, the call table, the idle count.
-struct ServeScope {
-    state: Arc<ServerState>,
-    /// The calls take the connection's barrier; a subagent's calls do not (see
-    /// [`CallScope::nested`]) and are scheduled by the subagent's own loop.
-    barrier: bool,
-}
-
-/// Held while one of the agent's calls runs.
-struct Held {
-    state: Arc<ServerState>,
-    call_id: String,
-    _permit: Option<Permit>,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        if let Ok(mut calls) = self.state.calls.lock() {
-            calls.remove(&self.call_id);
-        }
-        if self.state.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.state.idle.notify_waiters();
-        }
-    }
-}
-
-impl CallScope for ServeScope {
-    fn enter<'a>(
-        &'a self,
-        call_id: &'a str,
-        concurrency_safe: bool,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'a, (CancellationToken, ScopeGuard)> {
-        Box::pin(async move {
-            let state = &self.state;
-            let permit = match (self.barrier, concurrency_safe) {
-                (false, _) => None,
-                (true, true) => Some(Permit::Shared(Arc::clone(&state.barrier).read_owned().await)),
-                (true, false) => {
-                    Some(Permit::Exclusive(Arc::clone(&state.barrier).write_owned().await))
-                }
-            };
-            // A child: the card's Stop cancels this call only, the run's cancellation all of them.
-            let token = cancel.child_token();
-            if let Ok(mut calls) = state.calls.lock() {
-                calls.insert(call_id.to_owned(), token.clone());
-            }
-            state.active.fetch_add(1, Ordering::SeqCst);
-            let held =
-                Held { state: Arc::clone(state), call_id: call_id.to_owned(), _permit: permit };
-            (token, Box::new(held) as ScopeGuard)
-        })
-    }
-
-    fn nested(&self) -> Arc<dyn CallScope> {
-        Arc::new(ServeScope { state: Arc::clone(&self.state), barrier: false })
-    }
 }
 
 /// Sends one run's `toolhost/agentUpdate` notifications.
@@ -193,7 +131,7 @@ pub(super) async fn prompt(
     let cancel = CancellationToken::new();
     // Dropping this future (the request was cancelled, or the connection ends) stops the run.
     let guard = cancel.clone().drop_guard();
-    state.active.fetch_add(1, Ordering::SeqCst);
+    state.prompts.fetch_add(1, Ordering::SeqCst);
     let task_state = Arc::clone(state);
     let (task_chat, task_run) = (chat_id.clone(), run_id.clone());
     let task = tokio::spawn(async move {
@@ -210,21 +148,16 @@ pub(super) async fn prompt(
                 event_updates.send(line);
             }
         };
+        // The cards themselves reach the editor as every call's do.
         let on_update = move |run_update: RunUpdate| {
-            let card = match &run_update {
-                RunUpdate::CallStarted { card } | RunUpdate::CallFinished { card, .. } => card,
-            };
-            updates.editor.notify(methods::CARD, card);
             updates.send(own_agent::update_json(&run_update));
         };
         let request = RunRequest {
             settings,
             prompt: params.prompt,
             history,
-            caller: own_agent::CALLER.to_owned(),
+            caller: CALLER.to_owned(),
             run_id: Some(task_run.clone()),
-            scope: Some(Arc::new(ServeScope { state: Arc::clone(&state), barrier: true })
-                as Arc<dyn CallScope>),
             parent: None,
             mode: None,
         };
@@ -236,8 +169,8 @@ pub(super) async fn prompt(
             chat.messages = outcome.messages.clone();
             chat.last_run = Some(task_run.clone());
         }
-        if state.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            state.idle.notify_waiters();
+        if state.prompts.fetch_sub(1, Ordering::SeqCst) == 1 {
+            state.prompts_idle.notify_waiters();
         }
         report
     });

@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
-use toolhost_contract::CancellationToken;
 use toolhost_contract::{
-    BoxFuture, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions,
+    BoxFuture, CancellationToken, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions,
+    answers_of,
 };
+use toolhost_host::CallRequest;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
@@ -36,7 +37,6 @@ struct AttachAsker {
     out: mpsc::UnboundedSender<Vec<u8>>,
     replies: Replies,
     next_id: Arc<std::sync::atomic::AtomicI64>,
-    state: Arc<ServerState>,
 }
 
 impl UserQuestions for AttachAsker {
@@ -46,10 +46,8 @@ impl UserQuestions for AttachAsker {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         Box::pin(async move {
-            let label =
-                self.state.host().ok().and_then(|host| host.review().call_label(&request.call_id));
             let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut params = serde_json::to_value(crate::interact::ask_params(request, label))
+            let mut params = serde_json::to_value(request.to_params())
                 .map_err(|e| QuestionError::Cancelled(e.to_string()))?;
             params["requestId"] = Value::from(id);
             let body = message::encode_request(&Id::Number(id), methods::ASK_USER, &params)
@@ -76,7 +74,7 @@ impl UserQuestions for AttachAsker {
                 }
             };
             match reply {
-                Ok(value) => crate::interact::answers_of(
+                Ok(value) => answers_of(
                     serde_json::from_value::<AskUserResult>(value)
                         .map_err(|e| QuestionError::Cancelled(format!("unexpected answer: {e}")))?,
                 ),
@@ -259,7 +257,6 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
             out: out.clone(),
             replies: Arc::clone(&replies),
             next_id: Arc::clone(&next_id),
-            state: Arc::clone(&state),
         });
         tokio::spawn(async move {
             let id = request.id.clone();
@@ -345,9 +342,8 @@ async fn answer(
             let who = caller.lock().ok().and_then(|c| c.clone());
             // The agent's progress messages quote the call's live output: it follows the call
             // here and is forwarded as `toolhost/callOutput`, as to the editor.
-            let call_id = p.call_id.unwrap_or_else(crate::host::new_call_id);
+            let call_id = p.call_id.unwrap_or_else(toolhost_host::new_call_id);
             let (live, mut lines) = mpsc::unbounded_channel::<String>();
-            let watch = host.call_watchers().watch(&call_id, live);
             let forward = out.clone();
             let id = call_id.clone();
             tokio::spawn(async move {
@@ -358,10 +354,12 @@ async fn answer(
                     }
                 }
             });
-            let asker = p.can_ask.then_some(asker);
-            let result = run_call(state, p.name, p.arguments, Some(call_id), who, asker).await;
-            drop(watch);
-            let result = result?;
+            let request = CallRequest::new(p.name, p.arguments)
+                .id(call_id)
+                .by(who)
+                .asked_through(p.can_ask.then_some(asker))
+                .following(Some(live));
+            let result = run_call(state, request).await?;
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         methods::SET_REVIEW => {

@@ -4,11 +4,9 @@
 //! tracking and cancellation. Requests run as tasks under a panic guard (a panic is an
 //! internal-error reply, never a dead server); their answers go out through the outbox.
 
+use super::routes::{EditorAsker, EditorListener, EditorReviewer};
 use super::{Phase, ServerState};
-use crate::config::{PartialConfig, Sources};
 use crate::editor_lsp::EditorLspProvider;
-use crate::host::{Host, HostOptions, new_call_id};
-use crate::session;
 use futures::FutureExt;
 use serde::Deserialize;
 use serde::Serialize;
@@ -18,9 +16,10 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use toolhost_contract::CancellationToken;
 use toolhost_contract::lsp::file_uri_path;
+use toolhost_contract::{CancellationToken, QuestionsHandle};
+use toolhost_host::config::{PartialConfig, Sources};
+use toolhost_host::{CallRequest, Host, HostOptions, session};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Notification, Request, codes};
 use toolhost_protocol::lsp_ext::{
     CallToolParams, CallToolResult, CancelCallParams, CancelCallResult, ListSessionsParams,
@@ -96,7 +95,8 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::CALL_TOOL => {
             spawn(state, id, async move {
                 let p: CallToolParams = params(raw, true)?;
-                run_call(&task_state, p.name, p.arguments, p.call_id, None, None).await
+                let request = CallRequest { call_id: p.call_id, ..CallRequest::new(p.name, p.arguments) };
+                run_call(&task_state, request).await
             });
         }
         methods::AGENT_PROMPT => {
@@ -137,11 +137,7 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::CANCEL_CALL => {
             spawn(state, id, async move {
                 let p: CancelCallParams = params(raw, false)?;
-                let token = task_state.calls.lock().ok().and_then(|c| c.get(&p.call_id).cloned());
-                if let Some(token) = &token {
-                    token.cancel();
-                }
-                Ok(CancelCallResult { cancelled: token.is_some() })
+                Ok(CancelCallResult { cancelled: task_state.host()?.cancel_call(&p.call_id) })
             });
         }
         methods::LIST_SESSIONS => {
@@ -284,7 +280,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     )
     .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
     let requested = init.session_id().map(str::to_owned);
-    let mut sources = Sources::load(&primary, crate::config::user_config_path().as_deref())
+    let mut sources = Sources::load(&primary, toolhost_host::config::user_config_path().as_deref())
         .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
     sources.init_options = Some(init);
     let config = sources.resolve(&primary);
@@ -299,6 +295,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         ErrorObject::new(-32001, format!("cannot open session {id}: {e}"))
             .with_data(json!({"code": e.code()}))
     })?;
+    #[allow(unused_mut)] // test tools add a capability
     let mut host = Host::new(
         &config,
         HostOptions {
@@ -311,14 +308,15 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         },
     )
     .map_err(|e| ErrorObject::internal(e.to_string()))?;
-    // Tool bodies reach the editor through this capability (the host is not shared yet).
-    host.insert_capability(state.editor.clone());
-    let events: toolhost_contract::EventsHandle = Arc::new(crate::events::HostEventSink::new(
-        Some(state.editor.clone()),
-        Some(Arc::clone(&opened.log)),
-        host.call_watchers().clone(),
-    ));
-    host.insert_capability(events);
+    // Test tools reach the editor through this capability (the host is not shared yet).
+    #[cfg(feature = "test-tools")]
+    if crate::test_tools::enabled() {
+        host.insert_capability(state.editor.clone());
+        crate::test_tools::register(host.registry())
+            .map_err(|e| ErrorObject::internal(e.to_string()))?;
+    }
+    // The editor hears every call's cards, live output and the notices.
+    host.add_listener(Arc::new(EditorListener(state.editor.clone())));
     let provider = params
         .capabilities
         .get("experimental")
@@ -335,8 +333,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         .and_then(Value::as_bool)
         .unwrap_or(false);
     if reviews {
-        let reviewer = crate::review::EditorReviewer(state.editor.clone());
-        host.review().set_reviewer(Some(Arc::new(reviewer)));
+        host.review().set_reviewer(Some(Arc::new(EditorReviewer(state.editor.clone()))));
     }
     let asks = params
         .capabilities
@@ -345,8 +342,8 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         .and_then(Value::as_bool)
         .unwrap_or(false);
     if asks {
-        let asker = crate::interact::EditorAsker(state.editor.clone());
-        host.questions().set_editor(Some(Arc::new(asker)));
+        let asker: QuestionsHandle = Arc::new(EditorAsker(state.editor.clone()));
+        host.questions().set_asker(Some(asker));
     }
     host.restore_session_state(&opened.report);
     let host = host.shared();
@@ -385,7 +382,9 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     // A revert a crash interrupted is rolled back now, not at the first call.
     let recovering = Arc::clone(&host);
     tokio::spawn(async move { recovering.recover().await });
-    let _ = state.watch_events.set(crate::watcher::spawn(Arc::clone(&host), state.stop.clone()));
+    let _ = state
+        .watch_events
+        .set(toolhost_host::watcher::spawn(Arc::clone(&host), state.stop.clone()));
     let socket = crate::attach::socket_path(host.root());
     let _ = state.host.set(host);
     let _ = state.opened.set(opened);
@@ -411,86 +410,22 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     }))
 }
 
-/// Runs one tool call as its own task, so a cancelled request never abandons the body: the
-/// call's token is cancelled, and the body is still awaited to its end and logged. `caller`
-/// names the program the call comes from when it is not the editor (an attached MCP client).
+/// Runs one tool call through the host (the one call path) and answers with its result and
+/// final card. A cancelled request drops the handle, which cancels the call; its body is still
+/// awaited to its end and logged.
 pub(super) async fn run_call(
     state: &Arc<ServerState>,
-    name: String,
-    arguments: Value,
-    call_id: Option<String>,
-    caller: Option<String>,
-    asker: Option<toolhost_contract::QuestionsHandle>,
+    request: CallRequest,
 ) -> Result<CallToolResult, ErrorObject> {
     let host = state.host()?;
-    let call_id = call_id.unwrap_or_else(new_call_id);
-    let token = CancellationToken::new();
-    {
-        let mut calls =
-            state.calls.lock().map_err(|_| ErrorObject::internal("call table poisoned"))?;
-        if calls.contains_key(&call_id) {
-            return Err(ErrorObject::invalid_params(format!(
-                "call id {call_id:?} is already running"
-            )));
-        }
-        calls.insert(call_id.clone(), token.clone());
-    }
-    // Dropping this future (the request was cancelled) cancels the call.
-    let guard = token.clone().drop_guard();
-    state.active.fetch_add(1, Ordering::SeqCst);
-    let task_state = Arc::clone(state);
-    let task_host = Arc::clone(&host);
-    let task_id = call_id.clone();
-    let task = tokio::spawn(async move {
-        let (state, host) = (task_state, task_host);
-        let prepared = host.prepare(&task_id, &name, arguments).by(caller).asked_through(asker);
-        let safe = host.registry().concurrency_safe(&prepared.name, &prepared.args);
-        let outcome = {
-            let _permit = if safe {
-                Permit::Shared(Arc::clone(&state.barrier).read_owned().await)
-            } else {
-                Permit::Exclusive(Arc::clone(&state.barrier).write_owned().await)
-            };
-            state.editor.notify(methods::CARD, &host.pending_card(&prepared));
-            host.run(prepared, token).await
-        };
-        // The final card goes out at once (the client draws it while the response is encoded),
-        // and even when the request was cancelled and nobody awaits this task.
-        if let Ok(outcome) = &outcome {
-            state.editor.notify(methods::CARD, &outcome.card);
-        }
-        if let Ok(mut calls) = state.calls.lock() {
-            calls.remove(&task_id);
-        }
-        if state.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            state.idle.notify_waiters();
-        }
-        outcome
-    });
-    let joined = task.await;
-    guard.disarm();
-    let outcome = match joined {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(err)) => return Err(ErrorObject::internal(err.to_string())),
-        Err(err) => {
-            return Err(ErrorObject::internal(format!(
-                "internal error: the call task failed: {err}"
-            )));
-        }
-    };
+    let handle = host.call(request).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let outcome = handle.finish().await.map_err(|e| ErrorObject::internal(e.to_string()))?;
     Ok(CallToolResult {
         session_id: host.session_id().map(str::to_owned),
         call_id: outcome.call_id,
         result: outcome.finalized.result,
         card: outcome.card,
     })
-}
-
-/// A barrier permit, held (never read) until the call ends.
-#[allow(dead_code)]
-pub(super) enum Permit {
-    Shared(tokio::sync::OwnedRwLockReadGuard<()>),
-    Exclusive(tokio::sync::OwnedRwLockWriteGuard<()>),
 }
 
 fn list_sessions(
@@ -546,5 +481,5 @@ async fn execute_command(
         ));
     };
     let arguments = args.next().unwrap_or_else(|| json!({}));
-    run_call(state, name, arguments, None, None, None).await
+    run_call(state, CallRequest::new(name, arguments)).await
 }

@@ -1,0 +1,35 @@
+//! The host: what every front end of toolhost shares. One [`Host`] per workspace and session
+//! holds the registry with every tool and policy and the capabilities tools reach the world
+//! through; every call of every front end goes through [`Host::call`] (the one call path, see
+//! [`call`]), which owns the running calls, the barrier, the cards, the session log's records,
+//! cancellation, live output, the caller's label, the asking route and parent/child calls.
+//!
+//! Beside it: opening sessions ([`session`]) and hosts ([`open`]), the configuration and the
+//! trust rule ([`config`]), review ([`review`]), the question channel ([`questions`]), plan mode
+//! and the structured run ([`interaction`]), the change history and revert's recovery
+//! ([`history`]), skills ([`skills`]), events and listeners ([`events`]), the workspace watcher
+//! ([`watcher`]), and the own agent on a host ([`agent`], [`subagent`]).
+//!
+//! Front ends (`toolhost serve`, `toolhost mcp`, `toolhost acp`, the CLI) live in the binary and
+//! reach tools only through a host; nothing here knows LSP, MCP or ACP wire formats.
+
+pub mod agent;
+pub mod call;
+mod calls;
+pub mod config;
+pub mod events;
+pub mod history;
+pub mod host;
+pub mod interaction;
+pub mod open;
+pub mod questions;
+pub mod review;
+pub mod session;
+pub mod skills;
+pub mod subagent;
+pub mod watcher;
+
+pub use call::{CallHandle, CallRequest};
+pub use events::HostListener;
+pub use host::{BRIDGED_ENV, CallOutcome, Host, HostError, HostOptions, new_call_id, started_by_bridge};
+pub use open::{load_config, open_host};

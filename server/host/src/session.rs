@@ -1,0 +1,165 @@
+//! Opening the session of a workspace: the log (locked, repaired), the ledger restored from its
+//! `fs/observed` events and wired to append new ones, and the blob store used for spills.
+
+use crate::config::Config;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_registry::Registry;
+use toolhost_contract::spill::SpillHandle;
+use toolhost_protocol::lsp_ext::{ListSessionsResult, SessionInfo};
+use toolhost_session::{BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog};
+use toolhost_workspace::Ledger;
+
+/// A session opened for appending.
+pub struct OpenedSession {
+    pub log: Arc<SessionLog>,
+    pub report: OpenReport,
+    pub ledger: Arc<Ledger>,
+    pub blobs: BlobStore,
+    /// The sessions directory it was opened under (siblings are listed and replayed from it).
+    pub sessions_dir: PathBuf,
+}
+
+impl OpenedSession {
+    /// The spill capability (the session's blob store).
+    pub fn spill(&self) -> SpillHandle {
+        Arc::new(self.blobs.clone())
+    }
+
+    /// The blob folder, a read-only root of the confined filesystem.
+    pub fn blob_dir(&self) -> PathBuf {
+        self.blobs.blob_dir().to_path_buf()
+    }
+}
+
+/// Where sessions live: the flag, else `[session] dir`, else the state dir.
+pub fn sessions_dir(config: &Config, flag: Option<&Path>) -> Result<PathBuf, SessionError> {
+    if let Some(dir) = flag.or(config.session_dir.as_deref()) {
+        return Ok(dir.to_path_buf());
+    }
+    toolhost_session::state_dir().ok_or_else(|| SessionError::Io {
+        context: "cannot locate the state directory".to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "neither XDG_STATE_HOME nor HOME is set",
+        ),
+    })
+}
+
+/// Opens (or creates) session `id` of the workspace at `root`.
+pub fn open_session(
+    sessions_dir: &Path,
+    root: &Path,
+    id: &str,
+) -> Result<OpenedSession, SessionError> {
+    let (log, report) = SessionLog::open(sessions_dir, root, id, true)?;
+    let log = Arc::new(log);
+    let ledger = Arc::new(Ledger::with_observer(log.observer()));
+    // Restoring must not re-append what the log already holds, so it bypasses the observer.
+    ledger.restore(report.observed.iter().map(|(p, v)| (p.clone(), v.clone())));
+    let blobs = log.blobs().clone();
+    // The blob folder is a read-only workspace root, so it must exist before the first spill.
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = blobs.blob_dir();
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(
+                |source| SessionError::Io {
+                    context: format!("cannot create {}", dir.display()),
+                    source,
+                },
+            )?;
+        }
+    }
+    Ok(OpenedSession { log, report, ledger, blobs, sessions_dir: sessions_dir.to_path_buf() })
+}
+
+/// The `--session` value that continues the newest session.
+pub const LAST_SESSION: &str = "last";
+
+/// Opens session `which` of the workspace: an id (created when new), [`LAST_SESSION`] (the newest
+/// session no running toolhost holds, or a new one when there is none), or a new session.
+pub fn open_named(
+    sessions_dir: &Path,
+    root: &Path,
+    which: Option<&str>,
+) -> Result<(String, OpenedSession), SessionError> {
+    match which {
+        Some(LAST_SESSION) => {
+            for row in list(sessions_dir, root, false).sessions {
+                match open_session(sessions_dir, root, &row.id) {
+                    Ok(opened) => return Ok((row.id, opened)),
+                    Err(SessionError::Locked(_)) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let id = toolhost_session::new_session_id();
+            let opened = open_session(sessions_dir, root, &id)?;
+            Ok((id, opened))
+        }
+        Some(id) => Ok((id.to_owned(), open_session(sessions_dir, root, id)?)),
+        None => {
+            let id = toolhost_session::new_session_id();
+            let opened = open_session(sessions_dir, root, &id)?;
+            Ok((id, opened))
+        }
+    }
+}
+
+/// The workspace key of a root (docs/design.md §6), from its canonical path when it resolves.
+pub fn workspace_key_of(root: &Path) -> String {
+    toolhost_session::workspace_key(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+}
+
+/// The sessions of the workspace at `root` (of every workspace with `all`), newest first.
+pub fn list(sessions_dir: &Path, root: &Path, all: bool) -> ListSessionsResult {
+    let key = workspace_key_of(root);
+    let rows = toolhost_session::list_sessions(sessions_dir, if all { None } else { Some(&key) });
+    ListSessionsResult {
+        sessions: rows
+            .into_iter()
+            .map(|r| SessionInfo { id: r.id, cwd: r.cwd, created_at: r.created_at, calls: r.calls })
+            .collect(),
+    }
+}
+
+/// The own agent's conversation (`agent/*` records) of a session, each placed after the card of
+/// the call that precedes it in the log.
+fn conversation_of(
+    view: toolhost_session::SessionView,
+) -> Vec<toolhost_protocol::lsp_ext::ConversationRecord> {
+    let mut calls = view.calls.iter().peekable();
+    let mut after_call = None;
+    let mut records = Vec::with_capacity(view.conversation.len());
+    for (seq, kind, data) in view.conversation {
+        while let Some(call) = calls.next_if(|c| c.seq < seq) {
+            after_call = Some(call.call_id.clone());
+        }
+        records.push(toolhost_protocol::lsp_ext::ConversationRecord {
+            seq,
+            kind,
+            data,
+            after_call: after_call.clone(),
+        });
+    }
+    records
+}
+
+/// The cards of the session logged at `log`, rebuilt from the log alone; the registry tells
+/// which calls were rendered by another renderer version than today's.
+pub fn replay(registry: &Registry, log: &Path) -> Result<Vec<ReplayedCall>, SessionError> {
+    replay_with_conversation(registry, log).map(|(cards, _)| cards)
+}
+
+/// [`replay`], and the agent's conversation placed between the cards.
+pub fn replay_with_conversation(
+    registry: &Registry,
+    log: &Path,
+) -> Result<(Vec<ReplayedCall>, Vec<toolhost_protocol::lsp_ext::ConversationRecord>), SessionError>
+{
+    let view = toolhost_session::read_session(log)?;
+    let cards = toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
+        registry.contains(tool).then(|| registry.renderer_version(tool))
+    });
+    Ok((cards, conversation_of(view)))
+}

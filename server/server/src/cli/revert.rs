@@ -1,0 +1,92 @@
+//! `toolhost revert <session> --call <id> [--since]`: undo a call's file changes (or every
+//! change from that call on). When the editor's `toolhost serve` holds the session, the revert
+//! runs there, over the attach socket, so the editor's unsaved buffers are respected and its
+//! card shows up in the editor.
+
+use super::call::{print_call, run_one_call};
+use super::{Common, Failure, load_config, open_host, sessions_dir, workspace_root};
+use serde_json::{Value, json};
+use std::path::Path;
+use toolhost_contract::CancellationToken;
+use toolhost_host::CallRequest;
+use toolhost_host::session;
+use toolhost_protocol::lsp_ext::{
+    AttachParams, AttachResult, CallToolParams, CallToolResult, CallerInfo, methods,
+};
+
+/// The tool that undoes recorded changes.
+const REVERT: &str = "revert";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session id (see `toolhost sessions`), or `last`.
+    #[arg(value_name = "SESSION")]
+    which: String,
+    /// The call whose changes to undo (a card's call id).
+    #[arg(long = "call", value_name = "CALL_ID")]
+    call: String,
+    /// Undo every change of the session from that call on.
+    #[arg(long)]
+    since: bool,
+    #[command(flatten)]
+    common: Common,
+    /// Print `{sessionId, callId, result, card}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args) -> Result<u8, Failure> {
+    let mut arguments = json!({ "call_id": args.call });
+    if args.since {
+        arguments["since"] = Value::Bool(true);
+    }
+    let root = workspace_root(&args.common)?;
+    let config = load_config(&root)?;
+    let sessions = sessions_dir(&config, &args.common)?;
+    match session::open_named(&sessions, &root, Some(&args.which)) {
+        Ok((_, opened)) => {
+            let host = open_host(&config, &root, Some(&opened))?;
+            run_one_call(&host, &opened, CallRequest::new(REVERT, arguments), args.json).await
+        }
+        // The editor's toolhost holds the session: ask it to revert there.
+        Err(toolhost_session::SessionError::Locked(_)) => {
+            revert_in_editor(&root, &args.which, arguments, args.json).await
+        }
+        Err(e) => Err(Failure::env(e.to_string())),
+    }
+}
+
+async fn revert_in_editor(
+    root: &Path,
+    which: &str,
+    arguments: Value,
+    json: bool,
+) -> Result<u8, Failure> {
+    let locked = || {
+        Failure::env(format!(
+            "session {which} is in use by another toolhost that does not serve this workspace's editor"
+        ))
+    };
+    let socket = crate::attach::socket_path(root);
+    let client = crate::attach::AttachClient::connect(&socket).await.map_err(|_| locked())?;
+    let never = CancellationToken::new();
+    let params = AttachParams {
+        caller: CallerInfo { name: "toolhost revert".to_owned(), version: None },
+        protocol_version: None,
+        results: None,
+    };
+    let attached: AttachResult = client
+        .request(methods::ATTACH, &params, &never)
+        .await
+        .map_err(|e| Failure::env(e.message))?;
+    if attached.session_id.as_deref() != Some(which) {
+        return Err(locked());
+    }
+    let params =
+        CallToolParams { name: REVERT.to_owned(), arguments, call_id: None, can_ask: false };
+    let body: CallToolResult = client
+        .request(methods::CALL_TOOL, &params, &never)
+        .await
+        .map_err(|e| Failure::env(e.message))?;
+    print_call(body, json)
+}

@@ -1,0 +1,38 @@
+//! `toolhost tools`: every tool with its schemas, the configured MCP servers' tools included
+//! (each server started for the listing, then stopped).
+
+use super::{Common, Failure, load_config, open_host, workspace_root};
+use std::io::Write;
+use toolhost_protocol::lsp_ext::ListToolsResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Print `{tools: [{name, description, inputSchema, outputSchema}]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args) -> Result<u8, Failure> {
+    let root = workspace_root(&args.common)?;
+    let config = load_config(&root)?;
+    let host = open_host(&config, &root, None)?;
+    host.start_all_mcp_servers();
+    let strict = host.mcp_ready().await;
+    let tools = host.registry().descriptors();
+    host.shutdown().await;
+    strict.map_err(Failure::env)?;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let text = serde_json::to_string_pretty(&ListToolsResult { tools })
+            .map_err(|e| Failure::env(e.to_string()))?;
+        let _ = writeln!(stdout, "{text}");
+    } else {
+        for tool in tools {
+            let summary: String = tool.description.chars().take(100).collect();
+            let _ = writeln!(stdout, "{:<8} {summary}", tool.name);
+        }
+    }
+    Ok(0)
+}
