@@ -62,7 +62,7 @@ fn in_process(runs: usize) -> (Vec<f64>, Vec<f64>) {
         for i in 0..runs + 20 {
             let start = Instant::now();
             let args = json!({"command": "true", "description": "bench"});
-            let out = host.run(CallRequest::new("bash", args).id(&format!("c{i}"))).await;
+            let out = host.run(CallRequest::new("bash", args).id(format!("c{i}"))).await;
             assert!(!out.unwrap().finalized.result.is_error());
             let piped = start.elapsed().as_secs_f64() * 1000.0;
             let plain = direct("true");

@@ -60,8 +60,9 @@ async fn a_tool_registered_only_here_gets_its_own_card_live_and_on_replay() {
         )
         .unwrap();
 
-    let mut call =
-        host.call(CallRequest::new("gauge", json!({"label": "disk", "level": 40})).id("c1")).unwrap();
+    let mut call = host
+        .call(CallRequest::new("gauge", json!({"label": "disk", "level": 40})).id("c1"))
+        .unwrap();
     let pending = call.started().await.unwrap();
     assert_eq!(pending.kind.as_str(), "gauge");
     assert_eq!(pending.title, "Gauge of disk");

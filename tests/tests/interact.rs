@@ -239,10 +239,8 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
     ];
     let mut live = Vec::new();
     for (idx, (tool, args)) in calls.iter().enumerate() {
-        let outcome = host
-            .run(CallRequest::new(*tool, args.clone()).id(&format!("c{idx}")))
-            .await
-            .unwrap();
+        let outcome =
+            host.run(CallRequest::new(*tool, args.clone()).id(format!("c{idx}"))).await.unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
         live.push((outcome.card, text));
     }
@@ -256,8 +254,7 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
         "Plan approved — plan mode exited; carry out the plan starting with your next step."
     );
     opened.log.flush().await.unwrap();
-    let replayed =
-        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
+    let replayed = toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), live.len());
     for ((card, text), again) in live.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);
@@ -303,8 +300,7 @@ async fn plan_mode_and_a_completed_run_survive_a_resumed_session() {
     let state = host.interaction().structured_state();
     assert!(state.recorded);
     assert_eq!(state.value, Some(json!({"a": 1})));
-    let out =
-        host.run(CallRequest::new("glob", json!({"pattern": "*"})).id("s2")).await.unwrap();
+    let out = host.run(CallRequest::new("glob", json!({"pattern": "*"})).id("s2")).await.unwrap();
     let text = toolhost_protocol::content::joined_text(out.finalized.result.content());
     assert_eq!(
         text,

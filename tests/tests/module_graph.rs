@@ -43,6 +43,11 @@ fn non_test(text: &str) -> &str {
     text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
 }
 
+/// The code of `text` without comments (a doc comment naming a module is no dependency).
+fn code(text: &str) -> String {
+    text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
 /// The top-level modules `text` names as `crate::<m>`, and, in a submodule, `super::<m>`.
 fn named_modules(text: &str, in_submodule: bool) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
@@ -89,7 +94,7 @@ fn graph(crate_dir: &str) -> BTreeMap<String, BTreeSet<String>> {
         }
         let in_submodule = file.parent() != Some(src.as_path());
         let text = std::fs::read_to_string(file).unwrap();
-        for to in named_modules(non_test(&text), in_submodule) {
+        for to in named_modules(&code(non_test(&text)), in_submodule) {
             if to != from && modules.contains(&to) && to != "lib" {
                 edges.entry(from.clone()).or_default().insert(to);
             }

@@ -94,10 +94,8 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     assert!(calls.len() >= 30);
     let mut live = Vec::new();
     for (idx, (tool, args)) in calls.iter().enumerate() {
-        let outcome = host
-            .run(CallRequest::new(*tool, args.clone()).id(&format!("c{idx}")))
-            .await
-            .unwrap();
+        let outcome =
+            host.run(CallRequest::new(*tool, args.clone()).id(format!("c{idx}"))).await.unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
         live.push((outcome.card, text));
     }
@@ -109,8 +107,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
     assert!(live.iter().any(|(_, t)| t == "(redacted by policy)"));
 
     opened.log.flush().await.unwrap();
-    let replayed =
-        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
+    let replayed = toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), live.len());
     for ((card, text), again) in live.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_protocol::lsp_ext::ToolDescriptor;
 use toolhost_host::config::Config;
 use toolhost_host::{CallRequest, Host};
+use toolhost_protocol::lsp_ext::ToolDescriptor;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -225,10 +225,8 @@ async fn run_examples(root: &Path, port: u16) -> Vec<(String, String)> {
             &example.args.to_string().replace("127.0.0.1:8080", &format!("127.0.0.1:{port}")),
         )
         .unwrap();
-        let outcome = host
-            .run(CallRequest::new(example.tool, args).id(&format!("call_{i}")))
-            .await
-            .unwrap();
+        let outcome =
+            host.run(CallRequest::new(example.tool, args).id(format!("call_{i}"))).await.unwrap();
         let result = &outcome.finalized.result;
         assert!(!result.is_error(), "example {} failed: {:?}", example.tool, result.content());
         let text = toolhost_protocol::content::joined_text(result.content());

@@ -17,17 +17,21 @@ use serde_json::{Value, json};
 use sse::{Answer, first_prompt, server as model_server};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_agent::PermissionMode;
+use toolhost_agent::settings::CALLER;
+use toolhost_contract::{
+    BoxFuture, CancellationToken, QuestionError, QuestionRequest, UserQuestions, answers_of,
+};
+use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate};
+use toolhost_host::config::Config;
+use toolhost_host::review::Reviewer;
+use toolhost_host::session::{open_session, replay_with_conversation};
+use toolhost_host::{CallRequest, open_host};
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{
-    AskUserParams, AskUserResult, ReviewMode, ReviewParams, ReviewResult, SetReviewParams,
+    Answer as Answered, AskUserResult, ReviewMode, ReviewParams, ReviewResult, SetReviewParams,
 };
-use toolhost_server::agent::{self as own_agent, PermissionMode, RunRequest, RunUpdate};
-use toolhost_server::config::Config;
-use toolhost_server::host::{Host, HostOptions};
-use toolhost_server::interact::Asker;
-use toolhost_server::review::Reviewer;
-use toolhost_server::session::open_session;
+use toolhost_registry::Registry;
 
 /// Where the fixture lives in the repository.
 fn fixture_dir() -> PathBuf {
@@ -55,11 +59,7 @@ fn a_wave2_log_replays_to_the_same_cards_and_conversation() {
 
     // The one call into the code under test: replay with a registry that knows no tool, since
     // a log must replay from what it recorded alone.
-    let (cards, conversation) = toolhost_server::session::replay_with_conversation(
-        &toolhost_contract::Registry::default(),
-        &log,
-    )
-    .unwrap();
+    let (cards, conversation) = replay_with_conversation(&Registry::default(), &log).unwrap();
 
     let cards: Vec<Value> = cards.iter().map(|c| serde_json::to_value(&c.card).unwrap()).collect();
     assert_eq!(cards.len(), expected_cards.len(), "number of cards");
@@ -120,14 +120,18 @@ const TWO_HUNKS: &str = "line 1\nline 2 old\nline 3\nline 4\nline 5\nline 6\nlin
 /// A person answering questions in order.
 struct Person(Mutex<Vec<AskUserResult>>);
 
-impl Asker for Person {
+impl UserQuestions for Person {
     fn ask(
         &self,
-        _params: AskUserParams,
+        _request: QuestionRequest,
         _stop: CancellationToken,
-    ) -> BoxFuture<'_, Result<AskUserResult, String>> {
+    ) -> BoxFuture<'_, Result<Vec<Answered>, QuestionError>> {
         let next = self.0.lock().unwrap().pop();
-        Box::pin(async move { next.ok_or_else(|| "no answer was scripted".to_owned()) })
+        Box::pin(async move {
+            answers_of(
+                next.ok_or_else(|| QuestionError::Cancelled("no answer was scripted".to_owned()))?,
+            )
+        })
     }
 }
 
@@ -276,22 +280,10 @@ async fn write_the_wave2_fixture() {
     config.agent.base_url = model.base.clone();
     config.agent.api_key_env = None;
     config.agent.mode = PermissionMode::Auto;
-    let host = Host::new(
-        &config,
-        HostOptions {
-            roots: vec![root.clone()],
-            read_only_roots: vec![opened.blob_dir()],
-            session_id: Some(SESSION.to_owned()),
-            ledger: Arc::clone(&opened.ledger),
-            spill: Some(opened.spill()),
-            session: Some(Arc::clone(&opened.log)),
-        },
-    )
-    .unwrap()
-    .shared();
+    let host = open_host(&config, &root, Some(&opened)).unwrap();
     assert!(host.registry().contains("subagent"), "[agent] reaches the scripted model");
     let answer = |v: Value| serde_json::from_value::<AskUserResult>(v).unwrap();
-    host.questions().set_editor(Some(Arc::new(Person(in_order(vec![
+    host.questions().set_asker(Some(Arc::new(Person(in_order(vec![
         answer(json!({"answers": [{"id": "db", "selected": ["SQLite"]}]})),
         answer(json!({"answers": [{"id": "plan", "selected": ["Approve"]}]})),
     ])))));
@@ -311,7 +303,7 @@ async fn write_the_wave2_fixture() {
                 host.review().update(&SetReviewParams { mode: Some(mode), ..Default::default() });
             }
             Step::Call(id, tool, args) => {
-                let outcome = host.call(id, tool, args, CancellationToken::new()).await.unwrap();
+                let outcome = host.run(CallRequest::new(tool, args).id(id)).await.unwrap();
                 let failed = outcome.finalized.result.is_error();
                 assert_eq!(failed, id == "call_w2_read_missing", "{id}: {:?}", outcome.card.text);
                 live.push(outcome.card);
@@ -327,9 +319,8 @@ async fn write_the_wave2_fixture() {
         settings: config.agent.clone(),
         prompt: PARENT_TASK.to_owned(),
         history: None,
-        caller: own_agent::CALLER.to_owned(),
+        caller: CALLER.to_owned(),
         run_id: None,
-        scope: None,
         parent: None,
         mode: None,
     };
@@ -347,8 +338,7 @@ async fn write_the_wave2_fixture() {
     host.shutdown().await;
     opened.log.flush().await.unwrap();
     let (cards, conversation) =
-        toolhost_server::session::replay_with_conversation(host.registry(), opened.log.log_path())
-            .unwrap();
+        replay_with_conversation(host.registry(), opened.log.log_path()).unwrap();
     // Every card a front end drew live comes back the same from the log.
     for card in &live {
         let again = cards.iter().find(|c| c.card.call_id == card.call_id).unwrap();

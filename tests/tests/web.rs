@@ -79,7 +79,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
     let mut cards = Vec::new();
     for i in 0..2 {
         let outcome =
-            host.run(CallRequest::new("web_fetch", args.clone()).id(&format!("f{i}"))).await;
+            host.run(CallRequest::new("web_fetch", args.clone()).id(format!("f{i}"))).await;
         cards.push(outcome.unwrap().card);
     }
     for (card, cached) in cards.iter().zip([false, true]) {
@@ -111,8 +111,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
     cards.push(outcome.card);
 
     opened.log.flush().await.unwrap();
-    let replayed =
-        toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
+    let replayed = toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
     assert_eq!(replayed.len(), cards.len());
     for (card, again) in cards.iter().zip(&replayed) {
         assert_eq!(&again.card, card, "card of {} differs on replay", card.call_id);

@@ -144,4 +144,3 @@ pub fn system_prompt(root: &str) -> String {
          correct the call and try again."
     )
 }
-

@@ -1,15 +1,13 @@
-//! toolhost's own agent on a host (docs/agent.md): its permission modes as a registry policy
-//! ([`permissions`]), a run over the host's registry that records its conversation in the
-//! session log ([`run`]), the conversation rebuilt from a log ([`conversation`]) and how a run is
-//! reported ([`report`]). The loop and the model client are `toolhost-agent`'s; the `subagent`
-//! tool is `crate::subagent`.
+//! toolhost's own agent on a host (docs/agent.md): a run over the host's registry that records
+//! its conversation in the session log (`run`), the conversation rebuilt from a log
+//! (`conversation`) and how a run is reported (`report`). The loop and the model client are
+//! `toolhost-agent`'s; the permission modes are `crate::permissions`, the `subagent` tool
+//! `crate::subagent`.
 
 mod conversation;
-mod permissions;
 mod report;
 mod run;
 
 pub use conversation::{conversation_from_log, conversation_in};
-pub use permissions::{ALLOW, AgentCall, AgentPermissions, DENY, QuestionApproval};
-pub use report::{end_json, event_json, update_json, usage_line};
+pub use report::{end_json, event_json, record_text, update_json, usage_line};
 pub use run::{RunReport, RunRequest, RunUpdate, SharedMode, new_run_id, run};

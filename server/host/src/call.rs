@@ -19,15 +19,15 @@
 //! The call runs as a task of its own: a caller that goes away (a cancelled request drops the
 //! handle) cancels the call, whose body is still awaited to its end and logged.
 
-use crate::agent::AgentCall;
 use crate::host::{CallOutcome, Host, HostError, new_call_id};
+use crate::permissions::AgentCall;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use toolhost_contract::{CancellationToken, QuestionsHandle};
-use toolhost_registry::CallInput;
 use toolhost_protocol::card::{self, CallOrigin, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
+use toolhost_registry::CallInput;
 
 /// What to call, and on whose behalf.
 pub struct CallRequest {
@@ -127,12 +127,16 @@ impl CallHandle {
         self.started.take()?.await.ok()
     }
 
-    /// Waits for the call's end: its outcome and final card.
+    /// Waits for the call's end: its outcome and final card. Dropping this future before the
+    /// end cancels the call, as dropping the handle does.
     pub async fn finish(mut self) -> Result<CallOutcome, HostError> {
         let Some(done) = self.done.take() else {
             return Err(HostError::Internal("the call was already awaited".to_owned()));
         };
-        done.await.map_err(|e| HostError::Internal(format!("the call task failed: {e}")))?
+        let cancel_if_dropped = self.token.clone().drop_guard();
+        let outcome = done.await;
+        cancel_if_dropped.disarm();
+        outcome.map_err(|e| HostError::Internal(format!("the call task failed: {e}")))?
     }
 
     /// Lets the call run to its end without anyone waiting for it.
@@ -199,7 +203,8 @@ impl Host {
             let safe = registry.concurrency_safe(&name, &arguments);
             self.calls().permit(safe, &token).await
         };
-        let pending = card::build(origin(), &presentation, self.root_display(), CardOutcome::Pending);
+        let pending =
+            card::build(origin(), &presentation, self.root_display(), CardOutcome::Pending);
         self.listeners().card(&pending);
         let _ = started.send(pending);
         if let Some(log) = self.session() {

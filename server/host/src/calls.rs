@@ -74,7 +74,11 @@ impl CallTable {
 
     /// Waits for the call's turn at the barrier. A call whose token fires while it waits gets no
     /// permit (it must not run its body, and returns at once).
-    pub async fn permit(&self, concurrency_safe: bool, token: &CancellationToken) -> Option<Permit> {
+    pub async fn permit(
+        &self,
+        concurrency_safe: bool,
+        token: &CancellationToken,
+    ) -> Option<Permit> {
         let barrier = Arc::clone(&self.inner.barrier);
         tokio::select! {
             permit = async {

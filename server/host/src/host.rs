@@ -2,26 +2,25 @@
 //! capabilities tools reach the world through, the running calls and the listeners that hear
 //! about them. Calls run through `crate::call` (the one call path).
 
-use crate::agent::{AgentPermissions, QuestionApproval};
 use crate::calls::CallTable;
 use crate::config::Config;
 use crate::events::{CallWatchers, HostEventSink, HostListener, Listeners};
 use crate::history::{Recovery, SessionHistory};
 use crate::interaction::{PlanModeGuard, RunCompleteGuard, SessionInteraction};
+use crate::permissions::{AgentPermissions, QuestionApproval};
 use crate::questions::SessionQuestions;
 use crate::review::{SessionReview, SessionReviewHandle};
-use crate::subagent::{SubagentTool, Subagents};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_contract::{
-    BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle,
-    MemoryBlobCache, QuestionsHandle, ReviewHandle, SkillsHandle,
+    BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle, MemoryBlobCache,
+    QuestionsHandle, ReviewHandle, SkillsHandle,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
-use toolhost_registry::{Finalized, Registry, RegistryConfig, SpillPolicy, TempDirSpillStore};
 use toolhost_protocol::card::Card;
+use toolhost_registry::{Finalized, Registry, RegistryConfig, SpillPolicy, TempDirSpillStore};
 use toolhost_session::{SessionError, SessionLog};
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig, WriteOperation};
 
@@ -118,8 +117,6 @@ pub struct Host {
     mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
     /// The permission modes of the own agent's running calls (docs/agent.md).
     agent_permissions: Arc<AgentPermissions>,
-    /// What `subagent` needs to start children (bound by [`Host::shared`]).
-    subagents: Arc<Subagents>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -282,11 +279,6 @@ impl Host {
         })));
         registry.add_guard(Arc::new(RunCompleteGuard(Arc::clone(&interaction))));
         registry.add_guard(Arc::new(PlanModeGuard(Arc::clone(&interaction))));
-        // `subagent` runs the own agent again, so it exists only when a model is reachable.
-        let subagents = Arc::new(Subagents::new(config.agent.clone()));
-        if Subagents::available(&config.agent) {
-            let _ = registry.register(SubagentTool(Arc::clone(&subagents)))?;
-        }
         // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
         if let Some(log) = &options.session {
             crate::history::record_changes(&workspace, log);
@@ -311,15 +303,7 @@ impl Host {
             questions,
             mcp,
             agent_permissions,
-            subagents,
         })
-    }
-
-    /// The host behind an `Arc`, as every caller keeps it: `subagent` can start children then.
-    pub fn shared(self) -> Arc<Host> {
-        let host = Arc::new(self);
-        host.subagents.bind(&host);
-        host
     }
 
     /// Adds a capability (e.g. an editor connection for test tools) to a host that is not yet

@@ -211,4 +211,3 @@ impl Guard for RunCompleteGuard {
         Ok(self.0.recorded().then(|| toolhost_tools_interact::already_recorded(&exec.name)))
     }
 }
-

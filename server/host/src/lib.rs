@@ -22,6 +22,7 @@ pub mod history;
 pub mod host;
 pub mod interaction;
 pub mod open;
+pub mod permissions;
 pub mod questions;
 pub mod review;
 pub mod session;
@@ -31,5 +32,7 @@ pub mod watcher;
 
 pub use call::{CallHandle, CallRequest};
 pub use events::HostListener;
-pub use host::{BRIDGED_ENV, CallOutcome, Host, HostError, HostOptions, new_call_id, started_by_bridge};
-pub use open::{load_config, open_host};
+pub use host::{
+    BRIDGED_ENV, CallOutcome, Host, HostError, HostOptions, new_call_id, started_by_bridge,
+};
+pub use open::{load_config, open_host, share};

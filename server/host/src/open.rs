@@ -1,5 +1,6 @@
 //! Opening a host the way every front end does: the configuration of a workspace (user config,
-//! then its `toolhost.toml`, with the trust rule), and a shared host on a session (or on none).
+//! then its `toolhost.toml`, with the trust rule), and a shared host on a session (or on none),
+//! with the tools that need the shared host.
 
 use crate::config::{self, Config, ConfigError, Sources};
 use crate::host::{Host, HostError, HostOptions};
@@ -46,5 +47,14 @@ pub fn open_host(
     if let Some(opened) = opened {
         host.restore_session_state(&opened.report);
     }
-    Ok(host.shared())
+    share(host, config)
+}
+
+/// The host behind an `Arc`, as every front end keeps it (calls run as tasks of their own), with
+/// the tools that need the shared host: `subagent` runs the own agent on it again, so it exists
+/// only when `[agent]` can reach a model.
+pub fn share(host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
+    let host = Arc::new(host);
+    crate::subagent::install(&host, &config.agent)?;
+    Ok(host)
 }

@@ -51,7 +51,10 @@ impl SessionQuestions {
 
     /// Sends call `call_id`'s questions to `route` first (an MCP client's elicitation).
     pub fn route(&self, call_id: &str, route: QuestionsHandle) {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), route);
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned(), route);
     }
 
     pub fn unroute(&self, call_id: &str) {

@@ -4,9 +4,9 @@
 use crate::config::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_registry::Registry;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_protocol::lsp_ext::{ListSessionsResult, SessionInfo};
+use toolhost_registry::Registry;
 use toolhost_session::{BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog};
 use toolhost_workspace::Ledger;
 

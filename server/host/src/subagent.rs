@@ -16,10 +16,10 @@
 //! [`MAX_DEPTH`] levels below a top-level run.
 
 use crate::agent::{self as own_agent, RunRequest};
-use crate::host::Host;
+use crate::host::{Host, HostError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use toolhost_agent::agent::StopReason;
 use toolhost_agent::{AgentSettings, PermissionMode};
 use toolhost_contract::protocol::ContentBlock;
@@ -62,36 +62,32 @@ pub enum SubagentOutput {
     Background { job_id: String },
 }
 
-/// What the tool needs to start children: the host (bound once it is shared) and `[agent]`.
-pub struct Subagents {
-    host: OnceLock<Weak<Host>>,
+/// Registers `subagent` on `host` when `[agent]` can reach a model (its key variable is set, or
+/// it names none).
+pub fn install(host: &Arc<Host>, settings: &AgentSettings) -> Result<(), HostError> {
+    if settings.missing_key().is_some() {
+        return Ok(());
+    }
+    let tool = SubagentTool { host: Arc::downgrade(host), settings: settings.clone() };
+    let _ = host.registry().register(tool)?;
+    host.agent_permissions().add_delegating_tool(NAME);
+    Ok(())
+}
+
+/// The `subagent` tool: the host it starts children on (weakly: the host holds the tool) and
+/// `[agent]`.
+struct SubagentTool {
+    host: Weak<Host>,
     settings: AgentSettings,
 }
 
-impl Subagents {
-    pub fn new(settings: AgentSettings) -> Self {
-        Subagents { host: OnceLock::new(), settings }
-    }
-
-    /// Whether `[agent]` can reach a model (the tool is registered only then).
-    pub fn available(settings: &AgentSettings) -> bool {
-        settings.missing_key().is_none()
-    }
-
-    pub fn bind(&self, host: &Arc<Host>) {
-        let _ = self.host.set(Arc::downgrade(host));
-    }
-
+impl SubagentTool {
     fn host(&self) -> Result<Arc<Host>, ToolError> {
         self.host
-            .get()
-            .and_then(Weak::upgrade)
+            .upgrade()
             .ok_or_else(|| ToolError::plain("subagents are not available in this process"))
     }
 }
-
-/// The `subagent` tool.
-pub struct SubagentTool(pub Arc<Subagents>);
 
 /// A child run's outcome as the tool reports it.
 struct ChildEnd {
@@ -164,7 +160,7 @@ impl Tool for SubagentTool {
     }
 
     async fn call(&self, args: SubagentArgs, cx: ToolContext) -> Result<SubagentOutput, ToolError> {
-        let host = self.0.host()?;
+        let host = self.host()?;
         // The run that asked: its mode and depth (none when another program asked).
         let asking = host.agent_permissions().call(cx.call_id());
         let depth = asking.as_ref().map_or(0, |a| a.depth) + 1;
@@ -173,7 +169,7 @@ impl Tool for SubagentTool {
                 "subagent depth limit reached: subagents nest at most {MAX_DEPTH} levels deep"
             )));
         }
-        let mut settings = self.0.settings.clone();
+        let mut settings = self.settings.clone();
         // A child asks as its parent does; one started by another program runs as configured.
         if let Some(asking) = &asking {
             settings.mode = asking.mode;

@@ -20,6 +20,7 @@ pub mod io;
 pub mod lines;
 pub mod message;
 pub mod outbox;
+pub mod reader;
 
 pub use content_length::{ContentLengthDecoder, FrameLimits};
 pub use io::{AsyncFrames, BlockingFrames, ReadError};

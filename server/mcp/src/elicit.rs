@@ -150,10 +150,9 @@ pub enum McpAsker {
 impl McpAsker {
     async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, QuestionError> {
         match self {
-            McpAsker::Request(peer) => peer
-                .create_elicitation(form)
-                .await
-                .map_err(|e| QuestionError::Cancelled(format!("the MCP client could not ask: {e}"))),
+            McpAsker::Request(peer) => peer.create_elicitation(form).await.map_err(|e| {
+                QuestionError::Cancelled(format!("the MCP client could not ask: {e}"))
+            }),
             McpAsker::InputRequired(suspend) => {
                 let (answer, reply) = tokio::sync::oneshot::channel();
                 if suspend.send(PendingQuestion { form, answer }).is_err() {
@@ -266,7 +265,11 @@ mod tests {
             "c",
             "ask_user_question",
             QuestionIntent::Question,
-            vec![q("db", &["Postgres", "SQLite"], false), q("os", &["a", "b"], true), q("name", &[], false)],
+            vec![
+                q("db", &["Postgres", "SQLite"], false),
+                q("os", &["a", "b"], true),
+                q("name", &[], false),
+            ],
         );
         let form = form_for(&request).expect("form");
         let wire = serde_json::to_value(&form).expect("json");

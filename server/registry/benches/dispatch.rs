@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_contract::protocol::ContentBlock;
-use toolhost_registry::SpillPolicy;
 use toolhost_contract::{Capabilities, Tool, ToolContext, ToolError};
+use toolhost_registry::SpillPolicy;
 use toolhost_registry::{CallInput, Registry};
 
 /// Large enough that neither benchmark result is spilled (the check itself still runs).

@@ -135,4 +135,3 @@ pub struct Finalized {
 pub(crate) fn failure_of(err: ToolError) -> ToolExecutionResult {
     ToolExecutionResult::failure(err.message, err.info)
 }
-

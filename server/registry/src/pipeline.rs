@@ -9,8 +9,7 @@
 use crate::execution::{CallInput, CanonicalResult, ExecToken, Execution, Finalized, failure_of};
 use crate::policy::{
     ApprovalChannel, ApprovalOutcome, AuthoredResult, ExecNext, ExecTail, ExecuteWrapper, Guard,
-    PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver,
-    contain,
+    PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, contain,
 };
 use futures::FutureExt;
 use serde_json::Value;
@@ -354,7 +353,11 @@ fn replace_content(result: ToolExecutionResult, content: Vec<ContentBlock>) -> T
 }
 
 /// Runs one call through the whole pipeline.
-pub(crate) async fn dispatch(tools: &dyn Tools, policies: &Policies, input: CallInput) -> Finalized {
+pub(crate) async fn dispatch(
+    tools: &dyn Tools,
+    policies: &Policies,
+    input: CallInput,
+) -> Finalized {
     let tool = tools.resolve(&input.name);
     let timeout = tool.as_ref().and_then(|t| t.timeout());
     let exec = Execution {
@@ -429,4 +432,3 @@ async fn run(dispatch: &Dispatch<'_>, exec: &Execution) -> CanonicalResult {
     };
     cancel_override(exec, res)
 }
-

@@ -199,9 +199,8 @@ pub(crate) async fn contain<T>(
 ) -> Result<T, ToolError> {
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(res) => res,
-        Err(payload) => Err(ToolError::plain(format!(
-            "{what} panicked: {}",
-            panic_message(payload.as_ref())
-        ))),
+        Err(payload) => {
+            Err(ToolError::plain(format!("{what} panicked: {}", panic_message(payload.as_ref()))))
+        }
     }
 }

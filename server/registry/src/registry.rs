@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use toolhost_contract::tool::ErasedTool;
 use toolhost_contract::{
-    Disposer, RawTool, RegistrationError, Registrar, Tool, ToolDef, UnknownToolResolver,
+    Disposer, RawTool, Registrar, RegistrationError, Tool, ToolDef, UnknownToolResolver,
 };
 use toolhost_protocol::CallPresentation;
 use toolhost_protocol::lsp_ext::{ToolAnnotations, ToolDescriptor};

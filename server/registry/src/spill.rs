@@ -62,7 +62,11 @@ impl SpillPolicy {
     }
 
     /// The generic spill of `blocks`: `None` keeps them as they are.
-    async fn bounded(&self, exec: &Execution, blocks: &[ContentBlock]) -> Option<Vec<ContentBlock>> {
+    async fn bounded(
+        &self,
+        exec: &Execution,
+        blocks: &[ContentBlock],
+    ) -> Option<Vec<ContentBlock>> {
         if self.max_inline_bytes == 0 {
             return None;
         }

@@ -158,7 +158,6 @@ impl SpillStore for TempDirSpillStore {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::encode_segment;

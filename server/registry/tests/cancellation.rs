@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use toolhost_contract::protocol::{ContentBlock, ToolExecutionResult};
 use toolhost_contract::{BoxFuture, CancellationToken, RawTool, ToolError};
-use toolhost_registry::{ApprovalChannel, ApprovalOutcome, AuthoredResult, Execution, PostDecision, PreDecision, Registry, WrapperOutcome};
+use toolhost_registry::{
+    ApprovalChannel, ApprovalOutcome, AuthoredResult, Execution, PostDecision, PreDecision,
+    Registry, WrapperOutcome,
+};
 
 /// A string tool whose body is `body`, counting its invocations.
 fn tool<F, Fut>(name: &str, calls: &Arc<std::sync::atomic::AtomicUsize>, body: F) -> RawTool

@@ -16,7 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_contract::protocol::{ContentBlock, ErrorInfo, ToolErrorPayload, ToolExecutionResult};
 use toolhost_contract::{Disposer, RawTool, RegistrationError, Tool, ToolContext, ToolError};
-use toolhost_registry::{ApprovalOutcome, AuthoredResult, CanonicalResult, ExecToken, PostDecision, PreDecision, Registry, WrapperOutcome};
+use toolhost_registry::{
+    ApprovalOutcome, AuthoredResult, CanonicalResult, ExecToken, PostDecision, PreDecision,
+    Registry, WrapperOutcome,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Result wire shape

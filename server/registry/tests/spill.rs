@@ -13,10 +13,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use toolhost_contract::protocol::ContentBlock;
-use toolhost_contract::spill::{RETRIEVAL_HINT, SpillError, SpillHandle, SpillReceipt, SpillRequest, SpillStore};
-use toolhost_registry::{SpillPolicy, TempDirSpillStore};
+use toolhost_contract::spill::{
+    RETRIEVAL_HINT, SpillError, SpillHandle, SpillReceipt, SpillRequest, SpillStore,
+};
 use toolhost_contract::{BoxFuture, Capabilities, RawTool, ToolError};
 use toolhost_registry::{CallInput, Finalized, PostDecision, Registry};
+use toolhost_registry::{SpillPolicy, TempDirSpillStore};
 
 const SESSION: &str = "session-1";
 

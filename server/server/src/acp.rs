@@ -15,31 +15,30 @@
 //! running a prompt) and those answer through their responder. stdout belongs to the protocol;
 //! the server's log goes to stderr or `TOOLHOST_LOG_FILE`.
 
-mod client;
-mod updates;
-
-use toolhost_agent::settings::{CALLER, DEFAULT_CONTEXT_LIMIT};
-use toolhost_agent::{AgentSettings, PermissionMode};
-use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate, SharedMode};
-use toolhost_host::session::{self, OpenedSession};
-use toolhost_host::{Host, open_host};
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate,
-    EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionMode,
-    SessionModeState, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-    ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{self as acp, Agent, Client, Stdio};
-use client::{AcpAsker, AcpFiles, ClientLine};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use toolhost_acp::client::{AcpAsker, AcpFiles, ClientLine};
+use toolhost_acp::live::LiveOutput;
+use toolhost_acp::session_inputs::{add_client_mcp_servers, prompt_text};
+use toolhost_acp::updates;
 use toolhost_agent::agent::{AgentEvent, StopReason as RunStop};
 use toolhost_agent::model::{Message, StreamEvent};
+use toolhost_agent::settings::{CALLER, DEFAULT_CONTEXT_LIMIT};
+use toolhost_agent::{AgentSettings, PermissionMode};
 use toolhost_contract::CancellationToken;
+use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate, SharedMode};
+use toolhost_host::session::{self, OpenedSession};
+use toolhost_host::{Host, open_host};
 use toolhost_protocol::card::CardKind;
 
 /// What `toolhost acp` is started with.
@@ -96,13 +95,6 @@ struct AcpSession {
     cost: Mutex<Option<f64>>,
     /// The running commands whose output is followed.
     live: Mutex<HashMap<String, LiveOutput>>,
-}
-
-/// A running command's output on its way to the client.
-struct LiveOutput {
-    _watch: toolhost_host::events::WatchGuard,
-    /// Set with the call's final update: no output update may follow it.
-    finished: Arc<Mutex<bool>>,
 }
 
 /// What the client said it offers in `initialize`.
@@ -408,79 +400,6 @@ impl AcpAgent {
     }
 }
 
-/// The MCP servers the client passes with a session join the configured ones (they are the
-/// person's own editor settings, so no trust rule applies). Names are made valid tool-name parts;
-/// a name the configuration already uses keeps the configured server. SSE servers are not
-/// supported (the capability says so) and are skipped.
-fn add_client_mcp_servers(
-    servers: &mut Vec<toolhost_tools_mcp::McpServerConfig>,
-    from_client: &[McpServer],
-) {
-    use toolhost_tools_mcp::{McpServerConfig, McpTransport};
-    for server in from_client {
-        let (name, transport) = match server {
-            McpServer::Stdio(stdio) => (
-                &stdio.name,
-                McpTransport::Stdio {
-                    command: stdio.command.to_string_lossy().into_owned(),
-                    args: stdio.args.clone(),
-                    env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
-                    cwd: None,
-                },
-            ),
-            McpServer::Http(http) => (
-                &http.name,
-                McpTransport::Http {
-                    url: http.url.clone(),
-                    headers: http
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect(),
-                },
-            ),
-            other => {
-                tracing::warn!(
-                    ?other,
-                    "an MCP server of a kind toolhost does not support is skipped"
-                );
-                continue;
-            }
-        };
-        let valid = Some(toolhost_tools_mcp::naming::server_name(name))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "client".to_owned());
-        if servers.iter().any(|s| s.name == valid) {
-            tracing::warn!(name = %valid, "the client's MCP server has the name of a configured one; the configured one is kept");
-            continue;
-        }
-        servers.push(McpServerConfig::new(valid, transport));
-    }
-}
-
-/// The text of a prompt's blocks: text as is, a linked resource by its URI, an embedded one as
-/// a context block the model can read.
-fn prompt_text(blocks: &[ContentBlock]) -> String {
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block {
-            ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
-            ContentBlock::Resource(resource) => match &resource.resource {
-                EmbeddedResourceResource::TextResourceContents(r) => {
-                    parts.push(format!("<context uri=\"{}\">\n{}\n</context>", r.uri, r.text))
-                }
-                EmbeddedResourceResource::BlobResourceContents(r) => {
-                    parts.push(format!("@{}", r.uri))
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    parts.join("\n")
-}
-
 /// Clears a session's running prompt however the prompt ends.
 struct Running<'a>(&'a Mutex<Option<CancellationToken>>);
 
@@ -650,13 +569,7 @@ impl AcpSession {
                     self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&card.call_id);
                 let update = updates::finished_update(&self.line.root, &card);
                 match followed {
-                    // Under the flag the output forwarder sends with: no output follows this.
-                    Some(live) => {
-                        let mut finished =
-                            live.finished.lock().unwrap_or_else(PoisonError::into_inner);
-                        *finished = true;
-                        self.line.send(update);
-                    }
+                    Some(live) => live.finish(update, &self.line),
                     None => self.line.send(update),
                 }
                 self.announce_mode();
@@ -664,50 +577,11 @@ impl AcpSession {
         }
     }
 
-    /// Sends a running command's output as it comes (its tail, at most ten times a second).
+    /// Sends a running command's output as it comes.
     fn follow_output(self: &Arc<Self>, call_id: &str, command: Option<String>) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let finished = Arc::new(Mutex::new(false));
-        let live = LiveOutput {
-            _watch: self.host.call_watchers().watch(call_id, tx),
-            finished: Arc::clone(&finished),
-        };
+        let watchers = self.host.call_watchers();
+        let live = LiveOutput::follow(watchers, Arc::clone(&self.line), call_id, command);
         self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), live);
-        let (line, call_id) = (Arc::clone(&self.line), call_id.to_owned());
-        tokio::spawn(async move {
-            let mut output = String::new();
-            while let Some(chunk) = rx.recv().await {
-                output.push_str(&chunk);
-                while let Ok(more) = rx.try_recv() {
-                    output.push_str(&more);
-                }
-                const TAIL: usize = 64 * 1024;
-                if output.len() > TAIL {
-                    let mut cut = output.len() - TAIL;
-                    while !output.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    output.drain(..cut);
-                }
-                let shown = match &command {
-                    Some(command) => format!("```console\n$ {command}\n{output}\n```"),
-                    None => output.clone(),
-                };
-                {
-                    let finished = finished.lock().unwrap_or_else(PoisonError::into_inner);
-                    if *finished {
-                        return;
-                    }
-                    line.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        ToolCallId::new(call_id.as_str()),
-                        ToolCallUpdateFields::new()
-                            .status(ToolCallStatus::InProgress)
-                            .content(vec![updates::text(&shown)] as Vec<ToolCallContent>),
-                    )));
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        });
     }
 
     /// Stops the running prompt, waits briefly for it, and closes the host and the log.
@@ -723,54 +597,5 @@ impl AcpSession {
         if let Err(err) = self.opened.log.flush().await {
             tracing::warn!(%err, "cannot flush the session log");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use agent_client_protocol::v1::schema::{
-        EmbeddedResource, McpServerHttp, McpServerStdio, ResourceLink, TextContent,
-        TextResourceContents,
-    };
-
-    #[test]
-    fn prompt_blocks_become_one_text_with_links_and_context() {
-        let blocks = vec![
-            ContentBlock::Text(TextContent::new("fix the bug in")),
-            ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///w/main.rs")),
-            ContentBlock::Resource(EmbeddedResource::new(
-                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
-                    "fn main() {}",
-                    "file:///w/lib.rs",
-                )),
-            )),
-        ];
-        assert_eq!(
-            prompt_text(&blocks),
-            "fix the bug in\n@file:///w/main.rs\n<context uri=\"file:///w/lib.rs\">\nfn main() {}\n</context>"
-        );
-    }
-
-    #[test]
-    fn the_clients_mcp_servers_get_valid_names_and_never_replace_configured_ones() {
-        use toolhost_tools_mcp::{McpServerConfig, McpTransport};
-        let configured = McpTransport::Http {
-            url: "http://127.0.0.1:1/mcp".into(),
-            headers: Default::default(),
-        };
-        let mut servers = vec![McpServerConfig::new("docs", configured.clone())];
-        let from_client = vec![
-            McpServer::Stdio(
-                McpServerStdio::new("py tools", "/usr/bin/python3").args(vec!["s.py".into()]),
-            ),
-            McpServer::Http(McpServerHttp::new("docs", "http://127.0.0.1:2/mcp")),
-        ];
-        add_client_mcp_servers(&mut servers, &from_client);
-        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["docs", "py_tools"]);
-        assert_eq!(servers[0].transport, configured);
-        assert!(matches!(&servers[1].transport, McpTransport::Stdio { command, args, .. }
-            if command == "/usr/bin/python3" && args == &["s.py".to_owned()]));
     }
 }

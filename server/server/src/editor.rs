@@ -4,7 +4,6 @@
 //! the reader or any other call. A request we stop waiting for (the call was cancelled or timed
 //! out) is withdrawn at the editor with `$/cancelRequest`, and its late reply is dropped.
 
-use crate::transport::Outbox;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -12,6 +11,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use toolhost_contract::CancellationToken;
+use toolhost_jsonrpc::Outbox;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Response, codes};
 
 type Reply = Result<Value, ErrorObject>;

@@ -9,11 +9,11 @@
 //!   outcome is unknown) and later calls run standalone, with a note in the new session's log —
 //!   never a hang.
 
-use crate::attach::AttachClient;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+use toolhost_attach::AttachClient;
 use toolhost_contract::{BoxFuture, CancellationToken};
 use toolhost_host::config::Config;
 use toolhost_host::session::{self, OpenedSession};
@@ -75,8 +75,10 @@ impl Backend for LocalBackend {
                 .asked_through(call.questions)
                 .following(call.output)
                 .cancelled_by(cancel);
-            let handle = self.host.call(request).map_err(|e| BackendError::Internal(e.to_string()))?;
-            let outcome = handle.finish().await.map_err(|e| BackendError::Internal(e.to_string()))?;
+            let handle =
+                self.host.call(request).map_err(|e| BackendError::Internal(e.to_string()))?;
+            let outcome =
+                handle.finish().await.map_err(|e| BackendError::Internal(e.to_string()))?;
             Ok(CallToolResult {
                 session_id: self.host.session_id().map(str::to_owned),
                 call_id: outcome.call_id,
@@ -164,7 +166,7 @@ impl AttachedBackend {
 /// enclosing folder an editor has open.
 async fn find_editor(root: &Path) -> Option<AttachedBackend> {
     for dir in root.ancestors() {
-        let socket = crate::attach::socket_path(dir);
+        let socket = toolhost_attach::socket_path(dir);
         if !socket.exists() {
             continue;
         }
@@ -197,7 +199,10 @@ pub struct McpBackend {
 impl McpBackend {
     /// The skills of the workspace, offered as prompts (read afresh on every look-up).
     fn skills(&self) -> toolhost_host::skills::SkillDirs {
-        toolhost_host::skills::SkillDirs::new(std::slice::from_ref(&self.root), &self.config.skill_dirs)
+        toolhost_host::skills::SkillDirs::new(
+            std::slice::from_ref(&self.root),
+            &self.config.skill_dirs,
+        )
     }
 
     /// Attaches to the editor's toolhost for `root` unless `standalone`.

@@ -18,13 +18,11 @@
 //! and exits (0 after `shutdown` then `exit`, 1 otherwise).
 
 mod agent;
-mod attach;
 mod documents;
 mod handlers;
 mod routes;
 
 use crate::editor::EditorBridge;
-use crate::transport::{self, Inbound, Outbox, ReadEnd};
 use documents::Documents;
 use std::collections::HashMap;
 use std::os::fd::AsFd;
@@ -38,6 +36,8 @@ use toolhost_host::Host;
 use toolhost_host::session::OpenedSession;
 use toolhost_host::watcher::WatchEvent;
 use toolhost_jsonrpc::message::{ErrorObject, Id, Incoming, codes};
+use toolhost_jsonrpc::reader::{self, Inbound, ReadEnd};
+use toolhost_jsonrpc::{Framing, Outbox};
 
 /// How long exit waits for running calls before abandoning them.
 pub const EXIT_GRACE: Duration = Duration::from_millis(1500);
@@ -196,7 +196,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
                 return 1;
             }
         };
-    let (outbox, writer) = transport::start_outbox(stdout);
+    let (outbox, writer) = Outbox::start(stdout, Framing::ContentLength);
     let max_body = options.max_message_bytes;
     let state = Arc::new(ServerState {
         options,
@@ -225,7 +225,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
     {
         let state = Arc::clone(&state);
         let spawned = std::thread::Builder::new().name("toolhost-stdin".into()).spawn(move || {
-            let end = transport::read_loop(stdin, max_body, |inbound| state.route(inbound));
+            let end = reader::read_loop(stdin, max_body, |inbound| state.route(inbound));
             state.end(match end {
                 ReadEnd::Eof => Ending::Eof,
                 ReadEnd::Stopped => Ending::Exit,

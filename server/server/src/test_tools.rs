@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::{RawTool, RegistrationError, ToolError};
-use toolhost_registry::Registry;
 use toolhost_jsonrpc::ErrorObject;
+use toolhost_registry::Registry;
 
 /// The environment variable that activates the test tools in a `test-tools` build.
 pub const ENV: &str = "TOOLHOST_TEST_TOOLS";

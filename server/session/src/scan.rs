@@ -52,7 +52,8 @@ pub fn is_conversation_event(kind: &str) -> bool {
 /// The typed payload of a record.
 #[derive(Debug)]
 pub(crate) enum Event {
-    Call(ToolCallEvent),
+    /// Boxed: a call (with its presentation) is far larger than the other records.
+    Call(Box<ToolCallEvent>),
     Result(ToolResultEvent),
     Observed(FsObservedEvent),
     Change(FsChangeEvent),
@@ -134,7 +135,7 @@ fn parse_header(line: &[u8]) -> Result<SessionHeader, LineError> {
 /// The payload of an envelope, typed as it is parsed when `type` precedes `data` (as the writer
 /// always serializes it) — one pass, no intermediate `Value` tree for the big `tool/result`s.
 enum Data {
-    Call(ToolCallEvent),
+    Call(Box<ToolCallEvent>),
     Result(ToolResultEvent),
     Observed(FsObservedEvent),
     Change(FsChangeEvent),
@@ -188,7 +189,7 @@ impl<'de> Deserialize<'de> for TypedEnvelope {
                         Field::Externalized => externalized = map.next_value()?,
                         Field::Data => {
                             data = Some(match kind.as_deref() {
-                                Some(TOOL_CALL) => Data::Call(map.next_value()?),
+                                Some(TOOL_CALL) => Data::Call(Box::new(map.next_value()?)),
                                 Some(TOOL_RESULT) => Data::Result(map.next_value()?),
                                 Some(FS_OBSERVED) => Data::Observed(map.next_value()?),
                                 Some(FS_CHANGE) => Data::Change(map.next_value()?),
@@ -229,7 +230,9 @@ fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
         (Data::Result(result), _) => Event::Result(result),
         (Data::Observed(observed), _) => Event::Observed(observed),
         (Data::Change(change), _) => Event::Change(change),
-        (Data::Raw(data), TOOL_CALL) => Event::Call(serde_json::from_value(data).map_err(typed)?),
+        (Data::Raw(data), TOOL_CALL) => {
+            Event::Call(Box::new(serde_json::from_value(data).map_err(typed)?))
+        }
         (Data::Raw(data), TOOL_RESULT) => {
             Event::Result(serde_json::from_value(data).map_err(typed)?)
         }

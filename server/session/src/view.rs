@@ -100,7 +100,8 @@ pub(crate) fn build_view(
     let mut conversation = Vec::new();
     for record in scan.records {
         match record.event {
-            Event::Call(mut call) => {
+            Event::Call(call) => {
+                let mut call = *call;
                 open.insert(call.call_id.clone(), calls.len());
                 let strings_not_kept = if record.externalized.is_empty() {
                     Vec::new()

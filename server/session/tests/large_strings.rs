@@ -56,6 +56,7 @@ fn write_call(id: &str, content: &str) -> ToolCallEvent {
         arguments: json!({"file_path": "big.txt", "content": content}),
         card: Some(card),
         caller: None,
+        parent_call_id: None,
     }
 }
 

@@ -30,6 +30,7 @@ pub use capabilities::Capabilities;
 pub use context::{AdditionalContext, SideChannels, ToolContext};
 pub use error::{RegistrationError, ToolError};
 pub use events::{EventsHandle, HostEvents, Notice};
+pub use future::BoxFuture;
 pub use history::{ChangeHistory, History, HistoryCall, HistoryError, HistoryHandle};
 pub use interact::{
     InteractionHandle, InteractionState, LoadedSkill, QuestionError, QuestionRequest,
@@ -40,7 +41,6 @@ pub use registrar::{Disposer, RESERVED_NAME, Registrar, ToolDef, UnknownToolReso
 pub use review::{ReviewGate, ReviewHandle, ReviewRequest, ReviewVerdict};
 pub use schema::{CompiledSchema, argument_violations};
 pub use snapshot::{SnapshotError, lossless_value, to_lossless_value};
-pub use future::BoxFuture;
 pub use tool::{RawTool, Tool};
 
 /// Re-exported so tool crates name one version of these.

@@ -75,12 +75,16 @@ pub enum SpillMode {
     Own,
 }
 
+/// The page a tool's own spill shows once its complete output is stored, given the stored file's
+/// locator and retrieval hint.
+pub type SpilledPage = Box<dyn FnOnce(&str, &str) -> Vec<ContentBlock> + Send>;
+
 /// A tool's own spill of one result: the complete text to store, and the page the model sees
-/// instead once it is stored (given the stored file's locator and retrieval hint).
+/// instead once it is stored.
 pub struct OwnSpill {
     pub file_name: String,
     pub content: String,
-    pub page: Box<dyn FnOnce(&str, &str) -> Vec<ContentBlock> + Send>,
+    pub page: SpilledPage,
 }
 
 impl std::fmt::Debug for OwnSpill {

@@ -241,7 +241,11 @@ impl Tool for GlobTool {
             file_name: "glob-results.txt".to_owned(),
             content: out.paths.join("\n"),
             page: Box::new(move |locator, hint| {
-                vec![ContentBlock::text(render_glob(&out, &limits, Recovery::Stored { locator, hint }))]
+                vec![ContentBlock::text(render_glob(
+                    &out,
+                    &limits,
+                    Recovery::Stored { locator, hint },
+                ))]
             }),
         })
     }

@@ -223,7 +223,11 @@ impl Tool for GrepTool {
             file_name: "grep-results.txt".to_owned(),
             content: full_grep_text(&out, &limits),
             page: Box::new(move |locator, hint| {
-                vec![ContentBlock::text(render_grep(&out, &limits, Recovery::Stored { locator, hint }))]
+                vec![ContentBlock::text(render_grep(
+                    &out,
+                    &limits,
+                    Recovery::Stored { locator, hint },
+                ))]
             }),
         })
     }

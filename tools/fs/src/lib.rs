@@ -26,7 +26,7 @@ pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFil
 pub use review::{RejectedHunk, ReviewRecord};
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 
-use toolhost_contract::{Disposer, RegistrationError, Registrar, ToolContext, ToolError};
+use toolhost_contract::{Disposer, Registrar, RegistrationError, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
 /// Registers the file tools (read, write, edit, glob, grep, revert).

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use toolhost_contract::{Capabilities};
+use toolhost_contract::Capabilities;
 use toolhost_registry::{CallInput, Registry};
 use toolhost_tools_fs::FsLimits;
 use toolhost_workspace::Workspace;

@@ -17,7 +17,7 @@ pub use structured::{StructuredOutput, StructuredOutputTool, already_recorded};
 pub use todo::{TodoCounts, TodoItem, TodoStatus, TodoWriteArgs, TodoWriteOutput, TodoWriteTool};
 
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
-use toolhost_contract::{Disposer, RegistrationError, Registrar};
+use toolhost_contract::{Disposer, Registrar, RegistrationError};
 
 /// Settings of the interaction tools (`[interact]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

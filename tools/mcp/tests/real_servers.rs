@@ -10,9 +10,12 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_contract::{BoxFuture, Capabilities, EventsHandle, HostEvents, Notice, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions};
-use toolhost_registry::{CallInput, Registry};
+use toolhost_contract::{
+    BoxFuture, Capabilities, EventsHandle, HostEvents, Notice, QuestionError, QuestionRequest,
+    QuestionsHandle, UserQuestions,
+};
 use toolhost_protocol::lsp_ext::Answer;
+use toolhost_registry::{CallInput, Registry};
 use toolhost_tools_mcp::{
     BridgeOptions, McpBridge, McpServerConfig, McpTransport, ReconnectPolicy,
 };

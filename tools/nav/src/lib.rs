@@ -13,9 +13,12 @@ pub use render::{bound, locations_meta, locations_text};
 pub use symbol::{SNIPPET_MAX_CHARS, SYMBOL_LINE_WINDOW, resolve_symbol, snippet};
 pub use tool::{HoverOut, LocationOut, LspArgs, LspOutput, LspTool, NavLimits};
 
-use toolhost_contract::{Disposer, RegistrationError, Registrar};
+use toolhost_contract::{Disposer, Registrar, RegistrationError};
 
 /// Registers the `lsp` tool.
-pub fn register(registry: &dyn Registrar, limits: NavLimits) -> Result<Disposer, RegistrationError> {
+pub fn register(
+    registry: &dyn Registrar,
+    limits: NavLimits,
+) -> Result<Disposer, RegistrationError> {
     registry.register(LspTool::new(limits))
 }

@@ -34,7 +34,7 @@ pub use terminal::{SessionStatus, TerminalRegistry, TerminalSnapshot, WaitReason
 pub use terminal_tools::MAX_RESULT_BYTES as TERMINAL_MAX_RESULT_BYTES;
 
 use std::sync::Arc;
-use toolhost_contract::{Disposer, RegistrationError, Registrar};
+use toolhost_contract::{Disposer, Registrar, RegistrationError};
 
 /// What the host keeps of the shell tools: their jobs and terminals, to stop them at the end.
 pub struct ShellHandles {

@@ -26,7 +26,7 @@ pub use search::{
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
-use toolhost_contract::{Disposer, RegistrationError, Registrar};
+use toolhost_contract::{Disposer, Registrar, RegistrationError};
 
 /// Appended when `web_fetch` left something out (the wording docs/tools.md documents).
 pub const TRUNCATION_NOTICE: &str =

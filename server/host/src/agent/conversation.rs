@@ -1,8 +1,8 @@
 //! A run's conversation rebuilt from the session log's `agent/*` records: what the model would
 //! see next when a chat continues after the editor restarted the server, or a session is loaded.
 
-use std::collections::HashMap;
 use serde_json::Value;
+use std::collections::HashMap;
 use toolhost_agent::model::Message;
 use toolhost_protocol::session_log::{AgentCompactionEvent, AgentRunEvent};
 
@@ -69,4 +69,3 @@ pub fn conversation_in(records: &[(&str, &Value)], run_id: &str) -> Option<Vec<M
     });
     Some(records_log::rebuild(replayed))
 }
-

@@ -1,5 +1,6 @@
 //! How a run is reported to people and programs: the JSON lines of `toolhost agent --json` (and
-//! the editor's `toolhost/agentUpdate`), and the one-line usage summary.
+//! the editor's `toolhost/agentUpdate`), the one-line usage summary, and a logged record as
+//! `toolhost replay` prints it.
 
 use crate::agent::{RunReport, RunUpdate};
 use serde_json::{Value, json};
@@ -86,3 +87,50 @@ pub fn usage_line(usage: &Usage, cost: Option<f64>) -> String {
     line
 }
 
+/// How `toolhost replay` prints an agent record: the prompts and answers, compactions and the
+/// run's end (tool answers are the cards themselves; usage is summed at the end).
+pub fn record_text(record: &toolhost_protocol::lsp_ext::ConversationRecord) -> Option<String> {
+    let data = &record.data;
+    let text = |key: &str| data.get(key).and_then(serde_json::Value::as_str);
+    match record.kind.as_str() {
+        "agent/run" => Some(format!(
+            "── agent run {} · {} · {} mode",
+            text("runId")?,
+            text("model").unwrap_or("?"),
+            text("mode").unwrap_or("?")
+        )),
+        "agent/message" => {
+            let content = text("content").filter(|c| !c.is_empty())?;
+            match text("role")? {
+                "user" => Some(format!("> {}", content.replace('\n', "\n> "))),
+                "assistant" => Some(content.to_owned()),
+                _ => None,
+            }
+        }
+        "agent/compaction" => Some(format!(
+            "── conversation compacted ({} → {} tokens){}",
+            data.get("tokensBefore")?,
+            data.get("tokensAfter")?,
+            if data.get("summary").is_some_and(|s| !s.is_null()) { ", summarized" } else { "" }
+        )),
+        "agent/end" => {
+            let usage = data.get("usage")?;
+            let number =
+                |key: &str| usage.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let usage = toolhost_agent::model::Usage {
+                prompt_tokens: number("promptTokens"),
+                completion_tokens: number("completionTokens"),
+                total_tokens: number("totalTokens"),
+                cached_tokens: number("cachedTokens"),
+            };
+            let cost = data.get("cost").and_then(serde_json::Value::as_f64);
+            Some(format!(
+                "── run ended: {} after {} turns, {}",
+                text("stop")?,
+                data.get("turns")?,
+                usage_line(&usage, cost)
+            ))
+        }
+        _ => None,
+    }
+}

@@ -3,9 +3,9 @@
 //! for any caller (a subagent's calls are children of its `subagent` call) — and the run's
 //! conversation recorded in the session log among the calls' own records.
 
-use crate::agent::AgentCall;
 use crate::call::CallRequest;
 use crate::host::{Host, HostError, new_call_id};
+use crate::permissions::AgentCall;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_agent::agent::{AgentEvent, BoxFuture, RunOutcome, StopReason};
@@ -328,4 +328,3 @@ pub async fn run(
     }
     report
 }
-

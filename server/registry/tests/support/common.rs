@@ -10,8 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::protocol::content::joined_text;
-use toolhost_contract::{AdditionalContext, BoxFuture, CancellationToken, Capabilities, Tool, ToolContext, ToolError};
-use toolhost_registry::{ApprovalChannel, ApprovalOutcome, CallInput, CanonicalResult, ExecNext, ExecuteWrapper, Execution, Finalized, Guard, PostDecision, PostExecute, PostNext, PreDecision, PreExecute, PreNext, ResultObserver, WrapperOutcome};
+use toolhost_contract::{
+    AdditionalContext, BoxFuture, CancellationToken, Capabilities, Tool, ToolContext, ToolError,
+};
+use toolhost_registry::{
+    ApprovalChannel, ApprovalOutcome, CallInput, CanonicalResult, ExecNext, ExecuteWrapper,
+    Execution, Finalized, Guard, PostDecision, PostExecute, PostNext, PreDecision, PreExecute,
+    PreNext, ResultObserver, WrapperOutcome,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Calls and result accessors

@@ -100,8 +100,9 @@ fn settings(mut settings: AgentSettings, args: &Args) -> Result<AgentSettings, F
 pub async fn run(args: Args) -> Result<u8, Failure> {
     let schema = super::schema_flag(args.structured_schema.clone())?;
     let root = workspace_root(&args.common)?;
-    let config = load_config(&root)?;
-    let settings = settings(config.agent.clone(), &args)?;
+    let mut config = load_config(&root)?;
+    // The flags are the run's `[agent]`, and its subagents' too (the host keeps it for them).
+    config.agent = settings(config.agent, &args)?;
     let sessions = sessions_dir(&config, &args.common)?;
     let (id, opened) = session::open_named(&sessions, &root, args.common.session.as_deref())
         .map_err(|e| Failure::env(e.to_string()))?;
@@ -117,7 +118,7 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
             .map_err(|e| Failure::usage(format!("--structured-schema: {e}")))?;
     }
     host.start_mcp_servers();
-    let code = run_headless(&host, settings, &args.task, args.json).await;
+    let code = run_headless(&host, config.agent.clone(), &args.task, args.json).await;
     host.shutdown().await;
     opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
     Ok(code)
@@ -249,52 +250,4 @@ async fn run_headless(host: &Arc<Host>, settings: AgentSettings, task: &str, jso
         Err(err) => eprintln!("toolhost: the model failed: {} ({})", err, err.code()),
     }
     report.exit_code()
-}
-
-/// How `toolhost replay` prints an agent record: the prompts and answers, compactions and the
-/// run's end (tool answers are the cards themselves; usage is summed at the end).
-pub fn record_text(record: &toolhost_protocol::lsp_ext::ConversationRecord) -> Option<String> {
-    let data = &record.data;
-    let text = |key: &str| data.get(key).and_then(serde_json::Value::as_str);
-    match record.kind.as_str() {
-        "agent/run" => Some(format!(
-            "── agent run {} · {} · {} mode",
-            text("runId")?,
-            text("model").unwrap_or("?"),
-            text("mode").unwrap_or("?")
-        )),
-        "agent/message" => {
-            let content = text("content").filter(|c| !c.is_empty())?;
-            match text("role")? {
-                "user" => Some(format!("> {}", content.replace('\n', "\n> "))),
-                "assistant" => Some(content.to_owned()),
-                _ => None,
-            }
-        }
-        "agent/compaction" => Some(format!(
-            "── conversation compacted ({} → {} tokens){}",
-            data.get("tokensBefore")?,
-            data.get("tokensAfter")?,
-            if data.get("summary").is_some_and(|s| !s.is_null()) { ", summarized" } else { "" }
-        )),
-        "agent/end" => {
-            let usage = data.get("usage")?;
-            let number =
-                |key: &str| usage.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
-            let usage = toolhost_agent::model::Usage {
-                prompt_tokens: number("promptTokens"),
-                completion_tokens: number("completionTokens"),
-                total_tokens: number("totalTokens"),
-                cached_tokens: number("cachedTokens"),
-            };
-            let cost = data.get("cost").and_then(serde_json::Value::as_f64);
-            Some(format!(
-                "── run ended: {} after {} turns, {}",
-                text("stop")?,
-                data.get("turns")?,
-                own_agent::usage_line(&usage, cost)
-            ))
-        }
-        _ => None,
-    }
 }

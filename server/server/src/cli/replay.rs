@@ -60,7 +60,7 @@ pub fn run(args: Args) -> Result<u8, Failure> {
         let text = match (item, args.json) {
             (Ok(record), true) => serde_json::to_string(record).ok(),
             (Err(card), true) => serde_json::to_string(card).ok(),
-            (Ok(record), false) => super::agent::record_text(record),
+            (Ok(record), false) => toolhost_host::agent::record_text(record),
             (Err(card), false) if color => Some(colored_card(card)),
             (Err(card), false) => Some(card.rendered.clone()),
         };

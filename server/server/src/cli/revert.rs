@@ -67,8 +67,8 @@ async fn revert_in_editor(
             "session {which} is in use by another toolhost that does not serve this workspace's editor"
         ))
     };
-    let socket = crate::attach::socket_path(root);
-    let client = crate::attach::AttachClient::connect(&socket).await.map_err(|_| locked())?;
+    let socket = toolhost_attach::socket_path(root);
+    let client = toolhost_attach::AttachClient::connect(&socket).await.map_err(|_| locked())?;
     let never = CancellationToken::new();
     let params = AttachParams {
         caller: CallerInfo { name: "toolhost revert".to_owned(), version: None },

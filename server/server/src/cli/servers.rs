@@ -15,7 +15,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     session_dir: Option<PathBuf>,
     /// Cap on one incoming message body (bytes).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::transport::DEFAULT_MAX_BODY, hide = true)]
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost_jsonrpc::content_length::DEFAULT_SERVER_MAX_BODY, hide = true)]
     max_message_bytes: usize,
 }
 

@@ -31,8 +31,8 @@ pub fn run(args: Args) -> Result<u8, Failure> {
     if args.prune {
         let age = toolhost_session::parse_duration(&args.older_than)
             .map_err(|e| Failure::usage(e.to_string()))?;
-        let n = toolhost_session::prune_sessions(&dir, age)
-            .map_err(|e| Failure::env(e.to_string()))?;
+        let n =
+            toolhost_session::prune_sessions(&dir, age).map_err(|e| Failure::env(e.to_string()))?;
         println!("pruned {n} session(s) older than {}", args.older_than);
         return Ok(0);
     }

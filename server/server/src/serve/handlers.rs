@@ -95,7 +95,8 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::CALL_TOOL => {
             spawn(state, id, async move {
                 let p: CallToolParams = params(raw, true)?;
-                let request = CallRequest { call_id: p.call_id, ..CallRequest::new(p.name, p.arguments) };
+                let request =
+                    CallRequest { call_id: p.call_id, ..CallRequest::new(p.name, p.arguments) };
                 run_call(&task_state, request).await
             });
         }
@@ -346,7 +347,8 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         host.questions().set_asker(Some(asker));
     }
     host.restore_session_state(&opened.report);
-    let host = host.shared();
+    let host =
+        toolhost_host::share(host, &config).map_err(|e| ErrorObject::internal(e.to_string()))?;
     // MCP servers start with the session; the editor hears of every change of their state.
     host.start_mcp_servers();
     if let Some(bridge) = host.mcp_bridge() {
@@ -385,12 +387,13 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     let _ = state
         .watch_events
         .set(toolhost_host::watcher::spawn(Arc::clone(&host), state.stop.clone()));
-    let socket = crate::attach::socket_path(host.root());
-    let _ = state.host.set(host);
+    let socket = toolhost_attach::socket_path(host.root());
+    let _ = state.host.set(Arc::clone(&host));
     let _ = state.opened.set(opened);
     // `toolhost mcp` of the same workspace attaches here (the host is in place by now). Bound
     // before the initialize result, so an agent started after it finds the editor.
-    let bound = super::attach::listen(Arc::clone(state), socket).await;
+    let bound =
+        toolhost_attach::server::listen(Arc::clone(&host), state.stop.clone(), socket).await;
     if let Ok(mut slot) = state.attach_socket.lock() {
         *slot = bound;
     }

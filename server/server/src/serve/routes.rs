@@ -60,7 +60,8 @@ impl UserQuestions for EditorAsker {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<Vec<Answer>, QuestionError>> {
         Box::pin(async move {
-            let could_not = |e: String| QuestionError::Cancelled(format!("the editor could not ask: {e}"));
+            let could_not =
+                |e: String| QuestionError::Cancelled(format!("the editor could not ask: {e}"));
             let answer = self.0.request(methods::ASK_USER, &request.to_params(), &cancel).await;
             let value = answer.map_err(|e| could_not(format!("{} ({})", e.message, e.code)))?;
             let result: AskUserResult = serde_json::from_value(value)

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::{CancellationToken, Capabilities};
-use toolhost_registry::{CallInput, Registry, RegistryConfig};
 use toolhost_lsp_host::servers::find_candidate;
 use toolhost_lsp_host::{LspHost, LspHostConfig};
+use toolhost_registry::{CallInput, Registry, RegistryConfig};
 use toolhost_tools_nav::NavLimits;
 use toolhost_workspace::{Workspace, WorkspaceConfig};
 

@@ -1,14 +1,12 @@
-//! The attach socket's server side (see `crate::attach`): `toolhost serve` listens once the
-//! workspace is known, and each `toolhost mcp` that connects gets the editor's registry — its
-//! calls go through the same `run_call` as the editor's own (barrier, dirty-buffer guard, session
-//! log), their cards reach the editor labelled with the agent's name.
+//! The attach socket's server side: `toolhost serve` listens once its host is in place, and each
+//! `toolhost mcp` that connects gets the editor's host — its calls go through the host's one call
+//! path like the editor's own (barrier, dirty-buffer guard, session log), their cards reach the
+//! editor labelled with the agent's name.
 //!
 //! A socket file left by a dead server is removed; a live one (another editor on the same
 //! workspace) is left alone and this server does not listen. Connections from another user are
 //! refused. Bad lines are answered like on stdio and never end the connection.
 
-use super::ServerState;
-use super::handlers::run_call;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -21,12 +19,12 @@ use toolhost_contract::{
     BoxFuture, CancellationToken, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions,
     answers_of,
 };
-use toolhost_host::CallRequest;
+use toolhost_host::{CallRequest, Host};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
     Answer, AskUserResult, AttachParams, AttachResult, CallOutputParams, CallToolParams,
-    ListToolsResult, methods,
+    CallToolResult, ListToolsResult, methods,
 };
 
 type Replies = Arc<Mutex<HashMap<i64, tokio::sync::oneshot::Sender<Result<Value, ErrorObject>>>>>;
@@ -88,10 +86,10 @@ impl UserQuestions for AttachAsker {
     }
 }
 
-/// Binds the attach socket at `path` and serves it until `state.stop`. Returns the path bound
-/// (to remove at exit), or `None` when another live server owns it or binding failed.
-pub(super) async fn listen(state: Arc<ServerState>, path: PathBuf) -> Option<PathBuf> {
-    if let Err(err) = crate::attach::prepare_dir(&path) {
+/// Binds the attach socket at `path` and serves `host` on it until `stop`. Returns the path
+/// bound (to remove at exit), or `None` when another live server owns it or binding failed.
+pub async fn listen(host: Arc<Host>, stop: CancellationToken, path: PathBuf) -> Option<PathBuf> {
+    if let Err(err) = crate::path::prepare_dir(&path) {
         tracing::warn!(path = %path.display(), %err, "attach socket unavailable");
         return None;
     }
@@ -103,7 +101,6 @@ pub(super) async fn listen(state: Arc<ServerState>, path: PathBuf) -> Option<Pat
         }
     };
     tracing::info!(path = %path.display(), "attach socket listening");
-    let stop = state.stop.clone();
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -115,7 +112,7 @@ pub(super) async fn listen(state: Arc<ServerState>, path: PathBuf) -> Option<Pat
                 tracing::warn!("attach connection from another user refused");
                 continue;
             }
-            tokio::spawn(serve_connection(Arc::clone(&state), stream));
+            tokio::spawn(serve_connection(Arc::clone(&host), stop.clone(), stream));
         }
     });
     Some(path)
@@ -156,7 +153,7 @@ struct CancelParams {
 }
 
 /// One `toolhost mcp` connection.
-async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
+async fn serve_connection(host: Arc<Host>, stop: CancellationToken, stream: UnixStream) {
     let (read, mut write) = stream.into_split();
     let (out, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
@@ -173,7 +170,7 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
     let replies: Replies = Arc::default();
     let next_id = Arc::new(std::sync::atomic::AtomicI64::new(1));
     let closed = CancellationToken::new();
-    if let Some(host) = state.host.get() {
+    {
         let mut changes = host.registry().changes();
         let out = out.clone();
         let closed = closed.clone();
@@ -193,13 +190,12 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
             }
         });
     }
-    let decoder =
-        LineDecoder::new(LineLimits { max_line: crate::attach::MAX_LINE }, LimitPolicy::Drain);
+    let decoder = LineDecoder::new(LineLimits { max_line: crate::MAX_LINE }, LimitPolicy::Drain);
     let mut frames = AsyncFrames::new(read, decoder);
     loop {
         let frame = tokio::select! {
             frame = frames.next_frame() => frame,
-            () = state.stop.cancelled() => break,
+            () = stop.cancelled() => break,
         };
         let body = match frame {
             Ok(Some(Frame::Body(body))) => body,
@@ -251,8 +247,8 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
         if let Ok(mut requests) = requests.lock() {
             requests.insert(request.id.clone(), token.clone());
         }
-        let (state, out, caller, requests) =
-            (Arc::clone(&state), out.clone(), Arc::clone(&caller), Arc::clone(&requests));
+        let (host, out, caller, requests) =
+            (Arc::clone(&host), out.clone(), Arc::clone(&caller), Arc::clone(&requests));
         let asker: QuestionsHandle = Arc::new(AttachAsker {
             out: out.clone(),
             replies: Arc::clone(&replies),
@@ -260,7 +256,7 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
         });
         tokio::spawn(async move {
             let id = request.id.clone();
-            let work = answer(&state, request.method, request.params, &caller, &out, asker);
+            let work = answer(&host, request.method, request.params, &caller, &out, asker);
             let body = tokio::select! {
                 answered = work => match answered {
                     Ok(value) => message::encode_result(&id, &value)
@@ -289,7 +285,7 @@ async fn serve_connection(state: Arc<ServerState>, stream: UnixStream) {
 
 /// The answer to one request of the attach protocol.
 async fn answer(
-    state: &Arc<ServerState>,
+    host: &Arc<Host>,
     method: String,
     params: Option<Value>,
     caller: &Mutex<Option<String>>,
@@ -299,7 +295,6 @@ async fn answer(
     let params = params.unwrap_or_else(|| json!({}));
     let invalid =
         |e: serde_json::Error| ErrorObject::invalid_params(format!("Invalid params: {e}"));
-    let host = state.host()?;
     let attached = caller.lock().map(|c| c.is_some()).unwrap_or(false);
     if !attached && method != methods::ATTACH {
         return Err(ErrorObject::new(
@@ -359,7 +354,16 @@ async fn answer(
                 .by(who)
                 .asked_through(p.can_ask.then_some(asker))
                 .following(Some(live));
-            let result = run_call(state, request).await?;
+            let handle =
+                host.call(request).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+            let outcome =
+                handle.finish().await.map_err(|e| ErrorObject::internal(e.to_string()))?;
+            let result = CallToolResult {
+                session_id: host.session_id().map(str::to_owned),
+                call_id: outcome.call_id,
+                result: outcome.finalized.result,
+                card: outcome.card,
+            };
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         methods::SET_REVIEW => {

@@ -7,7 +7,7 @@
 //! Every request here is sent from a prompt's own task, never from the connection's dispatch
 //! loop (which would wait on itself), and is withdrawn when the call it serves is cancelled.
 
-use super::updates;
+use crate::updates;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_contract::{
     BoxFuture, CancellationToken, QuestionError, QuestionRequest, UserQuestions, answers_of,
 };
-use toolhost_host::agent as permission;
+use toolhost_host::permissions as permission;
 use toolhost_mcp::elicit;
 use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{Answer, AskUserParams, AskUserResult, QuestionIntent};
@@ -284,9 +284,8 @@ impl UserQuestions for AcpAsker {
                 QuestionIntent::PlanReview => self.0.plan_review(&params, &stop).await,
                 _ => self.0.questions(&params, &stop).await,
             };
-            let result = result.map_err(|e| {
-                QuestionError::Cancelled(format!("the editor could not ask: {e}"))
-            })?;
+            let result = result
+                .map_err(|e| QuestionError::Cancelled(format!("the editor could not ask: {e}")))?;
             answers_of(result)
         })
     }

@@ -9,7 +9,7 @@
 
 use crate::questions::SessionQuestions;
 use crate::review::SessionReviewHandle;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_agent::PermissionMode;
 use toolhost_contract::{BoxFuture, QuestionError, QuestionRequest, ToolError, UserQuestions};
@@ -48,12 +48,24 @@ pub struct AgentCall {
 pub struct AgentPermissions {
     /// Each running call of the agent.
     calls: Mutex<HashMap<String, AgentCall>>,
+    /// Tools whose calls start runs of the agent (`subagent`): starting one asks nothing, each
+    /// of the run's own calls asks in its mode.
+    delegating: Mutex<HashSet<String>>,
     review: SessionReviewHandle,
 }
 
 impl AgentPermissions {
     pub fn new(review: SessionReviewHandle) -> Self {
-        AgentPermissions { calls: Mutex::new(HashMap::new()), review }
+        AgentPermissions {
+            calls: Mutex::new(HashMap::new()),
+            delegating: Mutex::new(HashSet::new()),
+            review,
+        }
+    }
+
+    /// Calls of tool `name` start runs of the agent whose calls are checked one by one.
+    pub fn add_delegating_tool(&self, name: &str) {
+        self.delegating.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
     }
 
     /// Call `call_id` is the agent's until [`AgentPermissions::end`].
@@ -89,7 +101,7 @@ impl PreExecute for AgentPermissions {
                 return Ok(decision);
             }
             // A subagent's own calls ask in its run's mode; starting one asks nothing.
-            if exec.name == crate::subagent::NAME {
+            if self.delegating.lock().unwrap_or_else(PoisonError::into_inner).contains(&exec.name) {
                 return Ok(decision);
             }
             let annotations = exec.tool().map(|tool| tool.annotations()).unwrap_or_default();

@@ -1,21 +1,14 @@
-//! The stdio transport of `toolhost serve`: `Content-Length` frames in and out, each on its own
-//! OS thread, so neither a slow editor nor a busy handler ever blocks the other direction.
-//!
-//! - [`read_loop`] reads stdin, decodes frames (bodies over the cap are drained without being
-//!   buffered), parses and classifies each body and hands the result to the caller's routing
-//!   function, on the reading thread. Only an unusable header ends it early: nothing tells where
-//!   the next frame would start.
-//! - [`Outbox`] (from `toolhost-jsonrpc`) owns stdout through a writer thread: bodies are framed
-//!   there, and whatever queued up while a write was in progress goes out in the next single
-//!   write.
+//! A server's reading side of a `Content-Length` connection (an LSP server's stdin), on an OS
+//! thread of its own: [`read_loop`] decodes frames (bodies over the cap are drained without being
+//! buffered), parses and classifies each body and hands the result to the caller's routing
+//! function, on the reading thread. Only an unusable header ends it early: nothing tells where
+//! the next frame would start. The writing side is [`crate::Outbox`].
 
-use std::io::{Read, Write};
-use toolhost_jsonrpc::content_length::{self, ContentLengthDecoder, FrameLimits};
-use toolhost_jsonrpc::message::{self, Incoming, Invalid};
-use toolhost_jsonrpc::{BlockingFrames, Frame, LimitPolicy, ReadError};
-
-/// Default cap on one incoming message body (64 MiB).
-pub const DEFAULT_MAX_BODY: usize = content_length::DEFAULT_SERVER_MAX_BODY;
+use crate::content_length::{ContentLengthDecoder, FrameLimits};
+use crate::io::{BlockingFrames, ReadError};
+use crate::message::{self, Incoming, Invalid};
+use crate::{Frame, LimitPolicy};
+use std::io::Read;
 
 /// What the reader hands to the router.
 #[derive(Debug)]
@@ -70,17 +63,10 @@ pub fn read_loop(
     }
 }
 
-/// The write half of the connection (framing `Content-Length`): see `toolhost_jsonrpc::outbox`.
-pub use toolhost_jsonrpc::Outbox;
-
-/// Starts the writer thread over stdout (or any `output`).
-pub fn start_outbox(output: impl Write + Send + 'static) -> (Outbox, std::thread::JoinHandle<()>) {
-    Outbox::start(output, toolhost_jsonrpc::Framing::ContentLength)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content_length;
 
     #[test]
     fn the_reader_sorts_bodies() {

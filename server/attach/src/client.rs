@@ -1,19 +1,13 @@
-//! The attach socket: how `toolhost mcp` reaches the editor's `toolhost serve` of the same
-//! workspace, so an agent's calls run in the editor's registry — its dirty-buffer guard, its
-//! editor-backed lsp provider, its session — and show up as cards in the editor.
-//!
-//! One Unix socket per workspace, in the state directory (`~/.local/state/toolhost/run/`; folders
-//! 0700, socket 0600; the server also checks the peer's uid). JSON-RPC, one message per line
-//! (docs/protocol.md, Attach socket):
-//! `toolhost/attach {caller}` first, then `toolhost/listTools` and `toolhost/callTool` as over
-//! LSP, `$/cancelRequest` to cancel, and the `toolhost/toolsChanged` notification from the
-//! server. This module has the path and the client; the server is `serve/attach.rs`.
+//! The attach socket's client side, what `toolhost mcp` (and `toolhost revert`) use to reach the
+//! editor's host: requests with cancellation, the call's live output and questions coming back,
+//! and the server's notice that the set of tools changed.
 
+use crate::MAX_LINE;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncWriteExt;
@@ -24,39 +18,6 @@ use toolhost_contract::{QuestionError, QuestionRequest, QuestionsHandle};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{AskUserParams, AskUserResult, CallOutputParams, methods};
-
-/// Longest line either side accepts on the socket.
-pub const MAX_LINE: usize = 128 * 1024 * 1024;
-
-/// Longest socket path the kernel accepts (`sun_path` is 108 bytes with its NUL).
-const MAX_SOCKET_PATH: usize = 100;
-
-/// The attach socket of the workspace at `root`: `<state dir>/toolhost/run/<workspace key>.sock`
-/// (whatever session directory either side logs to, so an agent finds the editor of its
-/// workspace), or a short name in a private folder of /tmp when that path is too long for a
-/// socket address or there is no state directory.
-pub fn socket_path(root: &Path) -> PathBuf {
-    let key = toolhost_host::session::workspace_key_of(root);
-    let uid = rustix::process::getuid().as_raw();
-    let fallback = PathBuf::from(format!("/tmp/toolhost-{uid}"));
-    let base = toolhost_session::state_dir()
-        .and_then(|sessions| sessions.parent().map(|state| state.join("run")))
-        .unwrap_or_else(|| fallback.clone());
-    let path = base.join(format!("{key}.sock"));
-    if path.as_os_str().len() <= MAX_SOCKET_PATH {
-        return path;
-    }
-    // Still unique to the long path, short enough for `sun_path`.
-    fallback.join(format!("{}.sock", toolhost_session::workspace_key(&path)))
-}
-
-/// Creates the socket's folder, private to the user.
-pub fn prepare_dir(socket: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let Some(dir) = socket.parent() else { return Ok(()) };
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-}
 
 type Waiter = oneshot::Sender<Result<Value, ErrorObject>>;
 
