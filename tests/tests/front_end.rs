@@ -77,10 +77,10 @@ async fn a_front_end_of_a_few_lines_gets_pending_and_final_cards_output_stop_and
     // exclusive call, holds it), it is listed, and stopping the parent stops it too.
     let mut child = front.start("bash", bash("echo child; sleep 60"), Some(&pending.call_id));
     let child_pending = child.started().await.unwrap();
-    while !front.screen.output.lock().unwrap().contains("child") {
-        tokio::task::yield_now().await;
+    // Both calls' live output reaches the front end (throttled, so it may come a little later).
+    while !["started", "child"].iter().all(|s| front.screen.output.lock().unwrap().contains(s)) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert!(front.screen.output.lock().unwrap().contains("started"));
     assert!(front.stop(&pending));
     let (parent_done, child_done) = (parent.finish().await.unwrap(), child.finish().await.unwrap());
     for (done, pending) in [(&parent_done.card, &pending), (&child_done.card, &child_pending)] {

@@ -292,6 +292,8 @@ impl AcpAgent {
         .map_err(|e| internal(e.to_string()))?
         .map_err(|e| internal(e.to_string()))?;
         let host = open_host(&config, cwd, Some(&opened)).map_err(|e| internal(e.to_string()))?;
+        #[cfg(feature = "test-tools")]
+        crate::test_tools::install(&host);
         let offers = *self.offers.lock().unwrap_or_else(PoisonError::into_inner);
         let line = Arc::new(ClientLine {
             cx,

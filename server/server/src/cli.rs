@@ -227,7 +227,11 @@ fn open_host(
     root: &Path,
     opened: Option<&OpenedSession>,
 ) -> Result<Arc<Host>, Failure> {
-    toolhost_host::open_host(config, root, opened).map_err(|e| Failure::env(e.to_string()))
+    let host =
+        toolhost_host::open_host(config, root, opened).map_err(|e| Failure::env(e.to_string()))?;
+    #[cfg(feature = "test-tools")]
+    crate::test_tools::install(&host);
+    Ok(host)
 }
 
 /// A JSON Schema given as a flag's text.

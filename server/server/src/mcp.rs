@@ -42,6 +42,8 @@ impl LocalBackend {
         let (_, opened) = session::open_named(sessions_dir, root, session_id.as_deref())
             .map_err(|e| e.to_string())?;
         let host = open_host(config, root, Some(&opened)).map_err(|e| e.to_string())?;
+        #[cfg(feature = "test-tools")]
+        crate::test_tools::install(&host);
         Ok(LocalBackend { host, _opened: opened })
     }
 

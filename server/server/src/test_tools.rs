@@ -41,6 +41,16 @@ fn text_render(_args: &Value, value: &Value) -> Vec<ContentBlock> {
     vec![ContentBlock::text(value.to_string())]
 }
 
+/// Adds the test tools to `host` when they are active in this process (every host the binary
+/// opens gets them; an editor's also gets the editor connection for `test_ask_client`).
+pub fn install(host: &toolhost_host::Host) {
+    if enabled()
+        && let Err(err) = register(host.registry())
+    {
+        tracing::warn!(%err, "the test tools are not registered");
+    }
+}
+
 /// Registers the test tools.
 pub fn register(registry: &Registry) -> Result<(), RegistrationError> {
     let _ = registry.register_raw(

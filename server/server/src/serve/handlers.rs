@@ -313,8 +313,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     #[cfg(feature = "test-tools")]
     if crate::test_tools::enabled() {
         host.insert_capability(state.editor.clone());
-        crate::test_tools::register(host.registry())
-            .map_err(|e| ErrorObject::internal(e.to_string()))?;
+        crate::test_tools::install(&host);
     }
     // The editor hears every call's cards, live output and the notices.
     host.add_listener(Arc::new(EditorListener(state.editor.clone())));
