@@ -144,3 +144,84 @@ pub fn system_prompt(root: &str) -> String {
          correct the call and try again."
     )
 }
+
+/// `[agent]` as one source gives it. Where the conversation and the key go (`base_url`,
+/// `api_key_env`) and acting without asking (`mode = "auto"`) come only from the user or a
+/// trusted workspace.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentSection {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+    /// Fields merged into every request (e.g. `thinking = {type = "enabled"}`).
+    request: Option<BTreeMap<String, Value>>,
+    mode: Option<PermissionMode>,
+    max_turns: Option<u32>,
+    token_budget: Option<u64>,
+    /// US dollars (needs `price`); `0` means none.
+    cost_budget: Option<f64>,
+    /// `0` never compacts.
+    context_limit: Option<u64>,
+    compact_threshold: Option<f64>,
+    system_prompt: Option<String>,
+    price: Option<Price>,
+}
+
+impl toolhost_contract::config::Section for AgentSection {
+    type Settings = AgentSettings;
+
+    fn apply(self, agent: &mut AgentSettings, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(url) = self.base_url {
+            agent.base_url = url;
+        }
+        if let Some(model) = self.model {
+            agent.model = model;
+        }
+        if let Some(name) = self.api_key_env {
+            agent.api_key_env = Some(name).filter(|n| !n.is_empty());
+        }
+        if let Some(request) = self.request {
+            agent.request.extend(request);
+        }
+        if let Some(mode) = self.mode {
+            agent.mode = mode;
+        }
+        if let Some(turns) = self.max_turns {
+            agent.max_turns = turns.max(1);
+        }
+        if let Some(budget) = self.token_budget {
+            agent.token_budget = Some(budget).filter(|b| *b > 0);
+        }
+        if let Some(budget) = self.cost_budget {
+            agent.cost_budget = Some(budget).filter(|b| *b > 0.0);
+        }
+        if let Some(limit) = self.context_limit {
+            agent.context_limit = Some(limit).filter(|l| *l > 0);
+        }
+        if let Some(threshold) = self.compact_threshold {
+            agent.compact_threshold = threshold;
+        }
+        if let Some(prompt) = self.system_prompt {
+            agent.system_prompt = Some(prompt).filter(|p| !p.trim().is_empty());
+        }
+        if let Some(price) = self.price {
+            agent.price = Some(price);
+        }
+    }
+
+    fn restrict_untrusted(&mut self) -> Vec<String> {
+        let mut dropped = Vec::new();
+        if self.base_url.take().is_some() {
+            dropped.push("agent.base_url");
+        }
+        if self.api_key_env.take().is_some() {
+            dropped.push("agent.api_key_env");
+        }
+        if self.mode == Some(PermissionMode::Auto) {
+            self.mode = None;
+            dropped.push("agent.mode");
+        }
+        if dropped.is_empty() { Vec::new() } else { vec![dropped.join("/")] }
+    }
+}

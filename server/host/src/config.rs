@@ -1,46 +1,47 @@
 //! Configuration (docs/configuration.md): user config → workspace `toolhost.toml` →
 //! `initializationOptions` → CLI flags, later sources winning key by key.
 //!
-//! Trust rule: settings that start a program or steer what a language server runs
-//! (`lsp.servers.*.command`, `args`, `env`, `initialization_options`, `settings`) are taken only
-//! from the user config or from a workspace the user marked trusted (`trusted_workspaces` in the
-//! user config, written by `toolhost trust`). A cloned repository's `toolhost.toml` — or editor
-//! settings that may come from it — can never make toolhost run a program. The same holds for
-//! what widens the web tools' reach: `[web] allow`, `proxy` and `providers` (an endpoint and the
-//! name of a key variable could send a credential anywhere), and for MCP servers
-//! (`[mcp.servers.<name>]`): an untrusted source can neither start a server (`command`, `args`,
-//! `env`, `cwd`) nor point toolhost at one (`url`, `headers`, whose `${VAR}` would send a
-//! credential there); it may only tune servers the user configured.
+//! Each section belongs to the crate it configures, which owns its settings type and its keys
+//! (`toolhost_contract::config::Section`); this module composes them: `[limits]` (file tools),
+//! `[spill]` (registry), `[session]`, `[fs]` (workspace), `[lsp]` (language servers), `[mcp]`
+//! (the MCP server's own keys, and `[mcp.servers]` of the bridge), `[shell]`, `[review]`,
+//! `[interact]`, `[plan]`, `[skills]`, `[web]` and `[agent]`.
+//!
+//! Trust rule: a workspace's `toolhost.toml` (and editor settings that may come from it) is
+//! untrusted unless the user listed the workspace in `trusted_workspaces` (`toolhost trust`).
+//! Before an untrusted source is applied, every section drops what it may not set — whatever
+//! starts a program, reaches further or loosens a check — and the front end shows a warning per
+//! group of dropped keys. A cloned repository can never make toolhost run a program.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use toolhost_protocol::lsp_ext::{ReviewFallback, ReviewMode, ReviewSettings};
-use toolhost_tools_fs::FsLimits;
-
-/// One configured language server.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LspServerConfig {
-    pub command: Option<String>,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    /// `".c" = "c"`: file extension → language id.
-    pub extensions: BTreeMap<String, String>,
-    pub initialization_options: Option<serde_json::Value>,
-    /// The server's settings: `workspace/configuration` is answered from them by section.
-    pub settings: Option<serde_json::Value>,
-}
+use toolhost_agent::AgentSettings;
+use toolhost_agent::settings::AgentSection;
+use toolhost_contract::config::{Layer, Section};
+use toolhost_lsp_host::config::{LspSection, LspServerConfig};
+use toolhost_mcp::config::McpSection;
+use toolhost_protocol::lsp_ext::ReviewSettings;
+use toolhost_registry::SpillSection;
+use toolhost_tools_fs::{FsLimits, LimitsSection};
+use toolhost_tools_interact::{InteractConfig, InteractSection};
+use toolhost_tools_mcp::section::{ServerEntries, ServersSection, server_configs};
+use toolhost_tools_shell::{ShellConfig, ShellSection};
+use toolhost_tools_web::{WebConfig, WebSection};
+use toolhost_workspace::config::{FsSection, FsSettings};
 
 /// The effective configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// The file tools' caps (`[limits]`), the documented defaults unless configured.
+    /// `[limits]`: the file tools' caps, the documented defaults unless configured.
     pub limits: FsLimits,
+    /// `[spill] max_inline_bytes`: the generic spill's cap (0: off).
     pub spill_max_inline_bytes: u64,
+    /// `[session] dir`: where sessions live (default: the state directory).
     pub session_dir: Option<PathBuf>,
-    pub extra_roots: Vec<PathBuf>,
-    pub protected: Vec<String>,
+    /// `[fs]`: extra roots and protected paths.
+    pub fs: FsSettings,
+    /// `[lsp.servers.<id>]`.
     pub lsp_servers: BTreeMap<String, LspServerConfig>,
     pub trusted_workspaces: Vec<PathBuf>,
     /// Whether the workspace is trusted (so its program-starting settings were honoured).
@@ -50,23 +51,21 @@ pub struct Config {
     /// `[mcp.servers.<name>]`: the MCP servers whose tools the bridge brings in, valid entries
     /// only (the others are in `warnings`).
     pub mcp_servers: Vec<toolhost_tools_mcp::McpServerConfig>,
-    /// `[shell]`: whether `bash` and the job tools are registered.
-    pub shell_enabled: bool,
-    /// `[shell]`: their limits and environment.
-    pub shell: toolhost_tools_shell::ShellConfig,
+    /// `[shell]`: whether `bash`, jobs and terminals exist, their limits and environment.
+    pub shell: ShellConfig,
     /// `[review]`: whether writes and edits wait for the person's review, how long, and what
     /// happens when nobody answers (a session may change them with `toolhost/setReview`).
     pub review: ReviewSettings,
     /// `[interact]`: the interaction tools' settings.
-    pub interact: toolhost_tools_interact::InteractConfig,
+    pub interact: InteractConfig,
     /// `[plan] active`: sessions start in plan mode.
     pub plan_active: bool,
     /// `[skills] dirs`: more folders to find skills in (each holds `<name>/SKILL.md`).
     pub skill_dirs: Vec<PathBuf>,
     /// `[web]`: the web tools, their SSRF allow list, proxy, search providers and caps.
-    pub web: toolhost_tools_web::WebConfig,
+    pub web: WebConfig,
     /// `[agent]`: toolhost's own agent — the model, the permission mode, the run's bounds.
-    pub agent: toolhost_agent::AgentSettings,
+    pub agent: AgentSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -75,241 +74,83 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             limits: FsLimits::default(),
-            spill_max_inline_bytes: 51_200,
+            spill_max_inline_bytes: toolhost_registry::spill::DEFAULT_MAX_INLINE_BYTES,
             session_dir: None,
-            extra_roots: Vec::new(),
-            protected: default_protected(),
+            fs: FsSettings::default(),
             lsp_servers: BTreeMap::new(),
             trusted_workspaces: Vec::new(),
             workspace_trusted: false,
             mcp: toolhost_mcp::McpConfig::default(),
             mcp_servers: Vec::new(),
-            shell_enabled: true,
-            shell: toolhost_tools_shell::ShellConfig::default(),
-            review: ReviewSettings {
-                mode: ReviewMode::Off,
-                timeout_ms: crate::review::DEFAULT_TIMEOUT_MS,
-                fallback: ReviewFallback::Deny,
-            },
-            interact: toolhost_tools_interact::InteractConfig::default(),
+            shell: ShellConfig::default(),
+            review: crate::review::default_settings(),
+            interact: InteractConfig::default(),
             plan_active: false,
             skill_dirs: Vec::new(),
-            web: toolhost_tools_web::WebConfig::default(),
-            agent: toolhost_agent::AgentSettings::default(),
+            web: WebConfig::default(),
+            agent: AgentSettings::default(),
             warnings: Vec::new(),
         }
     }
 }
 
-/// The default protected paths (readable, never written by tools).
-pub fn default_protected() -> Vec<String> {
-    vec![".git/".to_owned(), "toolhost.toml".to_owned(), ".toolhost/".to_owned()]
+impl Config {
+    /// Where sessions live: `flag` (`--session-dir`), else `[session] dir`, else the state
+    /// directory.
+    pub fn sessions_dir(
+        &self,
+        flag: Option<&Path>,
+    ) -> Result<PathBuf, toolhost_session::SessionError> {
+        crate::session::sessions_dir(flag.or(self.session_dir.as_deref()))
+    }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialLimits {
-    read_limit: Option<u64>,
-    read_max_bytes: Option<u64>,
-    read_max_line_length: Option<u64>,
-    glob_max_results: Option<u64>,
-    grep_max_matches: Option<u64>,
-    grep_max_line_bytes: Option<u64>,
-    search_meta_max_bytes: Option<u64>,
-    glob_sample_over_cap: Option<bool>,
+/// `[mcp]`: the MCP server's own keys and, under `servers`, the bridge's entries (two crates'
+/// sections in one table, each checked by its owner).
+#[derive(Clone, Debug, Default)]
+struct McpTable {
+    own: McpSection,
+    servers: ServersSection,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialSpill {
-    max_inline_bytes: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialSession {
-    dir: Option<PathBuf>,
-    /// Accepted in `initializationOptions` (the session to resume); ignored in files.
-    id: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialFs {
-    extra_roots: Option<Vec<PathBuf>>,
-    protected: Option<Vec<String>>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialLsp {
-    servers: BTreeMap<String, LspServerConfig>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialMcp {
-    results: Option<toolhost_mcp::ResultsMode>,
-    /// `_meta` per listed tool (`"*"`: every tool); tables merge key by key across sources.
-    meta: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
-    max_line_bytes: Option<usize>,
-    servers: BTreeMap<String, PartialMcpServer>,
-}
-
-/// One `[mcp.servers.<name>]` entry; sources merge key by key.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialMcpServer {
-    /// Starts a program: user config or a trusted workspace only (so do `args`, `env`, `cwd`).
-    command: Option<String>,
-    args: Option<Vec<String>>,
-    env: BTreeMap<String, String>,
-    cwd: Option<PathBuf>,
-    /// Where toolhost connects and what it sends: user config or a trusted workspace only.
-    url: Option<String>,
-    headers: BTreeMap<String, String>,
-    tool_call_timeout_ms: Option<u64>,
-    fail_on_startup_error: Option<bool>,
-    /// `eager` (with the host, the default) or `lazy` (on first use).
-    startup: Option<McpStartup>,
-    /// `false` switches a server of an earlier source off.
-    enabled: Option<bool>,
-    reconnect: PartialReconnect,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum McpStartup {
-    Eager,
-    Lazy,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialReconnect {
-    enabled: Option<bool>,
-    initial_delay_ms: Option<u64>,
-    max_delay_ms: Option<u64>,
-    max_attempts: Option<u32>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialShell {
-    enabled: Option<bool>,
-    default_timeout_ms: Option<u64>,
-    max_timeout_ms: Option<u64>,
-    max_output_bytes: Option<usize>,
-    max_spill_bytes: Option<u64>,
-    background: Option<bool>,
-    max_jobs: Option<usize>,
-    kill_grace_ms: Option<u64>,
-    sandbox: Option<toolhost_tools_shell::sandbox::SandboxMode>,
-    /// Program-starting or credential-exposing: user config or a trusted workspace only.
-    shell: Option<String>,
-    scrub: Option<Vec<String>>,
-    env: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialReview {
-    mode: Option<ReviewMode>,
-    timeout_ms: Option<u64>,
-    /// Writing unreviewed changes weakens review: user config or a trusted workspace only.
-    fallback: Option<ReviewFallback>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialInteract {
-    allow_parallel_in_progress: Option<bool>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialPlan {
-    active: Option<bool>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialSkills {
-    dirs: Option<Vec<PathBuf>>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialWeb {
-    fetch: Option<bool>,
-    search: Option<bool>,
-    /// Widens what the agent can reach: user config or a trusted workspace only.
-    allow: Option<Vec<String>>,
-    /// Sees every fetch: user config or a trusted workspace only.
-    proxy: Option<String>,
-    /// Endpoints and the names of key variables (a key could be sent anywhere): user config or
-    /// a trusted workspace only.
-    providers: Option<Vec<PartialProvider>>,
-    search_max_results: Option<usize>,
-    search_max_queries: Option<usize>,
-    search_timeout_ms: Option<u64>,
-    fetch_timeout_ms: Option<u64>,
-    fetch_max_output_chars: Option<usize>,
-    fetch_max_bytes: Option<usize>,
-    cache_ttl_ms: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PartialAgent {
-    /// Where the conversation (and the key) goes: user config or a trusted workspace only.
-    base_url: Option<String>,
-    model: Option<String>,
-    /// Which variable's value is sent as the key: user config or a trusted workspace only.
-    api_key_env: Option<String>,
-    /// Fields merged into every request (e.g. `thinking = {type = "enabled"}`).
-    request: Option<BTreeMap<String, serde_json::Value>>,
-    /// `auto` lets the agent act without asking: user config or a trusted workspace only.
-    mode: Option<toolhost_agent::PermissionMode>,
-    max_turns: Option<u32>,
-    token_budget: Option<u64>,
-    /// US dollars (needs `price`); `0` means none.
-    cost_budget: Option<f64>,
-    /// `0` never compacts.
-    context_limit: Option<u64>,
-    compact_threshold: Option<f64>,
-    system_prompt: Option<String>,
-    price: Option<toolhost_agent::Price>,
-}
-
-/// One `[[web.providers]]` entry.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PartialProvider {
-    /// `searxng`, `brave` or `tavily`.
-    kind: String,
-    url: Option<String>,
-    /// The environment variable that holds the API key (Brave, Tavily).
-    api_key_env: Option<String>,
+impl<'de> Deserialize<'de> for McpTable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        use serde_json::{Map, Value};
+        let mut table = Map::<String, Value>::deserialize(deserializer)?;
+        let servers = match table.remove("servers") {
+            Some(servers) => ServersSection::deserialize(servers)
+                .map_err(|e| D::Error::custom(format!("mcp.servers: {e}")))?,
+            None => ServersSection::default(),
+        };
+        // Key by key first, so an error names the key it is about.
+        for (key, value) in &table {
+            let one = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+            McpSection::deserialize(one)
+                .map_err(|e| D::Error::custom(format!("mcp.{key}: {e}")))?;
+        }
+        let own = McpSection::deserialize(Value::Object(table)).map_err(D::Error::custom)?;
+        Ok(McpTable { own, servers })
+    }
 }
 
 /// One source's settings, every key optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PartialConfig {
-    limits: PartialLimits,
-    spill: PartialSpill,
-    session: PartialSession,
-    fs: PartialFs,
-    lsp: PartialLsp,
-    mcp: PartialMcp,
-    shell: PartialShell,
-    review: PartialReview,
-    interact: PartialInteract,
-    plan: PartialPlan,
-    skills: PartialSkills,
-    web: PartialWeb,
-    agent: PartialAgent,
+    limits: LimitsSection,
+    spill: SpillSection,
+    session: crate::session::SessionSection,
+    fs: FsSection,
+    lsp: LspSection,
+    mcp: McpTable,
+    shell: ShellSection,
+    review: crate::review::ReviewSection,
+    interact: InteractSection,
+    plan: crate::interaction::PlanSection,
+    skills: crate::skills::SkillsSection,
+    web: WebSection,
+    agent: AgentSection,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -347,109 +188,49 @@ impl PartialConfig {
         self.session_id.as_deref().or(self.session.id.as_deref())
     }
 
-    /// Drops everything of `[lsp.servers.*]` that starts a program or steers what a language
-    /// server runs: the command, its arguments and environment, and the options and settings
-    /// handed to the server (pyright's `python.pythonPath` names an interpreter it executes).
-    fn strip_program_settings(&mut self, source: &str, warnings: &mut Vec<String>) {
-        let mut ignored = Vec::new();
-        // Only the user may turn confinement off; a workspace may only turn it on.
-        if self.shell.sandbox == Some(toolhost_tools_shell::sandbox::SandboxMode::Off) {
-            self.shell.sandbox = None;
-            ignored.push("shell.sandbox");
-        }
-        if self.shell.shell.take().is_some() {
-            ignored.push("shell.shell");
-        }
-        if self.shell.scrub.take().is_some() {
-            ignored.push("shell.scrub");
-        }
-        if !std::mem::take(&mut self.shell.env).is_empty() {
-            ignored.push("shell.env");
-        }
-        // What the web tools may reach, through what, and where keys go: never a workspace's say.
-        if self.web.allow.take().is_some() {
-            ignored.push("web.allow");
-        }
-        if self.web.proxy.take().is_some() {
-            ignored.push("web.proxy");
-        }
-        if self.web.providers.take().is_some() {
-            ignored.push("web.providers");
-        }
-        // The agent's endpoint and key, and acting without asking: never a workspace's say.
-        if self.agent.base_url.take().is_some() {
-            ignored.push("agent.base_url");
-        }
-        if self.agent.api_key_env.take().is_some() {
-            ignored.push("agent.api_key_env");
-        }
-        if self.agent.mode == Some(toolhost_agent::PermissionMode::Auto) {
-            self.agent.mode = None;
-            ignored.push("agent.mode");
-        }
-        // MCP servers: a workspace may tune the user's servers, never start or reach one.
-        for (name, server) in &mut self.mcp.servers {
-            let mut ignored = Vec::new();
-            if server.command.take().is_some() {
-                ignored.push("command");
-            }
-            if server.args.take().is_some() {
-                ignored.push("args");
-            }
-            if !std::mem::take(&mut server.env).is_empty() {
-                ignored.push("env");
-            }
-            if server.cwd.take().is_some() {
-                ignored.push("cwd");
-            }
-            if server.url.take().is_some() {
-                ignored.push("url");
-            }
-            if !std::mem::take(&mut server.headers).is_empty() {
-                ignored.push("headers");
-            }
-            if !ignored.is_empty() {
-                warnings.push(format!(
-                    "{source}: ignored mcp.servers.{name}.{}: the workspace is not trusted (run `toolhost trust` to allow it)",
-                    ignored.join("/")
-                ));
-            }
-        }
-        // A workspace may ask for review, never let unreviewed changes through.
-        if self.review.fallback == Some(ReviewFallback::Accept) {
-            self.review.fallback = None;
-            ignored.push("review.fallback");
-        }
-        if !ignored.is_empty() {
+    /// Drops what an untrusted source may not set, each section deciding for its keys, and
+    /// warns once per group of dropped keys.
+    fn restrict_untrusted(&mut self, source: &str, warnings: &mut Vec<String>) {
+        let dropped = [
+            self.limits.restrict_untrusted(),
+            self.spill.restrict_untrusted(),
+            self.session.restrict_untrusted(),
+            self.fs.restrict_untrusted(),
+            self.lsp.restrict_untrusted(),
+            self.mcp.own.restrict_untrusted(),
+            self.mcp.servers.restrict_untrusted(),
+            self.shell.restrict_untrusted(),
+            self.review.restrict_untrusted(),
+            self.interact.restrict_untrusted(),
+            self.plan.restrict_untrusted(),
+            self.skills.restrict_untrusted(),
+            self.web.restrict_untrusted(),
+            self.agent.restrict_untrusted(),
+        ];
+        for group in dropped.into_iter().flatten() {
             warnings.push(format!(
-                "{source}: ignored {}: the workspace is not trusted (run `toolhost trust` to allow it)",
-                ignored.join("/")
+                "{source}: ignored {group}: the workspace is not trusted (run `toolhost trust` to allow it)"
             ));
         }
-        for (id, server) in &mut self.lsp.servers {
-            let mut ignored = Vec::new();
-            if server.command.take().is_some() {
-                ignored.push("command");
-            }
-            if !std::mem::take(&mut server.args).is_empty() {
-                ignored.push("args");
-            }
-            if !std::mem::take(&mut server.env).is_empty() {
-                ignored.push("env");
-            }
-            if server.initialization_options.take().is_some() {
-                ignored.push("initialization_options");
-            }
-            if server.settings.take().is_some() {
-                ignored.push("settings");
-            }
-            if !ignored.is_empty() {
-                warnings.push(format!(
-                    "{source}: ignored lsp.servers.{id}.{}: the workspace is not trusted (run `toolhost trust` to allow it)",
-                    ignored.join("/")
-                ));
-            }
-        }
+    }
+
+    /// Applies every section of this source over `config` (the MCP servers' entries merge into
+    /// `servers`, turned into configurations once every source is applied).
+    fn apply(self, config: &mut Config, servers: &mut ServerEntries, layer: &mut Layer<'_>) {
+        self.limits.apply(&mut config.limits, layer);
+        self.spill.apply(&mut config.spill_max_inline_bytes, layer);
+        self.session.apply(&mut config.session_dir, layer);
+        self.fs.apply(&mut config.fs, layer);
+        self.lsp.apply(&mut config.lsp_servers, layer);
+        self.mcp.own.apply(&mut config.mcp, layer);
+        self.mcp.servers.apply(servers, layer);
+        self.shell.apply(&mut config.shell, layer);
+        self.review.apply(&mut config.review, layer);
+        self.interact.apply(&mut config.interact, layer);
+        self.plan.apply(&mut config.plan_active, layer);
+        self.skills.apply(&mut config.skill_dirs, layer);
+        self.web.apply(&mut config.web, layer);
+        self.agent.apply(&mut config.agent, layer);
     }
 }
 
@@ -509,353 +290,36 @@ impl Sources {
             .any(|t| t.canonicalize().unwrap_or_else(|_| t.clone()) == canonical_root);
         config.workspace_trusted = trusted;
         config.trusted_workspaces = trusted_list;
+        let mut warnings = Vec::new();
         if !trusted {
-            let mut warnings = Vec::new();
             if let Some(ws) = self.workspace.as_mut() {
-                ws.strip_program_settings("toolhost.toml", &mut warnings);
+                ws.restrict_untrusted("toolhost.toml", &mut warnings);
             }
             if let Some(init) = self.init_options.as_mut() {
-                init.strip_program_settings("initializationOptions", &mut warnings);
+                init.restrict_untrusted("initializationOptions", &mut warnings);
             }
-            config.warnings = warnings;
         }
-        let layers = [self.user, self.workspace, self.init_options, self.flags];
-        let mut mcp_servers: BTreeMap<String, PartialMcpServer> = BTreeMap::new();
-        for layer in layers.into_iter().flatten() {
-            for (name, server) in &layer.mcp.servers {
-                merge_mcp_server(mcp_servers.entry(name.clone()).or_default(), server.clone());
-            }
-            apply(&mut config, layer, root);
+        let layers = [
+            ("user config", self.user),
+            ("toolhost.toml", self.workspace),
+            ("initializationOptions", self.init_options),
+            ("flags", self.flags),
+        ];
+        let mut servers = ServerEntries::new();
+        for (source, layer) in layers {
+            let Some(layer) = layer else { continue };
+            let mut layer_cx = Layer { source, root, warnings: &mut warnings };
+            layer.apply(&mut config, &mut servers, &mut layer_cx);
         }
-        config.mcp_servers = mcp_server_configs(mcp_servers, root, &mut config.warnings);
+        config.mcp_servers = server_configs(servers, &mut warnings);
         if config.agent.cost_budget.is_some() && config.agent.price.is_none() {
-            config.warnings.push(
+            warnings.push(
                 "[agent] cost_budget is ignored: without [agent] price there is no cost to count"
                     .to_owned(),
             );
         }
+        config.warnings = warnings;
         config
-    }
-}
-
-fn apply(config: &mut Config, layer: PartialConfig, root: &Path) {
-    let l = layer.limits;
-    let limits = &mut config.limits;
-    macro_rules! set {
-        ($field:ident) => {
-            if let Some(v) = l.$field {
-                limits.$field = v;
-            }
-        };
-    }
-    set!(read_limit);
-    set!(read_max_bytes);
-    set!(read_max_line_length);
-    set!(glob_max_results);
-    set!(grep_max_matches);
-    set!(grep_max_line_bytes);
-    set!(search_meta_max_bytes);
-    set!(glob_sample_over_cap);
-    if let Some(v) = layer.spill.max_inline_bytes {
-        config.spill_max_inline_bytes = v;
-    }
-    if let Some(dir) = layer.session.dir {
-        config.session_dir = Some(dir);
-    }
-    if let Some(roots) = layer.fs.extra_roots {
-        config.extra_roots =
-            roots.into_iter().map(|r| if r.is_absolute() { r } else { root.join(r) }).collect();
-    }
-    if let Some(protected) = layer.fs.protected {
-        config.protected = protected;
-    }
-    if let Some(results) = layer.mcp.results {
-        config.mcp.results = results;
-    }
-    if let Some(mode) = layer.review.mode {
-        config.review.mode = mode;
-    }
-    if let Some(timeout) = layer.review.timeout_ms {
-        config.review.timeout_ms = timeout.max(1);
-    }
-    if let Some(fallback) = layer.review.fallback {
-        config.review.fallback = fallback;
-    }
-    if let Some(parallel) = layer.interact.allow_parallel_in_progress {
-        config.interact.allow_parallel_in_progress = parallel;
-    }
-    if let Some(active) = layer.plan.active {
-        config.plan_active = active;
-    }
-    if let Some(dirs) = layer.skills.dirs {
-        config.skill_dirs =
-            dirs.into_iter().map(|d| if d.is_absolute() { d } else { root.join(d) }).collect();
-    }
-    if let Some(max) = layer.mcp.max_line_bytes {
-        config.mcp.max_line_bytes = max;
-    }
-    for (tool, entries) in layer.mcp.meta {
-        config.mcp.tool_meta.entry(tool).or_default().extend(entries);
-    }
-    apply_shell(config, layer.shell);
-    apply_web(config, layer.web);
-    apply_agent(config, layer.agent);
-    for (id, server) in layer.lsp.servers {
-        let entry = config.lsp_servers.entry(id).or_default();
-        if server.command.is_some() {
-            entry.command = server.command;
-        }
-        if !server.args.is_empty() {
-            entry.args = server.args;
-        }
-        entry.env.extend(server.env);
-        entry.extensions.extend(server.extensions);
-        if server.initialization_options.is_some() {
-            entry.initialization_options = server.initialization_options;
-        }
-        if server.settings.is_some() {
-            entry.settings = server.settings;
-        }
-    }
-}
-
-fn merge_mcp_server(entry: &mut PartialMcpServer, layer: PartialMcpServer) {
-    macro_rules! take {
-        ($($field:ident).+) => {
-            if layer.$($field).+.is_some() {
-                entry.$($field).+ = layer.$($field).+;
-            }
-        };
-    }
-    take!(command);
-    take!(args);
-    take!(cwd);
-    take!(url);
-    take!(tool_call_timeout_ms);
-    take!(fail_on_startup_error);
-    take!(startup);
-    take!(enabled);
-    take!(reconnect.enabled);
-    take!(reconnect.initial_delay_ms);
-    take!(reconnect.max_delay_ms);
-    take!(reconnect.max_attempts);
-    entry.env.extend(layer.env);
-    entry.headers.extend(layer.headers);
-}
-
-/// The merged entries as bridge configurations; an entry that cannot work is dropped with a
-/// warning naming it (a bad name, neither or both of `command` and `url`, a bad URL).
-fn mcp_server_configs(
-    entries: BTreeMap<String, PartialMcpServer>,
-    root: &Path,
-    warnings: &mut Vec<String>,
-) -> Vec<toolhost_tools_mcp::McpServerConfig> {
-    use toolhost_tools_mcp::{McpServerConfig, McpTransport, ReconnectPolicy};
-    let mut servers = Vec::new();
-    for (name, entry) in entries {
-        if entry.enabled == Some(false) {
-            continue;
-        }
-        if !toolhost_tools_mcp::naming::valid_server_name(&name) {
-            warnings.push(format!(
-                "ignored mcp.servers.{name}: a server name is 1 to 32 letters, digits, _ or -"
-            ));
-            continue;
-        }
-        let transport = match (entry.command, entry.url) {
-            (Some(command), None) if !command.is_empty() => McpTransport::Stdio {
-                command,
-                args: entry.args.unwrap_or_default(),
-                env: entry.env,
-                cwd: entry.cwd.map(|c| if c.is_absolute() { c } else { root.join(c) }),
-            },
-            (None, Some(url)) => {
-                let scheme_ok = ["http://", "https://"].iter().any(|scheme| {
-                    url.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-                        && url.len() > scheme.len()
-                });
-                if !scheme_ok {
-                    warnings.push(format!(
-                        "ignored mcp.servers.{name}: url \"{url}\" is not an http(s) URL"
-                    ));
-                    continue;
-                }
-                McpTransport::Http { url, headers: entry.headers }
-            }
-            (Some(_), Some(_)) => {
-                warnings.push(format!(
-                    "ignored mcp.servers.{name}: give either command (stdio) or url (streamable HTTP), not both"
-                ));
-                continue;
-            }
-            _ => {
-                warnings.push(format!(
-                    "ignored mcp.servers.{name}: it has neither command (stdio) nor url (streamable HTTP)"
-                ));
-                continue;
-            }
-        };
-        let mut server = McpServerConfig::new(name, transport);
-        if let Some(ms) = entry.tool_call_timeout_ms.filter(|ms| *ms > 0) {
-            server.tool_call_timeout = std::time::Duration::from_millis(ms);
-        }
-        server.fail_on_startup_error = entry.fail_on_startup_error.unwrap_or(false);
-        server.lazy = entry.startup == Some(McpStartup::Lazy);
-        let defaults = ReconnectPolicy::default();
-        let r = entry.reconnect;
-        server.reconnect = ReconnectPolicy {
-            enabled: r.enabled.unwrap_or(defaults.enabled),
-            initial_delay: r
-                .initial_delay_ms
-                .map_or(defaults.initial_delay, std::time::Duration::from_millis),
-            max_delay: r.max_delay_ms.map_or(defaults.max_delay, std::time::Duration::from_millis),
-            max_attempts: r.max_attempts.unwrap_or(defaults.max_attempts),
-        };
-        servers.push(server);
-    }
-    servers
-}
-
-fn apply_shell(config: &mut Config, layer: PartialShell) {
-    let shell = &mut config.shell;
-    if let Some(enabled) = layer.enabled {
-        config.shell_enabled = enabled;
-    }
-    if let Some(v) = layer.default_timeout_ms.filter(|v| *v > 0) {
-        shell.default_timeout_ms = v;
-    }
-    if let Some(v) = layer.max_timeout_ms.filter(|v| *v > 0) {
-        shell.max_timeout_ms = v;
-    }
-    if let Some(v) = layer.max_output_bytes.filter(|v| *v > 0) {
-        shell.max_output_bytes = v;
-    }
-    if let Some(v) = layer.max_spill_bytes {
-        shell.max_spill_bytes = v;
-    }
-    if let Some(v) = layer.background {
-        shell.background = v;
-    }
-    if let Some(v) = layer.max_jobs {
-        shell.max_jobs_per_owner = v;
-    }
-    if let Some(mode) = layer.sandbox {
-        shell.sandbox = mode;
-    }
-    if let Some(ms) = layer.kill_grace_ms {
-        shell.kill_grace = std::time::Duration::from_millis(ms);
-    }
-    if let Some(program) = layer.shell.filter(|p| !p.is_empty()) {
-        shell.shell = program;
-    }
-    if let Some(scrub) = layer.scrub {
-        shell.scrub = scrub;
-    }
-    for (name, value) in layer.env {
-        shell.env.retain(|(n, _)| *n != name);
-        shell.env.push((name, value));
-    }
-}
-
-fn apply_agent(config: &mut Config, layer: PartialAgent) {
-    let agent = &mut config.agent;
-    if let Some(url) = layer.base_url {
-        agent.base_url = url;
-    }
-    if let Some(model) = layer.model {
-        agent.model = model;
-    }
-    if let Some(name) = layer.api_key_env {
-        agent.api_key_env = Some(name).filter(|n| !n.is_empty());
-    }
-    if let Some(request) = layer.request {
-        agent.request.extend(request);
-    }
-    if let Some(mode) = layer.mode {
-        agent.mode = mode;
-    }
-    if let Some(turns) = layer.max_turns {
-        agent.max_turns = turns.max(1);
-    }
-    if let Some(budget) = layer.token_budget {
-        agent.token_budget = Some(budget).filter(|b| *b > 0);
-    }
-    if let Some(budget) = layer.cost_budget {
-        agent.cost_budget = Some(budget).filter(|b| *b > 0.0);
-    }
-    if let Some(limit) = layer.context_limit {
-        agent.context_limit = Some(limit).filter(|l| *l > 0);
-    }
-    if let Some(threshold) = layer.compact_threshold {
-        agent.compact_threshold = threshold;
-    }
-    if let Some(prompt) = layer.system_prompt {
-        agent.system_prompt = Some(prompt).filter(|p| !p.trim().is_empty());
-    }
-    if let Some(price) = layer.price {
-        agent.price = Some(price);
-    }
-}
-
-fn apply_web(config: &mut Config, layer: PartialWeb) {
-    let web = &mut config.web;
-    if let Some(v) = layer.fetch {
-        web.fetch = v;
-    }
-    if let Some(v) = layer.search {
-        web.search = v;
-    }
-    if let Some(entries) = layer.allow {
-        web.allow.clear();
-        for entry in entries {
-            match toolhost_tools_web::AllowEntry::parse(&entry) {
-                Ok(entry) => web.allow.push(entry),
-                Err(e) => config.warnings.push(format!("ignored {e}")),
-            }
-        }
-    }
-    if let Some(proxy) = layer.proxy {
-        web.proxy = Some(proxy).filter(|p| !p.is_empty());
-    }
-    if let Some(providers) = layer.providers {
-        web.providers.clear();
-        for provider in providers {
-            let Some(kind) = toolhost_tools_web::ProviderKind::parse(&provider.kind) else {
-                config.warnings.push(format!(
-                    "ignored [[web.providers]] kind \"{}\": expected searxng, brave or tavily",
-                    provider.kind
-                ));
-                continue;
-            };
-            // The key is read now, from the variable the trusted configuration names.
-            let api_key = provider
-                .api_key_env
-                .as_deref()
-                .and_then(|name| std::env::var(name).ok())
-                .filter(|key| !key.is_empty());
-            web.providers.push(toolhost_tools_web::ProviderConfig {
-                kind,
-                url: provider.url,
-                api_key_env: provider.api_key_env,
-                api_key,
-            });
-        }
-    }
-    macro_rules! positive {
-        ($field:ident) => {
-            if let Some(v) = layer.$field.filter(|v| *v > 0) {
-                web.$field = v;
-            }
-        };
-    }
-    positive!(search_max_results);
-    positive!(search_max_queries);
-    positive!(search_timeout_ms);
-    positive!(fetch_timeout_ms);
-    positive!(fetch_max_output_chars);
-    positive!(fetch_max_bytes);
-    if let Some(v) = layer.cache_ttl_ms {
-        web.cache_ttl_ms = v;
     }
 }
 
@@ -902,6 +366,7 @@ pub fn trust_workspace(user_path: &Path, root: &Path) -> Result<bool, ConfigErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_protocol::lsp_ext::{ReviewFallback, ReviewMode};
 
     #[test]
     fn later_sources_win_key_by_key() {

@@ -18,7 +18,7 @@ use toolhost_contract::{
     BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle, MemoryBlobCache,
     QuestionsHandle, ReviewHandle, SkillsHandle,
 };
-use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost, LspHostConfig, ServerSpec};
+use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost};
 use toolhost_protocol::card::Card;
 use toolhost_registry::{Finalized, Registry, RegistryConfig, SpillPolicy, TempDirSpillStore};
 use toolhost_session::{SessionError, SessionLog};
@@ -129,27 +129,6 @@ pub fn started_by_bridge() -> bool {
     std::env::var_os(BRIDGED_ENV).is_some_and(|v| !v.is_empty())
 }
 
-/// The language-server pool for `[lsp.servers.*]`: only entries with a command (the trust rule
-/// already stripped commands from untrusted sources) become stdio servers.
-fn lsp_host(config: &Config) -> LspHost {
-    let servers = config
-        .lsp_servers
-        .iter()
-        .filter_map(|(id, server)| {
-            let command = server.command.clone()?;
-            let mut spec = ServerSpec::new(id.clone(), command).with_args(server.args.clone());
-            spec.env = server.env.clone();
-            for (ext, language) in &server.extensions {
-                spec = spec.with_extension(ext, language);
-            }
-            spec.initialization_options = server.initialization_options.clone();
-            spec.settings = server.settings.clone();
-            Some(spec)
-        })
-        .collect();
-    LspHost::new(LspHostConfig { servers, ..LspHostConfig::default() })
-}
-
 /// The bridge for `[mcp.servers.*]`, with no server started yet, installed as the registry's
 /// resolver of tool names nothing provides yet. None without servers, in a process a bridge
 /// started ([`BRIDGED_ENV`]), or outside a tokio runtime.
@@ -203,11 +182,11 @@ impl Host {
     pub fn new(config: &Config, options: HostOptions) -> Result<Self, HostError> {
         let primary = options.roots.first().cloned().unwrap_or_else(|| PathBuf::from("."));
         let mut roots = options.roots.clone();
-        roots.extend(config.extra_roots.iter().cloned());
+        roots.extend(config.fs.extra_roots.iter().cloned());
         let ws_config = WorkspaceConfig {
             roots,
             read_only_roots: options.read_only_roots.clone(),
-            protected: config.protected.clone(),
+            protected: config.fs.protected.clone(),
         };
         let workspace = Workspace::new(ws_config)
             .map_err(|e| HostError::Workspace {
@@ -228,7 +207,7 @@ impl Host {
         // The web tools build their own HTTP clients from `[web]` (the SSRF guard's allow list
         // and proxy came through the trust rule); docs/design.md, ARCHITECTURE.md invariants.
         let _ = toolhost_tools_web::register(&registry, config.web.clone())?;
-        let shell = if config.shell_enabled {
+        let shell = if config.shell.enabled {
             let mut shell = config.shell.clone();
             // Confined commands start through this very binary (`toolhost sandbox-exec`).
             shell.sandbox_launcher = std::env::current_exe().ok();
@@ -237,7 +216,9 @@ impl Host {
         } else {
             None
         };
-        let lsp = Arc::new(lsp_host(config));
+        // Only entries with a command (the trust rule already dropped untrusted ones) start.
+        let lsp =
+            Arc::new(LspHost::new(toolhost_lsp_host::config::pool_config(&config.lsp_servers)));
         feed_language_servers(&workspace, &lsp);
         let spill: SpillHandle =
             options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));

@@ -211,3 +211,20 @@ impl Guard for RunCompleteGuard {
         Ok(self.0.recorded().then(|| toolhost_tools_interact::already_recorded(&exec.name)))
     }
 }
+
+/// `[plan]` as one source gives it: `active` starts sessions in plan mode.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanSection {
+    active: Option<bool>,
+}
+
+impl toolhost_contract::config::Section for PlanSection {
+    type Settings = bool;
+
+    fn apply(self, active: &mut bool, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(on) = self.active {
+            *active = on;
+        }
+    }
+}

@@ -9,9 +9,10 @@ use crate::events::CallWatchers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use toolhost_contract::config::{Layer, Section};
 use toolhost_contract::{BoxFuture, CancellationToken, ReviewGate, ReviewRequest, ReviewVerdict};
 use toolhost_protocol::lsp_ext::{
-    ReviewMode, ReviewParams, ReviewResult, ReviewSettings, SetReviewParams,
+    ReviewFallback, ReviewMode, ReviewParams, ReviewResult, ReviewSettings, SetReviewParams,
 };
 
 /// The default time a person has to answer (ten minutes).
@@ -201,3 +202,46 @@ impl ReviewGate for SessionReview {
 
 /// The gate as a shared handle (the capability tools see, and what the server configures).
 pub type SessionReviewHandle = Arc<SessionReview>;
+
+/// The review settings a session starts with: off, ten minutes to answer, denied without one.
+pub fn default_settings() -> ReviewSettings {
+    ReviewSettings {
+        mode: ReviewMode::Off,
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+        fallback: ReviewFallback::Deny,
+    }
+}
+
+/// `[review]` as one source gives it. Writing unreviewed changes (`fallback = "accept"`) weakens
+/// review: only the user or a trusted workspace may choose it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewSection {
+    mode: Option<ReviewMode>,
+    timeout_ms: Option<u64>,
+    fallback: Option<ReviewFallback>,
+}
+
+impl Section for ReviewSection {
+    type Settings = ReviewSettings;
+
+    fn apply(self, review: &mut ReviewSettings, _layer: &mut Layer<'_>) {
+        if let Some(mode) = self.mode {
+            review.mode = mode;
+        }
+        if let Some(timeout) = self.timeout_ms {
+            review.timeout_ms = timeout.max(1);
+        }
+        if let Some(fallback) = self.fallback {
+            review.fallback = fallback;
+        }
+    }
+
+    fn restrict_untrusted(&mut self) -> Vec<String> {
+        if self.fallback == Some(ReviewFallback::Accept) {
+            self.fallback = None;
+            return vec!["review.fallback".to_owned()];
+        }
+        Vec::new()
+    }
+}

@@ -1,7 +1,6 @@
 //! Opening the session of a workspace: the log (locked, repaired), the ledger restored from its
 //! `fs/observed` events and wired to append new ones, and the blob store used for spills.
 
-use crate::config::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::spill::SpillHandle;
@@ -32,9 +31,9 @@ impl OpenedSession {
     }
 }
 
-/// Where sessions live: the flag, else `[session] dir`, else the state dir.
-pub fn sessions_dir(config: &Config, flag: Option<&Path>) -> Result<PathBuf, SessionError> {
-    if let Some(dir) = flag.or(config.session_dir.as_deref()) {
+/// Where sessions live: `dir` when one is configured, else the state directory.
+pub fn sessions_dir(dir: Option<&Path>) -> Result<PathBuf, SessionError> {
+    if let Some(dir) = dir {
         return Ok(dir.to_path_buf());
     }
     toolhost_session::state_dir().ok_or_else(|| SessionError::Io {
@@ -162,4 +161,23 @@ pub fn replay_with_conversation(
         registry.contains(tool).then(|| registry.renderer_version(tool))
     });
     Ok((cards, conversation_of(view)))
+}
+
+/// `[session]` as one source gives it: `dir`, where sessions live; `id`, the session an editor
+/// asks for in its `initializationOptions` (ignored in files).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSection {
+    dir: Option<PathBuf>,
+    pub(crate) id: Option<String>,
+}
+
+impl toolhost_contract::config::Section for SessionSection {
+    type Settings = Option<PathBuf>;
+
+    fn apply(self, dir: &mut Option<PathBuf>, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(configured) = self.dir {
+            *dir = Some(configured);
+        }
+    }
 }

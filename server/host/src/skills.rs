@@ -125,3 +125,21 @@ impl SkillCatalog for SkillDirs {
         Ok(Some(LoadedSkill { entry, content, resource_base }))
     }
 }
+
+/// `[skills]` as one source gives it: `dirs`, more folders to find skills in (relative to the
+/// workspace).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsSection {
+    dirs: Option<Vec<PathBuf>>,
+}
+
+impl toolhost_contract::config::Section for SkillsSection {
+    type Settings = Vec<PathBuf>;
+
+    fn apply(self, dirs: &mut Vec<PathBuf>, layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(configured) = self.dirs {
+            *dirs = configured.into_iter().map(|d| layer.resolve(d)).collect();
+        }
+    }
+}

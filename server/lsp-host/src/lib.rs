@@ -7,6 +7,7 @@
 //! On exit call [`LspHost::shutdown_all`] (bounded by [`LspHostConfig::shutdown_budget`]);
 //! dropping the host SIGKILLs every server's process group anyway.
 
+pub mod config;
 mod connection;
 pub mod encoding;
 mod error;

@@ -43,3 +43,30 @@ pub fn tool_meta_from(value: &Value) -> Option<ToolMeta> {
     }
     Some(out)
 }
+
+/// `[mcp]`'s own keys (how `toolhost mcp` presents tools and results) as one source gives them;
+/// `[mcp.servers]` belongs to the MCP bridge.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSection {
+    results: Option<ResultsMode>,
+    /// `_meta` per listed tool (`"*"`: every tool); tables merge key by key across sources.
+    meta: ToolMeta,
+    max_line_bytes: Option<usize>,
+}
+
+impl toolhost_contract::config::Section for McpSection {
+    type Settings = McpConfig;
+
+    fn apply(self, config: &mut McpConfig, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(results) = self.results {
+            config.results = results;
+        }
+        if let Some(max) = self.max_line_bytes {
+            config.max_line_bytes = max;
+        }
+        for (tool, entries) in self.meta {
+            config.tool_meta.entry(tool).or_default().extend(entries);
+        }
+    }
+}

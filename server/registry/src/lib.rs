@@ -28,5 +28,5 @@ pub use policy::{
     WrapperOutcome,
 };
 pub use registry::{Registry, RegistryConfig};
-pub use spill::SpillPolicy;
+pub use spill::{SpillPolicy, SpillSection};
 pub use temp_store::TempDirSpillStore;

@@ -139,6 +139,26 @@ impl PostExecute for SpillPolicy {
     }
 }
 
+/// `[spill]` as one source gives it: the generic spill's cap in bytes (0: off).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpillSection {
+    max_inline_bytes: Option<u64>,
+}
+
+impl toolhost_contract::config::Section for SpillSection {
+    type Settings = u64;
+
+    fn apply(self, max_inline_bytes: &mut u64, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(v) = self.max_inline_bytes {
+            *max_inline_bytes = v;
+        }
+    }
+}
+
+/// The generic spill's default cap (bytes of Native text a result keeps inline).
+pub const DEFAULT_MAX_INLINE_BYTES: u64 = 51_200;
+
 #[cfg(test)]
 mod tests {
     use super::*;

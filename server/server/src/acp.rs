@@ -273,7 +273,8 @@ impl AcpAgent {
             tracing::warn!("{warning}");
         }
         add_client_mcp_servers(&mut config.mcp_servers, mcp_servers);
-        let sessions = session::sessions_dir(&config, self.options.session_dir.as_deref())
+        let sessions = config
+            .sessions_dir(self.options.session_dir.as_deref())
             .map_err(|e| internal(e.to_string()))?;
         if let Some(id) = id
             && !session::list(&sessions, cwd, false).sessions.iter().any(|row| row.id == id)

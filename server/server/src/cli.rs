@@ -199,8 +199,7 @@ fn load_config(root: &Path) -> Result<Config, Failure> {
 
 /// Where this invocation's sessions live.
 fn sessions_dir(config: &Config, common: &Common) -> Result<PathBuf, Failure> {
-    session::sessions_dir(config, common.session_dir.as_deref())
-        .map_err(|e| Failure::env(e.to_string()))
+    config.sessions_dir(common.session_dir.as_deref()).map_err(|e| Failure::env(e.to_string()))
 }
 
 /// Opens the session `--session` names (or a new one), saying so on stderr when it is new or

@@ -3,7 +3,8 @@
 //! into, the execution context ([`ToolContext`], [`Capabilities`]), errors, schema compilation and
 //! the argument-violation wording, the lossless snapshot, and the capability traits the host
 //! implements (workspace aside): events, change history, review, questions and session state,
-//! skills, language servers, the blob cache and the spill store.
+//! skills, language servers, the blob cache and the spill store; and the shape of the
+//! configuration section each crate owns ([`config::Section`]).
 //!
 //! A tool body returns only its canonical value; the Native text and the presentation metadata
 //! are pure projections of (args, value), computed by the registry (`toolhost-registry`) after
@@ -11,6 +12,7 @@
 
 pub mod cache;
 mod capabilities;
+pub mod config;
 mod context;
 mod error;
 pub mod events;

@@ -20,7 +20,7 @@ mod write;
 pub use edit::{EditArgs, EditOutput, EditTool};
 pub use glob::{GlobArgs, GlobOutput, GlobTool};
 pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};
-pub use limits::FsLimits;
+pub use limits::{FsLimits, LimitsSection};
 pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
 pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFile};
 pub use review::{RejectedHunk, ReviewRecord};

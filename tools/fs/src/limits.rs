@@ -33,3 +33,41 @@ impl Default for FsLimits {
         }
     }
 }
+
+/// `[limits]`: the file tools' caps, every key optional.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsSection {
+    read_limit: Option<u64>,
+    read_max_bytes: Option<u64>,
+    read_max_line_length: Option<u64>,
+    glob_max_results: Option<u64>,
+    grep_max_matches: Option<u64>,
+    grep_max_line_bytes: Option<u64>,
+    search_meta_max_bytes: Option<u64>,
+    glob_sample_over_cap: Option<bool>,
+}
+
+impl toolhost_contract::config::Section for LimitsSection {
+    type Settings = FsLimits;
+
+    fn apply(self, limits: &mut FsLimits, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        macro_rules! set {
+            ($($field:ident),*) => {
+                $(if let Some(v) = self.$field {
+                    limits.$field = v;
+                })*
+            };
+        }
+        set!(
+            read_limit,
+            read_max_bytes,
+            read_max_line_length,
+            glob_max_results,
+            grep_max_matches,
+            grep_max_line_bytes,
+            search_meta_max_bytes,
+            glob_sample_over_cap
+        );
+    }
+}

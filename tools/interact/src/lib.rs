@@ -26,6 +26,23 @@ pub struct InteractConfig {
     pub allow_parallel_in_progress: bool,
 }
 
+/// `[interact]` as one source gives it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InteractSection {
+    allow_parallel_in_progress: Option<bool>,
+}
+
+impl toolhost_contract::config::Section for InteractSection {
+    type Settings = InteractConfig;
+
+    fn apply(self, config: &mut InteractConfig, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(parallel) = self.allow_parallel_in_progress {
+            config.allow_parallel_in_progress = parallel;
+        }
+    }
+}
+
 /// What these tools do to the world: nothing outside the session (they may run in plan mode).
 pub(crate) const SESSION_ONLY: ToolAnnotations =
     ToolAnnotations { read_only: true, destructive: false, idempotent: false, open_world: false };

@@ -1,6 +1,6 @@
 //! How one MCP server is reached and treated: transport, call timeout, startup strictness,
 //! reconnect policy; the environment a stdio server starts with; `${VAR}` in HTTP headers.
-//! The binary parses `[mcp.servers.<name>]` (and applies the trust rule) into these types.
+//! `[mcp.servers.<name>]` becomes these types in `crate::section`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

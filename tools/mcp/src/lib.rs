@@ -20,6 +20,7 @@ mod elicit;
 pub mod naming;
 mod resolve;
 pub mod result;
+pub mod section;
 mod tap;
 
 pub use bridge::{BridgeOptions, McpBridge, ServerStatus};

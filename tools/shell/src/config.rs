@@ -5,6 +5,8 @@ use std::time::Duration;
 /// Limits and environment policy of `bash` and the background jobs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellConfig {
+    /// Whether `bash`, the job tools and the terminals are registered at all.
+    pub enabled: bool,
     /// Timeout of a foreground command when the call names none.
     pub default_timeout_ms: u64,
     /// The largest timeout a call may ask for (larger values are capped to it).
@@ -39,6 +41,7 @@ pub const DEFAULT_SCRUB: [&str; 4] = ["KEY", "PASSWORD", "SECRET", "TOKEN"];
 impl Default for ShellConfig {
     fn default() -> Self {
         ShellConfig {
+            enabled: true,
             default_timeout_ms: 120_000,
             max_timeout_ms: 600_000,
             max_output_bytes: 64_000,
@@ -52,5 +55,87 @@ impl Default for ShellConfig {
             sandbox: crate::sandbox::SandboxMode::Off,
             sandbox_launcher: None,
         }
+    }
+}
+
+/// `[shell]` as one source gives it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellSection {
+    enabled: Option<bool>,
+    default_timeout_ms: Option<u64>,
+    max_timeout_ms: Option<u64>,
+    max_output_bytes: Option<usize>,
+    max_spill_bytes: Option<u64>,
+    background: Option<bool>,
+    max_jobs: Option<usize>,
+    kill_grace_ms: Option<u64>,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+    /// Program-starting or credential-exposing: user config or a trusted workspace only.
+    shell: Option<String>,
+    scrub: Option<Vec<String>>,
+    env: std::collections::BTreeMap<String, String>,
+}
+
+impl toolhost_contract::config::Section for ShellSection {
+    type Settings = ShellConfig;
+
+    fn apply(self, shell: &mut ShellConfig, _layer: &mut toolhost_contract::config::Layer<'_>) {
+        if let Some(enabled) = self.enabled {
+            shell.enabled = enabled;
+        }
+        if let Some(v) = self.default_timeout_ms.filter(|v| *v > 0) {
+            shell.default_timeout_ms = v;
+        }
+        if let Some(v) = self.max_timeout_ms.filter(|v| *v > 0) {
+            shell.max_timeout_ms = v;
+        }
+        if let Some(v) = self.max_output_bytes.filter(|v| *v > 0) {
+            shell.max_output_bytes = v;
+        }
+        if let Some(v) = self.max_spill_bytes {
+            shell.max_spill_bytes = v;
+        }
+        if let Some(v) = self.background {
+            shell.background = v;
+        }
+        if let Some(v) = self.max_jobs {
+            shell.max_jobs_per_owner = v;
+        }
+        if let Some(mode) = self.sandbox {
+            shell.sandbox = mode;
+        }
+        if let Some(ms) = self.kill_grace_ms {
+            shell.kill_grace = Duration::from_millis(ms);
+        }
+        if let Some(program) = self.shell.filter(|p| !p.is_empty()) {
+            shell.shell = program;
+        }
+        if let Some(scrub) = self.scrub {
+            shell.scrub = scrub;
+        }
+        for (name, value) in self.env {
+            shell.env.retain(|(n, _)| *n != name);
+            shell.env.push((name, value));
+        }
+    }
+
+    fn restrict_untrusted(&mut self) -> Vec<String> {
+        let mut dropped = Vec::new();
+        // Only the user may turn confinement off; a workspace may only turn it on.
+        if self.sandbox == Some(crate::sandbox::SandboxMode::Off) {
+            self.sandbox = None;
+            dropped.push("shell.sandbox");
+        }
+        if self.shell.take().is_some() {
+            dropped.push("shell.shell");
+        }
+        if self.scrub.take().is_some() {
+            dropped.push("shell.scrub");
+        }
+        if !std::mem::take(&mut self.env).is_empty() {
+            dropped.push("shell.env");
+        }
+        if dropped.is_empty() { Vec::new() } else { vec![dropped.join("/")] }
     }
 }

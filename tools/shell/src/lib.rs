@@ -25,7 +25,7 @@ mod terminal;
 mod terminal_tools;
 
 pub use bash::{BashArgs, BashOutput, BashTool, ForegroundOutput, StreamOutput};
-pub use config::{DEFAULT_SCRUB, ShellConfig};
+pub use config::{DEFAULT_SCRUB, ShellConfig, ShellSection};
 pub use env::{FIXED as FIXED_ENV, command_env, is_scrubbed};
 pub use job_tools::{JobKillTool, JobListTool, JobOutputTool};
 pub use jobs::{JobRegistry, JobSnapshot, JobStatus};

@@ -12,6 +12,7 @@ mod fetch;
 pub mod guard;
 mod http;
 pub mod search;
+mod section;
 
 pub use config::{ProviderConfig, ProviderKind, WebConfig};
 pub use error::WebError;
@@ -22,6 +23,7 @@ pub use search::{
     HttpProvider, ProviderAnswer, SearchProvider, Source, WebSearchArgs, WebSearchOutput,
     WebSearchTool,
 };
+pub use section::WebSection;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,6 +13,7 @@
 
 mod atomic;
 mod backend;
+pub mod config;
 mod dirty;
 mod error;
 mod ledger;

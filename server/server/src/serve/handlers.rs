@@ -289,7 +289,8 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         tracing::warn!("{warning}");
     }
     let _ = state.agent_settings.set(config.agent.clone());
-    let sessions = session::sessions_dir(&config, state.options.session_dir.as_deref())
+    let sessions = config
+        .sessions_dir(state.options.session_dir.as_deref())
         .map_err(|e| ErrorObject::internal(e.to_string()))?;
     let id = requested.unwrap_or_else(toolhost_session::new_session_id);
     let opened = session::open_session(&sessions, &primary, &id).map_err(|e| {

@@ -1,0 +1,516 @@
+//! What the public operations of [`Workspace`] do underneath: resolution and the write policy,
+//! the blocking disk I/O, the text-backend paths, and telling listeners about a change.
+
+use super::*;
+
+impl Workspace {
+    /// The disk half of [`Workspace::peek`].
+    pub(super) fn peek_blocking(&self, target: ResolvedPath) -> Result<Option<Vec<u8>>, FsError> {
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op: Op::Read, path: target.display });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        let io_err = |err: io::Error| FsError::from_io(Op::Read, &target.display, &err);
+        match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(mut file)) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes).map_err(io_err)?;
+                Ok(Some(bytes))
+            }
+            Ok(None) => Err(FsError::NotRegularFile { op: Op::Read, path: target.display }),
+            Err(err) if matches!(classify(&err), IoClass::NotFound) => Ok(None),
+            Err(err) => Err(io_err(err)),
+        }
+    }
+
+    /// Tells every write listener about a change (a listener's panic is contained: the file is
+    /// written, and that must not turn into a failure).
+    pub(super) fn notify_change(
+        &self,
+        target: &ResolvedPath,
+        operation: WriteOperation,
+        prior: Option<&Prior>,
+        after: Option<&[u8]>,
+    ) {
+        let event = WriteEvent {
+            real_path: &target.real_path,
+            operation,
+            call_id: self.call_id.as_deref(),
+            before: prior.and_then(|p| p.basis.as_deref()),
+            before_version: prior.map(|p| p.version.as_str()),
+            after,
+        };
+        if let Ok(listeners) = self.shared.listeners.0.read() {
+            for listener in listeners.iter() {
+                let notify = || listener(&event);
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(notify));
+            }
+        }
+    }
+
+    /// Where a write or restore of `target` lands, looked at under the path lock: the file's
+    /// name, its folder (`None` while the folder does not exist) and the file there now.
+    pub(super) fn slot<'t>(&self, target: &'t ResolvedPath, op: Op) -> Result<Slot<'t>, FsError> {
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let (Some(name), parent_rel) = (target.real_rel.file_name(), target.real_rel.parent())
+        else {
+            // The root itself.
+            return Err(FsError::NotRegularFile { op, path: path.clone() });
+        };
+        let parent_rel = parent_rel.unwrap_or(Path::new(""));
+        if target.state == EntryState::ParentNotDir {
+            return Err(FsError::NotDirectory { op, path: path.clone() });
+        }
+        let root = &self.shared.roots[target.root];
+        let parent = match open_dir(root.dir(), parent_rel) {
+            Ok(dir) => Some(dir),
+            Err(err) if classify(&err) == IoClass::NotFound => None,
+            Err(err) => return Err(io_err(err)),
+        };
+        let prior = match &parent {
+            Some(parent) => load_prior(parent, name).map_err(|e| match e {
+                PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
+                PriorError::Io(err) => io_err(err),
+            })?,
+            None => None,
+        };
+        Ok(Slot { target, op, name, parent_rel, parent, prior })
+    }
+
+    /// The slot's folder, created (with its parents) when it does not exist yet.
+    pub(super) fn slot_dir(&self, slot: &mut Slot<'_>) -> Result<Dir, FsError> {
+        if let Some(parent) = slot.parent.take() {
+            return Ok(parent);
+        }
+        let (op, path) = (slot.op, &slot.target.display);
+        let root = &self.shared.roots[slot.target.root];
+        root.dir().create_dir_all(slot.parent_rel).map_err(|err| {
+            if matches!(classify(&err), IoClass::NotDirectory)
+                || err.kind() == io::ErrorKind::AlreadyExists
+            {
+                FsError::NotDirectory { op, path: path.clone() }
+            } else {
+                FsError::from_io(op, path, &err)
+            }
+        })?;
+        open_dir(root.dir(), slot.parent_rel).map_err(|err| FsError::from_io(op, path, &err))
+    }
+
+    pub(super) fn restore_blocking(
+        &self,
+        target: &ResolvedPath,
+        expected: Option<&str>,
+        content: Option<&[u8]>,
+    ) -> Result<WriteOutcome, FsError> {
+        let op = Op::Write;
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let mut slot = self.slot(target, op)?;
+        Expected::Restored(expected).check(op, path, slot.prior.as_ref())?;
+        let operation = match content {
+            Some(content) => {
+                let parent = self.slot_dir(&mut slot)?;
+                let metadata = slot.prior.as_ref().and_then(|p| p.metadata.as_ref());
+                atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+                if slot.prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
+            }
+            None => {
+                if let (Some(parent), Some(_)) = (&slot.parent, &slot.prior) {
+                    parent.remove_file(slot.name).map_err(io_err)?;
+                    atomic::sync_dir(parent).map_err(io_err)?;
+                }
+                // Asked to remove a file that is not there: nothing to do.
+                WriteOperation::Remove
+            }
+        };
+        Ok(self.finish_restore(target, operation, slot.prior, content))
+    }
+
+    /// After restore put the file back: invalidates the observation, tells the listeners and
+    /// says what happened. Runs under the path lock.
+    pub(super) fn finish_restore(
+        &self,
+        target: &ResolvedPath,
+        operation: WriteOperation,
+        prior: Option<Prior>,
+        content: Option<&[u8]>,
+    ) -> WriteOutcome {
+        let version = content.map(content_version).unwrap_or_default();
+        // A file that is gone may simply be created again; one with restored bytes must be read.
+        let observation = match content {
+            Some(_) => Observation::Present(format!("{INVALIDATED_PREFIX}{version}")),
+            None => Observation::Absent,
+        };
+        self.ledger.record(&target.key(), observation);
+        if prior.is_some() || content.is_some() {
+            self.notify_change(target, operation, prior.as_ref(), content);
+        }
+        let before = prior.and_then(Prior::diff_basis);
+        WriteOutcome {
+            display: target.display.clone(),
+            real_path: target.real_path.clone(),
+            operation,
+            before,
+            version,
+        }
+    }
+
+    pub(super) async fn resolve_for(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
+        let owned = input.to_owned();
+        self.blocking(op, input, move |ws| ws.resolve_blocking(&owned, op)).await
+    }
+
+    /// Runs filesystem work off the async threads. A panic inside becomes `FS_IO_ERROR`.
+    pub(super) async fn blocking<T, F>(&self, op: Op, input: &str, work: F) -> Result<T, FsError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Workspace) -> Result<T, FsError> + Send + 'static,
+    {
+        let ws = self.clone();
+        tokio::task::spawn_blocking(move || work(&ws)).await.map_err(|err| FsError::Io {
+            op,
+            path: lexical::printable(input),
+            message: format!("internal error: {err}"),
+        })?
+    }
+
+    /// Lexical stage: validates the string and picks the root the display path lies under (the
+    /// deepest one, so a read-only root nested in a writable one keeps its protection).
+    pub(super) fn locate(&self, input: &str) -> Result<(String, usize, PathBuf), FsError> {
+        if let Err(why) = lexical::validate_input(input) {
+            return Err(FsError::denied(&lexical::printable(input), SandboxReason::Invalid(why)));
+        }
+        let absolute = lexical::resolve_lexical(self.primary_root().path(), input);
+        let display = absolute.to_string_lossy().into_owned();
+        let mut best: Option<(usize, PathBuf)> = None;
+        for (index, root) in self.shared.roots.iter().enumerate() {
+            if let Some(rel) = root.relative(&absolute) {
+                let deeper = best
+                    .as_ref()
+                    .is_none_or(|(_, b)| rel.components().count() <= b.components().count());
+                if deeper {
+                    best = Some((index, rel.to_path_buf()));
+                }
+            }
+        }
+        match best {
+            Some((index, rel)) => Ok((display, index, rel)),
+            None => Err(FsError::denied(&display, SandboxReason::Outside)),
+        }
+    }
+
+    pub(super) fn resolve_blocking(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
+        let (display, index, rel) = self.locate(input)?;
+        let root = &self.shared.roots[index];
+        match resolve_beneath(root, &rel) {
+            Ok(resolution) => {
+                let real_path = if resolution.real_rel.as_os_str().is_empty() {
+                    root.canonical().to_path_buf()
+                } else {
+                    root.canonical().join(&resolution.real_rel)
+                };
+                Ok(ResolvedPath {
+                    display,
+                    root: index,
+                    rel,
+                    real_rel: resolution.real_rel,
+                    real_path,
+                    state: resolution.state,
+                })
+            }
+            Err(ResolveError::Escape) => {
+                Err(FsError::denied(&display, SandboxReason::SymlinkEscape))
+            }
+            Err(ResolveError::Loop) => Err(FsError::Io {
+                op,
+                path: display,
+                message: "too many levels of symbolic links".to_owned(),
+            }),
+            Err(ResolveError::Io(err)) => Err(FsError::from_io(op, &display, &err)),
+        }
+    }
+
+    /// Write policy: read-only roots and protected patterns, checked on the path as given and
+    /// on the path after symlinks, so `link-to-git/config` is as protected as `.git/config`.
+    pub(super) fn check_writable(&self, target: &ResolvedPath) -> Result<(), FsError> {
+        if self.in_read_only_root(target) {
+            return Err(FsError::denied(&target.display, SandboxReason::ReadOnlyRoot));
+        }
+        for pattern in &self.shared.protected {
+            if pattern.matches(&target.rel) || pattern.matches(&target.real_rel) {
+                let reason = SandboxReason::Protected(pattern.source.clone());
+                return Err(FsError::denied(&target.display, reason));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the path lies in a read-only root, as given or after symlinks.
+    pub(super) fn in_read_only_root(&self, target: &ResolvedPath) -> bool {
+        self.shared.roots[target.root].is_read_only()
+            || self
+                .shared
+                .roots
+                .iter()
+                .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()))
+    }
+
+    pub(super) fn check_dirty(&self, target: &ResolvedPath) -> Result<(), FsError> {
+        let dirty = &self.shared.dirty;
+        if dirty.is_dirty(Path::new(&target.display)) || dirty.is_dirty(&target.real_path) {
+            return Err(FsError::DirtyBuffer { path: target.display.clone() });
+        }
+        Ok(())
+    }
+
+    pub(super) fn read_blocking(
+        &self,
+        target: &ResolvedPath,
+        limit: Option<u64>,
+    ) -> Result<ReadFile, FsError> {
+        let path = &target.display;
+        let not_found = || {
+            self.ledger.record(&target.key(), Observation::Absent);
+            FsError::NotFound { op: Op::Read, path: path.clone() }
+        };
+        let Some(file) = self.open_existing(target, Op::Read)? else {
+            return Err(not_found());
+        };
+        let io_err = |err: io::Error| FsError::from_io(Op::Read, path, &err);
+        let size = file.metadata().map_err(io_err)?.len();
+        if let Some(limit) = limit
+            && size > limit
+        {
+            return Err(FsError::TooLarge { op: Op::Read, path: path.clone(), size, limit });
+        }
+        let mut bytes = Vec::new();
+        let cap = limit.map_or(u64::MAX, |l| l.saturating_add(1));
+        file.take(cap).read_to_end(&mut bytes).map_err(io_err)?;
+        if let Some(limit) = limit
+            && bytes.len() as u64 > limit
+        {
+            let size = bytes.len() as u64;
+            return Err(FsError::TooLarge { op: Op::Read, path: path.clone(), size, limit });
+        }
+        let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+        if sniff.contains(&0) {
+            return Err(FsError::Binary { op: Op::Read, path: path.clone() });
+        }
+        let version = content_version(&bytes);
+        let text = String::from_utf8(bytes)
+            .map_err(|_| FsError::InvalidUtf8 { op: Op::Read, path: path.clone() })?;
+        self.ledger.record(&target.key(), Observation::Present(version.clone()));
+        Ok(ReadFile { display: path.clone(), real_path: target.real_path.clone(), text, version })
+    }
+
+    pub(super) fn edit_load_blocking(
+        &self,
+        target: &ResolvedPath,
+        expected: &str,
+    ) -> Result<String, FsError> {
+        let path = &target.display;
+        // A file gone since it was read has changed since it was read.
+        let Some(mut file) = self.open_existing(target, Op::Edit)? else {
+            return Err(FsError::Changed { op: Op::Edit, path: path.clone() });
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|err| FsError::from_io(Op::Edit, path, &err))?;
+        check_edit_basis(path, &bytes, expected)?;
+        String::from_utf8(bytes)
+            .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+    }
+
+    /// [`Workspace::edit_load_blocking`] with the text from the backend. Runs under the path lock.
+    pub(super) async fn edit_load_via_backend(
+        &self,
+        backend: &dyn TextBackend,
+        target: ResolvedPath,
+        expected: &str,
+    ) -> Result<(ResolvedPath, String), FsError> {
+        let path = target.display.clone();
+        let (target, exists) = self
+            .blocking(Op::Edit, &path, move |ws| {
+                let exists = ws.exists_for_backend(&target, Op::Edit)?;
+                Ok((target, exists))
+            })
+            .await?;
+        if !exists {
+            return Err(FsError::Changed { op: Op::Edit, path });
+        }
+        let text = backend
+            .read(&target.real_path)
+            .await
+            .map_err(|err| backend_error(Op::Edit, &path, &err))?;
+        check_edit_basis(&path, text.as_bytes(), expected)?;
+        Ok((target, text))
+    }
+
+    /// Opens the regular file `target` names, as it is now: `None` when there is none (missing,
+    /// or a parent is not a directory), `FS_NOT_REGULAR_FILE` when it is something else.
+    pub(super) fn open_existing(
+        &self,
+        target: &ResolvedPath,
+        op: Op,
+    ) -> Result<Option<File>, FsError> {
+        let path = &target.display;
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op, path: path.clone() });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        match open_regular(root.dir(), &target.real_rel) {
+            Ok(Some(file)) => Ok(Some(file)),
+            Ok(None) => Err(FsError::NotRegularFile { op, path: path.clone() }),
+            Err(err) => match classify(&err) {
+                IoClass::NotFound | IoClass::NotDirectory => Ok(None),
+                _ => Err(FsError::from_io(op, path, &err)),
+            },
+        }
+    }
+
+    /// The backend that serves `target`'s text, if one is installed and the file is in a
+    /// writable root: read-only roots hold toolhost's own files (session blobs, spills), which
+    /// no editor buffer shadows.
+    pub(super) fn backend_for(&self, target: &ResolvedPath) -> Option<Arc<dyn TextBackend>> {
+        if self.in_read_only_root(target) {
+            return None;
+        }
+        self.text_backend()
+    }
+
+    /// The replace step shared by write and edit commit. Runs under the path lock.
+    pub(super) fn write_blocking(
+        &self,
+        target: &ResolvedPath,
+        op: Op,
+        expected: Option<&Observation>,
+        content: &[u8],
+    ) -> Result<WriteOutcome, FsError> {
+        let path = &target.display;
+        let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let mut slot = self.slot(target, op)?;
+        Expected::Observed(expected).check(op, path, slot.prior.as_ref())?;
+        let parent = self.slot_dir(&mut slot)?;
+        let prior = slot.prior;
+        let metadata = prior.as_ref().and_then(|p| p.metadata.as_ref());
+        atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+        Ok(self.finish_write(target, prior, content))
+    }
+
+    /// After write or edit replaced the file: records the new version, tells the listeners and
+    /// says what happened. Runs under the path lock.
+    pub(super) fn finish_write(
+        &self,
+        target: &ResolvedPath,
+        prior: Option<Prior>,
+        content: &[u8],
+    ) -> WriteOutcome {
+        let version = content_version(content);
+        self.ledger.record(&target.key(), Observation::Present(version.clone()));
+        let operation =
+            if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+        self.notify_change(target, operation, prior.as_ref(), Some(content));
+        let before = match prior {
+            Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
+            _ => None,
+        };
+        WriteOutcome {
+            display: target.display.clone(),
+            real_path: target.real_path.clone(),
+            operation,
+            before,
+            version,
+        }
+    }
+
+    /// Write, edit commit and restore through the backend: the same expectation, checked
+    /// against the text the backend has now, then the same record and notification as on disk.
+    /// The caller holds the path lock.
+    pub(super) async fn write_via_backend(
+        &self,
+        backend: &dyn TextBackend,
+        target: ResolvedPath,
+        op: Op,
+        expected: Expected<'_>,
+        content: Vec<u8>,
+    ) -> Result<WriteOutcome, FsError> {
+        let path = target.display.clone();
+        let to_fs = |err: io::Error| backend_error(op, &path, &err);
+        let (target, exists) = self
+            .blocking(op, &path, move |ws| {
+                let exists = ws.backend_slot(&target, op)?;
+                Ok((target, exists))
+            })
+            .await?;
+        let prior = if exists {
+            Some(Prior::of_text(backend.read(&target.real_path).await.map_err(to_fs)?))
+        } else {
+            None
+        };
+        expected.check(op, &path, prior.as_ref())?;
+        // An editor holds text; bytes that are not UTF-8 have no faithful form there.
+        let text = std::str::from_utf8(&content)
+            .map_err(|_| FsError::InvalidUtf8 { op, path: path.clone() })?;
+        backend.write(&target.real_path, text).await.map_err(to_fs)?;
+        let restored = matches!(expected, Expected::Restored(_));
+        // Listeners may do file I/O (history stores blobs), so they are told off the async
+        // threads, as on the disk path.
+        self.blocking(op, &path, move |ws| {
+            if !restored {
+                return Ok(ws.finish_write(&target, prior, &content));
+            }
+            let operation =
+                if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
+            Ok(ws.finish_restore(&target, operation, prior, Some(&content)))
+        })
+        .await
+    }
+
+    /// Whether a file exists where a write through the backend lands, refusing what
+    /// [`Workspace::slot`] refuses: the root itself, a parent that is not a directory, an entry
+    /// that is not a regular file.
+    pub(super) fn backend_slot(&self, target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
+        if target.real_rel.file_name().is_none() {
+            return Err(FsError::NotRegularFile { op, path: target.display.clone() });
+        }
+        if target.state == EntryState::ParentNotDir {
+            return Err(FsError::NotDirectory { op, path: target.display.clone() });
+        }
+        self.exists_for_backend(target, op)
+    }
+
+    /// Whether the regular file `target` names exists now, before a backend is asked for it.
+    /// The final component is not followed: the editor opens the path by name, so a file
+    /// swapped for a symbolic link since resolution is refused rather than handed over.
+    pub(super) fn exists_for_backend(
+        &self,
+        target: &ResolvedPath,
+        op: Op,
+    ) -> Result<bool, FsError> {
+        let path = &target.display;
+        match target.state {
+            EntryState::Missing | EntryState::ParentNotDir => return Ok(false),
+            EntryState::Present(EntryKind::File) => {}
+            EntryState::Present(_) => {
+                return Err(FsError::NotRegularFile { op, path: path.clone() });
+            }
+        }
+        let root = &self.shared.roots[target.root];
+        match root.dir().symlink_metadata(&target.real_rel) {
+            Ok(metadata) if metadata.is_file() => Ok(true),
+            Ok(_) => Err(FsError::NotRegularFile { op, path: path.clone() }),
+            Err(err) => match classify(&err) {
+                IoClass::NotFound | IoClass::NotDirectory => Ok(false),
+                _ => Err(FsError::from_io(op, path, &err)),
+            },
+        }
+    }
+}
