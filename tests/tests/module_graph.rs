@@ -169,7 +169,18 @@ fn no_front_end_or_host_compares_a_tool_name() {
     let names = tool_names();
     assert!(names.contains("read") && names.contains("bash"), "{names:?}");
     let mut found = Vec::new();
-    for krate in ["server/host", "server/registry", "server/server", "tools/contract"] {
+    let krates = [
+        "server/host",
+        "server/registry",
+        "server/server",
+        "server/attach",
+        "server/acp",
+        "server/mcp",
+        "server/agent",
+        "server/session",
+        "tools/contract",
+    ];
+    for krate in krates {
         let src = repo().join(krate).join("src");
         for file in sources(&src) {
             let text = std::fs::read_to_string(&file).unwrap();

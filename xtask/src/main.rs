@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     let res = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(),
-        Some("dist") => dist().map(drop),
+        Some("dist") => dist(Profile::Release).map(drop),
         Some("install-deps") => install_deps(),
         _ => {
             eprintln!(
@@ -59,9 +59,12 @@ fn describe(cmd: &Command) -> String {
     text
 }
 
+/// Cargo in the project root, always with the test `PATH`: a build script (ring's) reruns when
+/// `PATH` changes, and everything above it with it, so one `PATH` for every build keeps the
+/// tests', the conformance run's and the packaging's builds one build.
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
-    cmd.current_dir(project_root());
+    cmd.current_dir(project_root()).env("PATH", test_path());
     cmd
 }
 
@@ -282,7 +285,10 @@ fn server_log() -> PathBuf {
 
 /// Every suite: formatting, lints, the Rust tests (unit, integration, conformance in-process),
 /// the conformance scenarios over stdio, the Neovim suites, the install steps of the README
-/// (`cargo install`, `cargo xtask dist`) and the VS Code suites on the `.vsix` from `dist/`.
+/// (`cargo install`, the `.vsix` packaging of `cargo xtask dist`) and the VS Code suites on that
+/// `.vsix`. The install steps run on the dev profile: the binary every other suite tested goes
+/// into the `.vsix`, and a third full build of the dependency tree (release, after clippy's and
+/// the tests') would cost 9 of this machine's 30 minutes to prove only that the optimiser runs.
 /// Ends with the wall time of each stage that ran, also when one failed.
 fn test(args: &[String]) -> Result<()> {
     let verbose = args.iter().any(|a| a == "--verbose");
@@ -377,7 +383,7 @@ fn run_suites(stages: &mut Stages, extra: &[&String], verbose: bool, log: &Path)
     })?;
     stages.run("cargo test", || {
         let mut tests = cargo();
-        tests.args(["test", "--workspace"]).args(extra).env("PATH", test_path());
+        tests.args(["test", "--workspace"]).args(extra);
         if !verbose {
             tests.arg("--quiet");
         }
@@ -408,8 +414,8 @@ fn run_suites(stages: &mut Stages, extra: &[&String], verbose: bool, log: &Path)
         run(&mut neovim)
     })?;
     // The README's install steps, as a user runs them.
-    let vsix = stages.run("dist", dist)?;
-    stages.run("install check", install_binary)?;
+    let vsix = stages.run("dist (dev profile)", || dist(Profile::Dev))?;
+    stages.run("install check", || install_binary(Profile::Dev))?;
     // The VS Code extension: unit tests, then real VS Code (code-server + headless Chromium)
     // with the `.vsix` from `dist/` installed.
     stages.run("VS Code", || {
@@ -425,15 +431,37 @@ fn run_suites(stages: &mut Stages, extra: &[&String], verbose: bool, log: &Path)
     })
 }
 
+/// Which cargo profile `dist` and the install check build with.
+#[derive(Clone, Copy)]
+enum Profile {
+    /// What a user installs.
+    Release,
+    /// What the test suites built and ran (shares their build).
+    Dev,
+}
+
+impl Profile {
+    /// The folder under `target/` this profile builds into.
+    fn dir(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Dev => "debug",
+        }
+    }
+}
+
 /// `cargo install --locked --path server/server` (into a scratch root, sharing this checkout's
 /// build), then the installed `toolhost --version`.
-fn install_binary() -> Result<()> {
+fn install_binary(profile: Profile) -> Result<()> {
     let scratch = project_root().join("target").join("install-check");
     let _ = std::fs::remove_dir_all(&scratch);
-    run(cargo()
-        .args(["install", "--locked", "--quiet", "--path", "server/server", "--root"])
-        .arg(&scratch)
-        .args(["--target-dir", "target"]))?;
+    let mut install = cargo();
+    install.args(["install", "--locked", "--quiet", "--path", "server/server", "--root"]);
+    install.arg(&scratch).args(["--target-dir", "target"]);
+    if let Profile::Dev = profile {
+        install.arg("--debug");
+    }
+    run(&mut install)?;
     let installed = scratch.join("bin").join("toolhost");
     let out = Command::new(&installed)
         .arg("--version")
@@ -458,15 +486,20 @@ fn vscode_target() -> Result<&'static str> {
     }
 }
 
-/// `dist/toolhost` (the release binary) and `dist/toolhost-<version>-<target>.vsix` (the
-/// extension with that binary as `bin/toolhost`, which it runs unless `toolhost.serverPath` says
-/// otherwise). Returns the `.vsix` path.
-fn dist() -> Result<PathBuf> {
+/// `dist/toolhost` (the binary of `profile`, release for users) and
+/// `dist/toolhost-<version>-<target>.vsix` (the extension with that binary as `bin/toolhost`,
+/// which it runs unless `toolhost.serverPath` says otherwise). Returns the `.vsix` path.
+fn dist(profile: Profile) -> Result<PathBuf> {
     let root = project_root();
     let dist = root.join("dist");
     std::fs::create_dir_all(&dist).with_context(|| format!("cannot create {}", dist.display()))?;
-    run(cargo().args(["build", "--release", "--locked", "--quiet", "-p", "toolhost-server"]))?;
-    let binary = root.join("target/release/toolhost");
+    let mut build = cargo();
+    build.args(["build", "--locked", "--quiet", "-p", "toolhost-server"]);
+    if let Profile::Release = profile {
+        build.arg("--release");
+    }
+    run(&mut build)?;
+    let binary = root.join("target").join(profile.dir()).join("toolhost");
     let copy = |to: &Path| -> Result<()> {
         std::fs::copy(&binary, to)
             .with_context(|| format!("cannot copy {} to {}", binary.display(), to.display()))?;
