@@ -22,6 +22,17 @@ pub enum SessionError {
     /// skipped or truncated silently: the log stays as it is for a human to inspect.
     #[error("session log corrupt at line {line} (expected seq {expected_seq}): {detail}")]
     Corrupt { line: usize, expected_seq: u64, detail: String },
+    /// The log of session `id` is damaged before its tail (a `Corrupt` or `UnknownEvent`
+    /// underneath). Opening it for appending is refused — what follows the damage would be out
+    /// of reach — and the message says how to repair it.
+    #[error(
+        "{source}; run `toolhost sessions repair {id}` in the workspace to keep its readable records and move the damaged lines aside (nothing is deleted)"
+    )]
+    Damaged {
+        id: String,
+        #[source]
+        source: Box<SessionError>,
+    },
     /// An event type this version does not know and that is not marked `ignorable`.
     #[error(
         "session log line {line} (seq {seq}) has unknown event type {kind:?} not marked ignorable"
@@ -59,6 +70,7 @@ impl SessionError {
             SessionError::NotFound(_) => "SESSION_NOT_FOUND",
             SessionError::Locked(_) => "SESSION_LOCKED",
             SessionError::Corrupt { .. } => "SESSION_CORRUPT",
+            SessionError::Damaged { source, .. } => source.code(),
             SessionError::UnknownEvent { .. } => "SESSION_UNKNOWN_EVENT",
             SessionError::Io { .. } => "SESSION_IO",
             SessionError::WriterClosed(_) => "SESSION_WRITER_CLOSED",

@@ -10,6 +10,8 @@
 //!   once durable.
 //! - [`read_session`] and [`list_sessions`] are read-only and work on live sessions;
 //!   [`replay_cards`] rebuilds cards from a [`SessionView`] without touching the workspace.
+//!   [`read_session_salvaging`] reads what is left of a damaged log and lists what it skipped;
+//!   [`repair_session`] rewrites such a log without its damage (moved aside, never deleted).
 //! - [`BlobStore`] stores spill files (it is the server's `SpillStore`) and image bytes; image
 //!   blocks are logged as `blob:sha256:<hex>` references, and a `tool/call`'s strings over
 //!   [`LARGE_STRING_BYTES`] are kept there too, listed in the envelope and restored on reading.
@@ -22,6 +24,7 @@ mod blob;
 mod error;
 mod large_strings;
 mod paths;
+mod repair;
 mod replay;
 mod retention;
 mod scan;
@@ -32,15 +35,16 @@ pub use blob::{BLOB_REF_PREFIX, BlobStore, blob_hash, blob_reference, parse_blob
 pub use error::SessionError;
 pub use large_strings::LARGE_STRING_BYTES;
 pub use paths::{
-    BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, new_session_id, session_dir, state_dir,
-    validate_session_id, validate_workspace_key, workspace_key,
+    BLOB_DIR_NAME, DAMAGED_FILE_NAME, LOG_FILE_NAME, TORN_FILE_NAME, new_session_id, session_dir,
+    state_dir, validate_session_id, validate_workspace_key, workspace_key,
 };
+pub use repair::{RepairReport, repair_session};
 pub use replay::{ReplayedCall, replay_cards};
 pub use retention::{
     SessionSummary, delete_session, list_sessions, parse_duration, prune_sessions,
 };
-pub use scan::{FS_CHANGE, FS_OBSERVED, TOOL_CALL, TOOL_RESULT};
-pub use view::{CallRecord, SessionView, read_session};
+pub use scan::{FS_CHANGE, FS_OBSERVED, SkippedLines, TOOL_CALL, TOOL_RESULT};
+pub use view::{CallRecord, SessionView, read_session, read_session_salvaging};
 pub use writer::{
     OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_NAME, ObserveFn, OpenReport, SessionLog, TornTail,
     outcome_unknown_result,

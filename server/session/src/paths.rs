@@ -15,6 +15,8 @@ pub const LOG_FILE_NAME: &str = "session.jsonl";
 pub const BLOB_DIR_NAME: &str = "blobs";
 /// Sidecar that keeps the bytes of torn tails cut by crash repair, for forensics.
 pub const TORN_FILE_NAME: &str = "session.torn";
+/// Sidecar that keeps the damaged stretches `toolhost sessions repair` moved out of the log.
+pub const DAMAGED_FILE_NAME: &str = "session.damaged";
 
 /// The default sessions directory: `$XDG_STATE_HOME/toolhost/sessions`, or
 /// `~/.local/state/toolhost/sessions` when `XDG_STATE_HOME` is unset, empty or relative (the XDG

@@ -8,6 +8,11 @@
 //!   `data`) is [`SessionError::Corrupt`] naming the line and the expected seq — never skipped;
 //! - an unknown event type is skipped when `ignorable`, otherwise [`SessionError::UnknownEvent`].
 //!
+//! A *salvaging* scan ([`scan_salvaging`]) applies the same rules but steps over what a strict
+//! scan refuses: each stretch of unreadable lines is reported as [`SkippedLines`], and the first
+//! readable line after it may have any later seq (the skipped lines used up the ones between).
+//! Replay uses it to show what is left of a damaged log, and `repair` to rewrite one.
+//!
 //! Lines are the protocol's `Envelope`s; they are parsed with a typed envelope so a 100,000-event
 //! log reads in well under a second.
 
@@ -72,6 +77,33 @@ pub(crate) enum Event {
     Ignored,
 }
 
+/// A stretch of consecutive log lines a salvaging scan could not read (corrupt bytes, a record
+/// out of sequence, an unknown event type not marked ignorable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedLines {
+    /// 1-based number of its first line (the header is line 1).
+    pub line: usize,
+    /// How many lines it spans.
+    pub lines: usize,
+    /// Byte offset of its first line in the log.
+    pub offset: u64,
+    /// Its length in bytes, newlines included.
+    pub bytes: u64,
+    /// The seq the first skipped line should have had.
+    pub seq: u64,
+    /// Why its first line could not be read.
+    pub reason: String,
+}
+
+/// A readable line of a salvaging scan: where it is and the seq it carries.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LineSpan {
+    pub start: usize,
+    pub end: usize,
+    /// `None` for the header.
+    pub seq: Option<u64>,
+}
+
 /// What a scan found.
 #[derive(Debug)]
 pub(crate) struct Scan {
@@ -86,6 +118,11 @@ pub(crate) struct Scan {
     pub next_seq: u64,
     /// `time` of the last record (or the header's `createdAt`).
     pub last_time: u64,
+    /// What a salvaging scan stepped over, in log order (always empty for a strict scan).
+    pub skipped: Vec<SkippedLines>,
+    /// The readable lines (header included) of a salvaging scan, in order (empty for a strict
+    /// scan), so a repair can copy them.
+    pub lines: Vec<LineSpan>,
 }
 
 enum LineError {
@@ -215,9 +252,11 @@ impl<'de> Deserialize<'de> for TypedEnvelope {
     }
 }
 
-fn parse_record(line: &[u8], expected_seq: u64) -> Result<Record, LineError> {
+/// Parses one envelope whose seq must be `expected_seq` — or, with `skipped_before` (lines before
+/// it were stepped over), any seq from `expected_seq` on.
+fn parse_record(line: &[u8], expected_seq: u64, skipped_before: bool) -> Result<Record, LineError> {
     let env: TypedEnvelope = serde_json::from_slice(line).map_err(|e| classify(line, e))?;
-    if env.seq != expected_seq {
+    if env.seq != expected_seq && !(skipped_before && env.seq > expected_seq) {
         return Err(LineError::Invalid(format!(
             "seq {} where {expected_seq} was expected",
             env.seq
@@ -273,6 +312,17 @@ fn find_newline(hay: &[u8]) -> Option<usize> {
 
 /// Scans a whole log. Errors name 1-based line numbers (the header is line 1).
 pub(crate) fn scan(bytes: &[u8]) -> Result<Scan, SessionError> {
+    scan_with(bytes, false)
+}
+
+/// Scans a whole log, stepping over unreadable lines instead of failing on them (see the module
+/// doc). A torn tail is still a torn tail. Fails only on a header of a format this build does not
+/// read.
+pub(crate) fn scan_salvaging(bytes: &[u8]) -> Result<Scan, SessionError> {
+    scan_with(bytes, true)
+}
+
+fn scan_with(bytes: &[u8], salvage: bool) -> Result<Scan, SessionError> {
     let mut out = Scan {
         header: None,
         records: Vec::new(),
@@ -280,9 +330,13 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scan, SessionError> {
         torn_len: 0,
         next_seq: 0,
         last_time: 0,
+        skipped: Vec::new(),
+        lines: Vec::new(),
     };
     let mut pos = 0;
     let mut line_no = 0;
+    // The stretch of unreadable lines being stepped over, while it lasts.
+    let mut skipping: Option<SkippedLines> = None;
     while pos < bytes.len() {
         let Some(nl) = find_newline(&bytes[pos..]) else {
             // No newline: the append that wrote it never completed, so it was never acknowledged.
@@ -296,21 +350,45 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scan, SessionError> {
             parse_header(line).map(|h| {
                 out.last_time = h.created_at;
                 out.header = Some(h);
+                None
             })
         } else {
-            parse_record(line, out.next_seq).map(|r| {
-                out.next_seq += 1;
+            parse_record(line, out.next_seq, skipping.is_some()).map(|r| {
+                let seq = r.seq;
+                out.next_seq = seq + 1;
                 out.last_time = r.time;
                 if !matches!(r.event, Event::Ignored) {
                     out.records.push(r);
                 }
+                Some(seq)
             })
         };
         match parsed {
-            Ok(()) => pos = end,
+            Ok(seq) => {
+                if salvage {
+                    out.skipped.extend(skipping.take());
+                    out.lines.push(LineSpan { start: pos, end, seq });
+                }
+                pos = end;
+            }
             Err(LineError::Unparsable(_)) if end == bytes.len() => {
                 out.torn_len = bytes.len() - pos;
                 break;
+            }
+            // A header that reads but is not one this build can read (another version) is no
+            // damage to step over.
+            Err(LineError::Unparsable(reason)) if salvage => {
+                step_over(&mut skipping, line_no, pos, end, out.next_seq, reason);
+                pos = end;
+            }
+            Err(LineError::Invalid(reason)) if salvage && line_no > 1 => {
+                step_over(&mut skipping, line_no, pos, end, out.next_seq, reason);
+                pos = end;
+            }
+            Err(LineError::Unknown(kind)) if salvage => {
+                let reason = format!("unknown event type {kind:?} not marked ignorable");
+                step_over(&mut skipping, line_no, pos, end, out.next_seq, reason);
+                pos = end;
             }
             Err(LineError::Unparsable(detail) | LineError::Invalid(detail)) => {
                 return Err(SessionError::Corrupt {
@@ -324,8 +402,30 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scan, SessionError> {
             }
         }
     }
+    out.skipped.extend(skipping);
     out.good_len = pos;
     Ok(out)
+}
+
+/// Adds the line `start..end` to the stretch being stepped over, starting one if none is open.
+fn step_over(
+    skipping: &mut Option<SkippedLines>,
+    line: usize,
+    start: usize,
+    end: usize,
+    seq: u64,
+    reason: String,
+) {
+    let stretch = skipping.get_or_insert_with(|| SkippedLines {
+        line,
+        lines: 0,
+        offset: start as u64,
+        bytes: 0,
+        seq,
+        reason,
+    });
+    stretch.lines += 1;
+    stretch.bytes += (end - start) as u64;
 }
 
 #[cfg(test)]

@@ -1,16 +1,18 @@
 //! Read-only views of a session: `read_session` parses a log that may be live in another process
 //! and never writes — a torn tail is ignored in memory and unfinished calls are shown as pending.
+//! `read_session_salvaging` does the same for a damaged log, stepping over what it cannot read
+//! and saying so in [`SessionView::skipped`].
 
 use crate::base64;
 use crate::blob::{BlobStore, parse_blob_reference};
 use crate::error::SessionError;
 use crate::large_strings;
 use crate::paths::BLOB_DIR_NAME;
-use crate::scan::{Event, Scan, scan};
+use crate::scan::{Event, Scan, SkippedLines, scan, scan_salvaging};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use toolhost_protocol::session_log::{FsChangeEvent, SessionHeader, ToolResultEvent};
+use toolhost_protocol::session_log::{FsChangeEvent, LOG_VERSION, SessionHeader, ToolResultEvent};
 use toolhost_protocol::{CallPresentation, ContentBlock};
 
 /// One tool call of a session, in log order.
@@ -55,6 +57,9 @@ pub struct SessionView {
     /// Bytes of a torn tail that were ignored (a live writer mid-append, or a crash not yet
     /// repaired).
     pub torn_tail_bytes: u64,
+    /// The damaged stretches a salvaging read stepped over (always empty for `read_session`,
+    /// which fails on them instead).
+    pub skipped: Vec<SkippedLines>,
 }
 
 impl SessionView {
@@ -73,6 +78,30 @@ pub fn read_session(path: &Path) -> Result<SessionView, SessionError> {
         _ => SessionError::io(format!("cannot read {}", path.display()), e),
     })?;
     let scanned = scan(&bytes)?;
+    let blobs = path.parent().map(|dir| BlobStore::new(dir.join(BLOB_DIR_NAME)));
+    build_view(scanned, blobs.as_ref())
+}
+
+/// [`read_session`] for a log that may be damaged: every record that can be read is in the view
+/// and every stretch that cannot is listed in [`SessionView::skipped`]. An unreadable header is
+/// stood in for by one naming the session's folder (with an empty `cwd`). Fails only when the
+/// file cannot be read or its header is of a format this build does not read.
+pub fn read_session_salvaging(path: &Path) -> Result<SessionView, SessionError> {
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SessionError::NotFound(path.to_owned()),
+        _ => SessionError::io(format!("cannot read {}", path.display()), e),
+    })?;
+    let mut scanned = scan_salvaging(&bytes)?;
+    if scanned.header.is_none() && !scanned.skipped.is_empty() {
+        let id = path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy());
+        scanned.header = Some(SessionHeader {
+            kind: "session".to_owned(),
+            version: LOG_VERSION,
+            id: id.map(|n| n.into_owned()).unwrap_or_default(),
+            cwd: String::new(),
+            created_at: 0,
+        });
+    }
     let blobs = path.parent().map(|dir| BlobStore::new(dir.join(BLOB_DIR_NAME)));
     build_view(scanned, blobs.as_ref())
 }
@@ -162,6 +191,7 @@ pub(crate) fn build_view(
         conversation,
         next_seq: scan.next_seq,
         torn_tail_bytes: scan.torn_len as u64,
+        skipped: scan.skipped,
     })
 }
 

@@ -364,7 +364,7 @@ impl SessionLog {
     /// Takes the session's exclusive lock (`Locked` if another holder exists), then repairs: a
     /// torn last line is cut (its bytes saved to `session.torn` and reported), and every call
     /// without a result gets a synthetic `TOOL_OUTCOME_UNKNOWN` result. Corruption before the
-    /// tail is an error and nothing is changed.
+    /// tail is an error (`Damaged`, naming the command that repairs it) and nothing is changed.
     pub fn open(
         sessions_dir: &Path,
         workspace_root: &Path,
@@ -396,7 +396,12 @@ impl SessionLog {
         file.seek(SeekFrom::Start(0))
             .and_then(|_| file.read_to_end(&mut bytes))
             .map_err(io_at(&log_path, "read"))?;
-        let mut scanned = scan(&bytes)?;
+        let mut scanned = scan(&bytes).map_err(|err| match err {
+            SessionError::Corrupt { .. } | SessionError::UnknownEvent { .. } => {
+                SessionError::Damaged { id: id.to_owned(), source: Box::new(err) }
+            }
+            other => other,
+        })?;
 
         let torn_tail = if scanned.torn_len > 0 {
             let tail = bytes[scanned.good_len..].to_vec();

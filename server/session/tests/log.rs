@@ -216,10 +216,11 @@ fn corrupt_middle_line_is_reported_with_line_and_seq_and_nothing_changes() {
     let path = sample(&fx, "s");
     replace_line(&path, 2, b"{\"type\":\"tool/result\",\"seq\":1,\"ti");
     let before = std::fs::read(&path).unwrap();
-    for err in [
-        read_session(&path).unwrap_err(),
-        SessionLog::open(&fx.sessions, &fx.root, "s", false).unwrap_err(),
-    ] {
+    let open_err = SessionLog::open(&fx.sessions, &fx.root, "s", false).unwrap_err();
+    assert_eq!(open_err.code(), "SESSION_CORRUPT");
+    assert!(open_err.to_string().contains("toolhost sessions repair s"), "{open_err}");
+    let SessionError::Damaged { source, .. } = open_err else { panic!("{open_err:?}") };
+    for err in [read_session(&path).unwrap_err(), *source] {
         match err {
             SessionError::Corrupt { line: 3, expected_seq: 1, detail } => {
                 assert!(detail.contains("unparsable"), "{detail}")
@@ -239,7 +240,12 @@ fn nul_run_in_the_middle_is_detected() {
     let start = bytes.iter().position(|&b| b == b'\n').unwrap() + 10;
     bytes[start..start + 20].fill(0);
     std::fs::write(&path, &bytes).unwrap();
-    match SessionLog::open(&fx.sessions, &fx.root, "s", false).unwrap_err() {
+    let SessionError::Damaged { source, .. } =
+        SessionLog::open(&fx.sessions, &fx.root, "s", false).unwrap_err()
+    else {
+        panic!("not reported as damage")
+    };
+    match *source {
         SessionError::Corrupt { line: 2, expected_seq: 0, detail } => {
             assert!(detail.contains("20 NUL bytes"), "{detail}")
         }
