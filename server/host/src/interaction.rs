@@ -227,4 +227,30 @@ impl toolhost_contract::config::Section for PlanSection {
             *active = on;
         }
     }
+
+    /// Plan mode only narrows (read-only tools until the person approves a plan): a workspace
+    /// may turn it on, never off over the user's `active = true`.
+    fn restrict_untrusted(&mut self, applied: &bool) -> Vec<String> {
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        dropped.only_on("plan.active", &mut self.active, *applied);
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_may_turn_plan_mode_on_but_not_off() {
+        let mut on = PlanSection { active: Some(true) };
+        assert!(on.restrict_untrusted(&false).is_empty());
+        assert_eq!(on.active, Some(true));
+        let mut off = PlanSection { active: Some(false) };
+        assert_eq!(off.restrict_untrusted(&true), ["plan.active"]);
+        assert_eq!(off.active, None);
+        let mut still_off = PlanSection { active: Some(false) };
+        assert!(still_off.restrict_untrusted(&false).is_empty());
+    }
 }

@@ -9,7 +9,7 @@ use crate::events::CallWatchers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_contract::config::{Layer, Section};
+use toolhost_contract::config::{Dropped, Layer, Section};
 use toolhost_contract::{BoxFuture, CancellationToken, ReviewGate, ReviewRequest, ReviewVerdict};
 use toolhost_protocol::lsp_ext::{
     ReviewFallback, ReviewMode, ReviewParams, ReviewResult, ReviewSettings, SetReviewParams,
@@ -237,11 +237,58 @@ impl Section for ReviewSection {
         }
     }
 
-    fn restrict_untrusted(&mut self) -> Vec<String> {
-        if self.fallback == Some(ReviewFallback::Accept) {
-            self.fallback = None;
-            return vec!["review.fallback".to_owned()];
-        }
-        Vec::new()
+    /// Review may be turned on (`mode = "ask"`), never off over the user's `ask`. Unreviewed
+    /// writes (`fallback = "accept"`) are dropped. `timeout_ms` stays while nobody answering
+    /// means denial; once the fallback is `accept`, a shorter wait would let changes through
+    /// unreviewed sooner, so then only a longer one is taken.
+    fn restrict_untrusted(&mut self, applied: &ReviewSettings) -> Vec<String> {
+        let mut dropped = Dropped::new();
+        dropped.unless("review.mode", &mut self.mode, |mode| {
+            *mode == ReviewMode::Ask || applied.mode == ReviewMode::Off
+        });
+        dropped.unless("review.fallback", &mut self.fallback, |f| *f == ReviewFallback::Deny);
+        let fallback = self.fallback.unwrap_or(applied.fallback);
+        dropped.unless("review.timeout_ms", &mut self.timeout_ms, |ms| {
+            fallback == ReviewFallback::Deny || *ms >= applied.timeout_ms
+        });
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(mode: ReviewMode, timeout_ms: u64, fallback: ReviewFallback) -> ReviewSection {
+        ReviewSection { mode: Some(mode), timeout_ms: Some(timeout_ms), fallback: Some(fallback) }
+    }
+
+    #[test]
+    fn an_untrusted_source_may_turn_review_on_but_never_off() {
+        let on = ReviewSettings { mode: ReviewMode::Ask, ..default_settings() };
+        let mut off = section(ReviewMode::Off, 1000, ReviewFallback::Deny);
+        assert_eq!(off.restrict_untrusted(&on), ["review.mode"]);
+        assert_eq!((off.mode, off.timeout_ms), (None, Some(1000)), "denial sooner only narrows");
+        let mut ask = section(ReviewMode::Ask, 1000, ReviewFallback::Deny);
+        assert!(ask.restrict_untrusted(&default_settings()).is_empty());
+        assert_eq!(ask.mode, Some(ReviewMode::Ask));
+    }
+
+    #[test]
+    fn an_untrusted_source_never_lets_changes_through_unreviewed() {
+        let mut accept = section(ReviewMode::Ask, 1000, ReviewFallback::Accept);
+        assert_eq!(accept.restrict_untrusted(&default_settings()), ["review.fallback"]);
+        assert_eq!(accept.fallback, None);
+        // Under the user's `accept`, a shorter wait means unreviewed writes sooner.
+        let user = ReviewSettings { fallback: ReviewFallback::Accept, ..default_settings() };
+        let mut shorter = ReviewSection { timeout_ms: Some(1000), ..Default::default() };
+        assert_eq!(shorter.restrict_untrusted(&user), ["review.timeout_ms"]);
+        let mut longer =
+            ReviewSection { timeout_ms: Some(DEFAULT_TIMEOUT_MS * 2), ..Default::default() };
+        assert!(longer.restrict_untrusted(&user).is_empty());
+        // The workspace's own `deny` makes any wait safe.
+        let mut deny = section(ReviewMode::Ask, 1000, ReviewFallback::Deny);
+        assert!(deny.restrict_untrusted(&user).is_empty());
+        assert_eq!(deny.timeout_ms, Some(1000));
     }
 }

@@ -180,4 +180,28 @@ impl toolhost_contract::config::Section for SessionSection {
             *dir = Some(configured);
         }
     }
+
+    /// `dir` would send the session log — every call's arguments and the bytes of every change
+    /// — wherever the workspace says, so it is dropped. `id` only picks a session of this
+    /// workspace's own folder (a validated id) and stays.
+    fn restrict_untrusted(&mut self, _applied: &Option<PathBuf>) -> Vec<String> {
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        dropped.always("session.dir", &mut self.dir);
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_cannot_move_the_session_log() {
+        let mut section =
+            SessionSection { dir: Some("/tmp/elsewhere".into()), id: Some("abc".into()) };
+        assert_eq!(section.restrict_untrusted(&None), ["session.dir"]);
+        assert_eq!(section.dir, None);
+        assert_eq!(section.id.as_deref(), Some("abc"));
+    }
 }

@@ -73,7 +73,10 @@ impl Section for LspSection {
         }
     }
 
-    fn restrict_untrusted(&mut self) -> Vec<String> {
+    /// `command`, `args` and `env` start a program; `initialization_options` and `settings` steer
+    /// what a server runs (a setting may name an interpreter): all dropped. `extensions` only
+    /// routes the workspace's files to servers the user configured, so it stays.
+    fn restrict_untrusted(&mut self, _applied: &Self::Settings) -> Vec<String> {
         let mut dropped = Vec::new();
         for (id, server) in &mut self.servers {
             let mut keys = Vec::new();
@@ -97,5 +100,35 @@ impl Section for LspSection {
             }
         }
         dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_untrusted_source_starts_and_steers_no_language_server() {
+        let server = LspServerConfig {
+            command: Some("/bin/sh".into()),
+            args: vec!["-c".into()],
+            env: [("LD_PRELOAD".to_owned(), "x".to_owned())].into(),
+            extensions: [(".c".to_owned(), "c".to_owned())].into(),
+            initialization_options: Some(serde_json::json!({"x": 1})),
+            settings: Some(serde_json::json!({"python": {"pythonPath": "./evil"}})),
+        };
+        let mut section = LspSection { servers: [("evil".to_owned(), server)].into() };
+        assert_eq!(
+            section.restrict_untrusted(&BTreeMap::new()),
+            ["lsp.servers.evil.command/args/env/initialization_options/settings"]
+        );
+        let kept = &section.servers["evil"];
+        assert_eq!(
+            kept,
+            &LspServerConfig {
+                extensions: [(".c".to_owned(), "c".to_owned())].into(),
+                ..Default::default()
+            }
+        );
     }
 }

@@ -69,4 +69,39 @@ impl toolhost_contract::config::Section for McpSection {
             config.tool_meta.entry(tool).or_default().extend(entries);
         }
     }
+
+    /// `results` only chooses how the same result is shaped, so it stays; `max_line_bytes` is a
+    /// cap, kept when lower. `meta` is handed to the agent's client, which may act on it (load
+    /// a tool, skip a confirmation) in ways toolhost cannot judge, so it is dropped.
+    fn restrict_untrusted(&mut self, applied: &McpConfig) -> Vec<String> {
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        if !std::mem::take(&mut self.meta).is_empty() {
+            dropped.push("mcp.meta");
+        }
+        dropped.cap("mcp.max_line_bytes", &mut self.max_line_bytes, applied.max_line_bytes);
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_may_shape_results_but_not_pass_meta_or_raise_the_line_cap() {
+        let mut section = McpSection {
+            results: Some(ResultsMode::Text),
+            meta: ToolMeta::from([("*".to_owned(), Map::new())]),
+            max_line_bytes: Some(usize::MAX),
+        };
+        let applied = McpConfig::default();
+        assert_eq!(section.restrict_untrusted(&applied), ["mcp.meta/mcp.max_line_bytes"]);
+        assert_eq!(section.results, Some(ResultsMode::Text));
+        assert!(section.meta.is_empty());
+        assert_eq!(section.max_line_bytes, None);
+        let mut lower = McpSection { max_line_bytes: Some(1024), ..Default::default() };
+        assert!(lower.restrict_untrusted(&applied).is_empty());
+        assert_eq!(lower.max_line_bytes, Some(1024));
+    }
 }

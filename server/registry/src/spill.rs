@@ -154,6 +154,17 @@ impl toolhost_contract::config::Section for SpillSection {
             *max_inline_bytes = v;
         }
     }
+
+    /// A lower cap narrows what a result keeps inline; a higher one, or `0` (off), would let a
+    /// workspace put results of any size into the model's context, so neither is taken.
+    fn restrict_untrusted(&mut self, applied: &u64) -> Vec<String> {
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        let applied = *applied;
+        dropped.unless("spill.max_inline_bytes", &mut self.max_inline_bytes, |v| {
+            *v > 0 && (applied == 0 || *v <= applied)
+        });
+        dropped.group()
+    }
 }
 
 /// The generic spill's default cap (bytes of Native text a result keeps inline).
@@ -163,6 +174,22 @@ pub const DEFAULT_MAX_INLINE_BYTES: u64 = 51_200;
 mod tests {
     use super::*;
     use toolhost_contract::spill::RETRIEVAL_HINT;
+
+    #[test]
+    fn an_untrusted_source_may_lower_the_spill_cap_but_not_raise_or_disable_it() {
+        use toolhost_contract::config::Section;
+        for (asked, applied, kept) in
+            [(1000, 51_200, true), (100_000, 51_200, false), (0, 51_200, false), (5, 0, true)]
+        {
+            let mut section = SpillSection { max_inline_bytes: Some(asked) };
+            let dropped = section.restrict_untrusted(&applied);
+            assert_eq!(section.max_inline_bytes.is_some(), kept, "{asked} over {applied}");
+            assert_eq!(dropped.is_empty(), kept);
+            if !kept {
+                assert_eq!(dropped, ["spill.max_inline_bytes"]);
+            }
+        }
+    }
 
     #[test]
     fn replacement_fits_the_cap() {

@@ -70,4 +70,60 @@ impl toolhost_contract::config::Section for LimitsSection {
             glob_sample_over_cap
         );
     }
+
+    /// Every cap may be lowered, never raised above what is configured (a workspace could
+    /// otherwise make one call return, and hold in memory, as much as it likes);
+    /// `glob_sample_over_cap` only chooses which of the capped results are shown, so it stays.
+    fn restrict_untrusted(&mut self, applied: &FsLimits) -> Vec<String> {
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        macro_rules! cap {
+            ($($field:ident),*) => {
+                $(dropped.cap(concat!("limits.", stringify!($field)), &mut self.$field, applied.$field);)*
+            };
+        }
+        cap!(
+            read_limit,
+            read_max_bytes,
+            read_max_line_length,
+            glob_max_results,
+            grep_max_matches,
+            grep_max_line_bytes,
+            search_meta_max_bytes
+        );
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_may_lower_the_file_caps_but_not_raise_them() {
+        let mut section = LimitsSection {
+            read_limit: Some(10),
+            read_max_bytes: Some(1_000_000),
+            read_max_line_length: Some(2000),
+            glob_max_results: Some(5),
+            grep_max_matches: Some(9999),
+            grep_max_line_bytes: Some(10),
+            search_meta_max_bytes: Some(100_000),
+            glob_sample_over_cap: Some(false),
+        };
+        let dropped = section.restrict_untrusted(&FsLimits::default());
+        assert_eq!(
+            dropped,
+            ["limits.read_max_bytes/limits.grep_max_matches/limits.search_meta_max_bytes"]
+        );
+        assert_eq!(section.read_limit, Some(10));
+        assert_eq!(section.read_max_line_length, Some(2000), "equal to the cap: unchanged");
+        assert_eq!(section.glob_max_results, Some(5));
+        assert_eq!(section.grep_max_line_bytes, Some(10));
+        assert_eq!(section.glob_sample_over_cap, Some(false));
+        assert_eq!(
+            (section.read_max_bytes, section.grep_max_matches, section.search_meta_max_bytes),
+            (None, None, None)
+        );
+    }
 }

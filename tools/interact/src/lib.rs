@@ -41,6 +41,12 @@ impl toolhost_contract::config::Section for InteractSection {
             config.allow_parallel_in_progress = parallel;
         }
     }
+
+    /// `allow_parallel_in_progress` only changes how the session's own todo list counts; it
+    /// reaches nothing outside the session, so an untrusted source may set it.
+    fn restrict_untrusted(&mut self, _applied: &InteractConfig) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What these tools do to the world: nothing outside the session (they may run in plan mode).
@@ -67,5 +73,18 @@ pub(crate) fn short(text: &str, max: usize) -> String {
     match line.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_may_choose_how_the_todo_list_counts() {
+        let mut section = InteractSection { allow_parallel_in_progress: Some(true) };
+        assert!(section.restrict_untrusted(&InteractConfig::default()).is_empty());
+        assert_eq!(section.allow_parallel_in_progress, Some(true));
     }
 }

@@ -120,22 +120,110 @@ impl toolhost_contract::config::Section for ShellSection {
         }
     }
 
-    fn restrict_untrusted(&mut self) -> Vec<String> {
-        let mut dropped = Vec::new();
-        // Only the user may turn confinement off; a workspace may only turn it on.
-        if self.sandbox == Some(crate::sandbox::SandboxMode::Off) {
-            self.sandbox = None;
-            dropped.push("shell.sandbox");
-        }
-        if self.shell.take().is_some() {
-            dropped.push("shell.shell");
-        }
-        if self.scrub.take().is_some() {
-            dropped.push("shell.scrub");
+    /// Only the user may turn confinement off (`sandbox = "off"` over workspace-write), choose
+    /// the program every command runs in (`shell`), expose credentials (`scrub` may only add
+    /// patterns: it is taken as the configured list plus its own) or set the commands'
+    /// environment (`env`, `LD_PRELOAD`). The tools may be switched off, not on; every limit may
+    /// be lowered, not raised.
+    fn restrict_untrusted(&mut self, applied: &ShellConfig) -> Vec<String> {
+        use crate::sandbox::SandboxMode;
+        let mut dropped = toolhost_contract::config::Dropped::new();
+        dropped.only_off("shell.enabled", &mut self.enabled, applied.enabled);
+        dropped.cap(
+            "shell.default_timeout_ms",
+            &mut self.default_timeout_ms,
+            applied.default_timeout_ms,
+        );
+        dropped.cap("shell.max_timeout_ms", &mut self.max_timeout_ms, applied.max_timeout_ms);
+        dropped.cap("shell.max_output_bytes", &mut self.max_output_bytes, applied.max_output_bytes);
+        dropped.cap("shell.max_spill_bytes", &mut self.max_spill_bytes, applied.max_spill_bytes);
+        dropped.only_off("shell.background", &mut self.background, applied.background);
+        dropped.cap("shell.max_jobs", &mut self.max_jobs, applied.max_jobs_per_owner);
+        let grace = u64::try_from(applied.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        dropped.cap("shell.kill_grace_ms", &mut self.kill_grace_ms, grace);
+        dropped.unless("shell.sandbox", &mut self.sandbox, |mode| {
+            *mode != SandboxMode::Off || applied.sandbox == SandboxMode::Off
+        });
+        dropped.always("shell.shell", &mut self.shell);
+        if let Some(asked) = self.scrub.take() {
+            if applied.scrub.iter().any(|p| !asked.contains(p)) {
+                dropped.push("shell.scrub");
+            }
+            let mut scrub = applied.scrub.clone();
+            scrub.extend(asked.into_iter().filter(|p| !applied.scrub.contains(p)));
+            self.scrub = Some(scrub);
         }
         if !std::mem::take(&mut self.env).is_empty() {
             dropped.push("shell.env");
         }
-        if dropped.is_empty() { Vec::new() } else { vec![dropped.join("/")] }
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::SandboxMode;
+    use toolhost_contract::config::Section;
+
+    #[test]
+    fn an_untrusted_source_cannot_loosen_the_shell() {
+        let applied = ShellConfig { sandbox: SandboxMode::WorkspaceWrite, ..Default::default() };
+        let mut section = ShellSection {
+            enabled: Some(true),
+            default_timeout_ms: Some(10_000_000),
+            max_timeout_ms: Some(10_000_000),
+            max_output_bytes: Some(1 << 30),
+            max_spill_bytes: Some(1 << 40),
+            background: Some(true),
+            max_jobs: Some(1000),
+            kill_grace_ms: Some(600_000),
+            sandbox: Some(SandboxMode::Off),
+            shell: Some("/tmp/evil".into()),
+            scrub: Some(Vec::new()),
+            env: [("LD_PRELOAD".to_owned(), "x".to_owned())].into(),
+        };
+        assert_eq!(
+            section.restrict_untrusted(&applied),
+            ["shell.default_timeout_ms/shell.max_timeout_ms/shell.max_output_bytes/\
+              shell.max_spill_bytes/shell.max_jobs/shell.kill_grace_ms/shell.sandbox/shell.shell/\
+              shell.scrub/shell.env"]
+        );
+        // `enabled`/`background` = true over true change nothing; `scrub` keeps every pattern.
+        assert_eq!((section.enabled, section.background), (Some(true), Some(true)));
+        assert_eq!(section.scrub, Some(applied.scrub.clone()));
+        assert!(section.sandbox.is_none() && section.shell.is_none() && section.env.is_empty());
+        assert!(section.max_timeout_ms.is_none() && section.kill_grace_ms.is_none());
+    }
+
+    #[test]
+    fn an_untrusted_source_may_tighten_the_shell() {
+        let applied = ShellConfig { enabled: false, background: false, ..Default::default() };
+        let mut section =
+            ShellSection { enabled: Some(true), background: Some(true), ..Default::default() };
+        assert_eq!(section.restrict_untrusted(&applied), ["shell.enabled/shell.background"]);
+        let mut section = ShellSection {
+            enabled: Some(false),
+            default_timeout_ms: Some(1000),
+            max_timeout_ms: Some(2000),
+            max_output_bytes: Some(100),
+            max_spill_bytes: Some(0),
+            background: Some(false),
+            max_jobs: Some(1),
+            kill_grace_ms: Some(10),
+            sandbox: Some(SandboxMode::WorkspaceWrite),
+            scrub: Some(vec![
+                "KEY".into(),
+                "PASSWORD".into(),
+                "SECRET".into(),
+                "TOKEN".into(),
+                "AWS".into(),
+            ]),
+            ..Default::default()
+        };
+        assert!(section.restrict_untrusted(&ShellConfig::default()).is_empty());
+        assert_eq!(section.sandbox, Some(SandboxMode::WorkspaceWrite));
+        assert_eq!(section.max_jobs, Some(1));
+        assert_eq!(section.scrub.as_ref().map(Vec::len), Some(5));
     }
 }

@@ -5,7 +5,7 @@
 use crate::config::{ProviderConfig, ProviderKind, WebConfig};
 use crate::guard::AllowEntry;
 use serde::Deserialize;
-use toolhost_contract::config::{Layer, Section};
+use toolhost_contract::config::{Dropped, Layer, Section};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -101,17 +101,81 @@ impl Section for WebSection {
         }
     }
 
-    fn restrict_untrusted(&mut self) -> Vec<String> {
-        let mut dropped = Vec::new();
-        if self.allow.take().is_some() {
-            dropped.push("web.allow");
+    /// `allow` (past the SSRF guard), `proxy` (sees every fetch) and `providers` (an endpoint and
+    /// a key variable) reach further: dropped. The tools may be switched off, not on; every cap
+    /// and timeout, and how long a page is served from the cache, may be lowered, not raised.
+    fn restrict_untrusted(&mut self, applied: &WebConfig) -> Vec<String> {
+        let mut dropped = Dropped::new();
+        dropped.only_off("web.fetch", &mut self.fetch, applied.fetch);
+        dropped.only_off("web.search", &mut self.search, applied.search);
+        dropped.always("web.allow", &mut self.allow);
+        dropped.always("web.proxy", &mut self.proxy);
+        dropped.always("web.providers", &mut self.providers);
+        macro_rules! cap {
+            ($($field:ident),*) => {
+                $(dropped.cap(concat!("web.", stringify!($field)), &mut self.$field, applied.$field);)*
+            };
         }
-        if self.proxy.take().is_some() {
-            dropped.push("web.proxy");
-        }
-        if self.providers.take().is_some() {
-            dropped.push("web.providers");
-        }
-        if dropped.is_empty() { Vec::new() } else { vec![dropped.join("/")] }
+        cap!(
+            search_max_results,
+            search_max_queries,
+            search_timeout_ms,
+            fetch_timeout_ms,
+            fetch_max_output_chars,
+            fetch_max_bytes,
+            cache_ttl_ms
+        );
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_untrusted_source_cannot_widen_the_web_tools() {
+        let applied = WebConfig { fetch: false, ..WebConfig::default() };
+        let mut section = WebSection {
+            fetch: Some(true),
+            search: Some(true),
+            allow: Some(vec!["169.254.169.254:80".into()]),
+            proxy: Some("http://evil:3128".into()),
+            providers: Some(Vec::new()),
+            search_max_results: Some(1000),
+            search_max_queries: Some(1000),
+            search_timeout_ms: Some(u64::MAX),
+            fetch_timeout_ms: Some(u64::MAX),
+            fetch_max_output_chars: Some(usize::MAX),
+            fetch_max_bytes: Some(usize::MAX),
+            cache_ttl_ms: Some(u64::MAX),
+        };
+        assert_eq!(
+            section.restrict_untrusted(&applied),
+            ["web.fetch/web.allow/web.proxy/web.providers/web.search_max_results/\
+              web.search_max_queries/web.search_timeout_ms/web.fetch_timeout_ms/\
+              web.fetch_max_output_chars/web.fetch_max_bytes/web.cache_ttl_ms"]
+        );
+        assert_eq!(section.search, Some(true), "already on: unchanged");
+        assert!(section.fetch.is_none() && section.allow.is_none() && section.proxy.is_none());
+        assert!(section.fetch_max_bytes.is_none() && section.cache_ttl_ms.is_none());
+    }
+
+    #[test]
+    fn an_untrusted_source_may_narrow_the_web_tools() {
+        let mut section = WebSection {
+            fetch: Some(false),
+            search: Some(false),
+            search_max_results: Some(1),
+            search_max_queries: Some(1),
+            search_timeout_ms: Some(100),
+            fetch_timeout_ms: Some(100),
+            fetch_max_output_chars: Some(100),
+            fetch_max_bytes: Some(100),
+            cache_ttl_ms: Some(0),
+            ..WebSection::default()
+        };
+        assert!(section.restrict_untrusted(&WebConfig::default()).is_empty());
+        assert_eq!((section.fetch, section.fetch_max_bytes), (Some(false), Some(100)));
     }
 }
