@@ -19,7 +19,7 @@ use toolhost_contract::{
     BoxFuture, CancellationToken, QuestionError, QuestionRequest, QuestionsHandle, UserQuestions,
     answers_of,
 };
-use toolhost_host::{CallRequest, Host};
+use toolhost_host::{CallRequest, Host, Lane};
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{AsyncFrames, Frame, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_protocol::lsp_ext::{
@@ -349,7 +349,10 @@ async fn answer(
                     }
                 }
             });
+            // A lane of its own, as in `toolhost mcp`: the agent schedules its own calls, and
+            // neither the editor nor another agent waits for them.
             let request = CallRequest::new(p.name, p.arguments)
+                .in_lane(Lane::new())
                 .id(call_id)
                 .by(who)
                 .asked_through(p.can_ask.then_some(asker))

@@ -7,7 +7,8 @@
 //!    child of the caller's cancellation, or of its parent call's (see [`crate::calls`]);
 //! 2. a name no tool has yet is offered to the registry's resolvers (an MCP server started on
 //!    first use), then the call's presentation is computed — once, for every card and the log;
-//! 3. a top-level call waits for its turn at the barrier (a child runs under its parent's);
+//! 3. a top-level call waits for its turn at its caller's lane's barrier (a child runs under its
+//!    parent's permit; a cancelled call gives its permit back at once);
 //! 4. the pending card goes to every listener and to the handle;
 //! 5. `tool/call` is recorded (on disk before the body runs, unless the tool is read-only, whose
 //!    start is committed with its result), with the caller and the parent;
@@ -19,6 +20,7 @@
 //! The call runs as a task of its own: a caller that goes away (a cancelled request drops the
 //! handle) cancels the call, whose body is still awaited to its end and logged.
 
+use crate::calls::Lane;
 use crate::host::{CallOutcome, Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
 use serde_json::Value;
@@ -49,6 +51,9 @@ pub struct CallRequest {
     pub output: Option<mpsc::UnboundedSender<String>>,
     /// A call of the own agent: its run's permission mode and depth.
     pub agent: Option<AgentCall>,
+    /// The caller's lane: the calls the barrier orders this one with (see [`crate::calls`]);
+    /// `None` for the host's shared lane (the editor's calls, a CLI call).
+    pub lane: Option<Lane>,
 }
 
 impl CallRequest {
@@ -63,6 +68,7 @@ impl CallRequest {
             cancel: None,
             output: None,
             agent: None,
+            lane: None,
         }
     }
 
@@ -98,6 +104,11 @@ impl CallRequest {
 
     pub fn for_agent(mut self, agent: AgentCall) -> Self {
         self.agent = Some(agent);
+        self
+    }
+
+    pub fn in_lane(mut self, lane: Lane) -> Self {
+        self.lane = Some(lane);
         self
     }
 }
@@ -188,7 +199,7 @@ impl Host {
         token: CancellationToken,
         started: oneshot::Sender<Card>,
     ) -> Result<CallOutcome, HostError> {
-        let CallRequest { name, arguments, caller, asker, parent, output, agent, .. } = request;
+        let CallRequest { name, arguments, caller, asker, parent, output, agent, lane, .. } = request;
         self.recover().await;
         let registry = self.registry();
         if !registry.contains(&name) {
@@ -201,7 +212,7 @@ impl Host {
             None
         } else {
             let safe = registry.concurrency_safe(&name, &arguments);
-            self.calls().permit(safe, &token).await
+            self.calls().permit(lane.as_ref(), safe, &token).await
         };
         let pending =
             card::build(origin(), &presentation, self.root_display(), CardOutcome::Pending);

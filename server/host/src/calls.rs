@@ -1,10 +1,16 @@
 //! The running calls of one host: each call's cancellation by id (a card's Stop, a front end
-//! going away), its parent, the barrier that orders calls, and the count a wind-down waits on.
+//! going away), its parent, the barriers that order calls, and the count a wind-down waits on.
 //!
-//! The barrier: a concurrency-safe call takes it shared, any other call exclusively, so an
-//! exclusive call never overlaps another call of the host. A child call (a subagent's, a nested
-//! call of a program) takes no permit of its own: its parent holds one for as long as the child
-//! runs, and a child waiting for the barrier would wait on its own parent.
+//! The barrier orders the calls of one caller — one [`Lane`]: a concurrency-safe call takes its
+//! lane's barrier shared, any other call exclusively, so within a lane an exclusive call never
+//! overlaps another call and calls start in the order they came. Lanes never wait for each
+//! other: an agent's ten-minute `bash` does not hold up the editor or a second agent, whose
+//! calls meet the first agent's only where they touch the same file (the workspace's per-path
+//! locks and its "unchanged since read" check), as two processes would. A child call (a
+//! subagent's, a nested call of a program) takes no permit of its own: its parent holds one for
+//! as long as the child runs, and a child waiting for the barrier would wait on its own parent.
+//! A call cancelled while it runs gives its permit back at once, not when its body returns: a
+//! body stuck in the kernel must not hold up its lane.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +23,23 @@ struct Inner {
     calls: Mutex<HashMap<String, CancellationToken>>,
     active: AtomicUsize,
     idle: Notify,
+    /// The lane of calls whose request names none (the editor's, a CLI call's).
+    shared_lane: Lane,
+}
+
+/// The calls of one caller, ordered by one barrier: the editor's, one run of an agent, one MCP
+/// request (an MCP client schedules its own calls: what it sends at once it meant to overlap).
+/// Clones are the same lane.
+#[derive(Clone, Default)]
+pub struct Lane {
     barrier: Arc<RwLock<()>>,
+}
+
+impl Lane {
+    /// A lane of its own, ordered with no other caller's calls.
+    pub fn new() -> Self {
+        Lane::default()
+    }
 }
 
 /// The running calls of a host.
@@ -26,10 +48,38 @@ pub struct CallTable {
     inner: Arc<Inner>,
 }
 
-/// A barrier permit, held (never read) until the call ends.
-pub enum Permit {
+/// A barrier guard, held (never read) until the permit goes.
+enum Guard {
     Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
     Exclusive(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
+}
+
+/// A call's turn at its lane's barrier: held until the call ends or is cancelled, whichever
+/// comes first.
+pub struct Permit {
+    guard: Arc<Mutex<Option<Guard>>>,
+    release_on_cancel: tokio::task::JoinHandle<()>,
+}
+
+impl Permit {
+    fn new(guard: Guard, token: &CancellationToken) -> Self {
+        let guard = Arc::new(Mutex::new(Some(guard)));
+        let release_on_cancel = {
+            let (guard, token) = (Arc::clone(&guard), token.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                guard.lock().unwrap_or_else(PoisonError::into_inner).take();
+            })
+        };
+        Permit { guard, release_on_cancel }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.guard.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.release_on_cancel.abort();
+    }
 }
 
 /// Keeps a call listed; dropping it removes the call and wakes a waiting wind-down.
@@ -72,24 +122,27 @@ impl CallTable {
         Some((token, Listed { table: self.clone(), call_id: call_id.to_owned() }))
     }
 
-    /// Waits for the call's turn at the barrier. A call whose token fires while it waits gets no
-    /// permit (it must not run its body, and returns at once).
+    /// Waits for the call's turn at the barrier of `lane` (the shared lane when `None`). A call
+    /// whose token fires while it waits gets no permit (it must not run its body, and returns at
+    /// once).
     pub async fn permit(
         &self,
+        lane: Option<&Lane>,
         concurrency_safe: bool,
         token: &CancellationToken,
     ) -> Option<Permit> {
-        let barrier = Arc::clone(&self.inner.barrier);
-        tokio::select! {
-            permit = async {
+        let barrier = Arc::clone(&lane.unwrap_or(&self.inner.shared_lane).barrier);
+        let guard = tokio::select! {
+            guard = async {
                 if concurrency_safe {
-                    Permit::Shared(barrier.read_owned().await)
+                    Guard::Shared(barrier.read_owned().await)
                 } else {
-                    Permit::Exclusive(barrier.write_owned().await)
+                    Guard::Exclusive(barrier.write_owned().await)
                 }
-            } => Some(permit),
-            () = token.cancelled() => None,
-        }
+            } => guard,
+            () = token.cancelled() => return None,
+        };
+        Some(Permit::new(guard, token))
     }
 
     /// Cancels running call `call_id` (and so its children); `false` when it is not running.
@@ -151,17 +204,53 @@ mod tests {
     async fn an_exclusive_call_waits_for_shared_ones_and_a_cancelled_wait_gets_no_permit() {
         let table = CallTable::default();
         let token = CancellationToken::new();
-        let shared = table.permit(true, &token).await;
-        assert!(matches!(shared, Some(Permit::Shared(_))));
+        let shared = table.permit(None, true, &token).await;
+        assert!(shared.is_some());
+        assert!(table.permit(None, true, &token).await.is_some(), "shared permits overlap");
         let waiting = CancellationToken::new();
         let exclusive = {
             let (table, waiting) = (table.clone(), waiting.clone());
-            tokio::spawn(async move { table.permit(false, &waiting).await.is_some() })
+            tokio::spawn(async move { table.permit(None, false, &waiting).await.is_some() })
         };
         tokio::task::yield_now().await;
         waiting.cancel();
         assert!(!exclusive.await.unwrap(), "a cancelled wait returns without a permit");
         drop(shared);
-        assert!(table.permit(false, &token).await.is_some());
+        assert!(table.permit(None, false, &token).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn an_exclusive_call_of_one_lane_holds_up_no_other_lane() {
+        let table = CallTable::default();
+        let token = CancellationToken::new();
+        let (agent, editor) = (Lane::new(), None);
+        let _long_bash = table.permit(Some(&agent), false, &token).await.unwrap();
+        let read = table.permit(editor, true, &token).await;
+        assert!(read.is_some(), "the shared lane does not wait for another lane");
+        let second_agent = table.permit(Some(&Lane::new()), false, &token).await;
+        assert!(second_agent.is_some(), "nor does a second agent's lane");
+        let same_lane = {
+            let (table, agent, token) = (table.clone(), agent.clone(), token.clone());
+            tokio::spawn(async move { table.permit(Some(&agent), true, &token).await.is_some() })
+        };
+        tokio::task::yield_now().await;
+        assert!(!same_lane.is_finished(), "the same lane waits for its exclusive call");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_gives_its_lane_back_before_its_body_returns() {
+        let table = CallTable::default();
+        let lane = Lane::new();
+        let stuck = CancellationToken::new();
+        // The permit of a call whose body never returns (it is kept alive below).
+        let _held = table.permit(Some(&lane), false, &stuck).await.unwrap();
+        stuck.cancel();
+        let next = CancellationToken::new();
+        let after = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            table.permit(Some(&lane), false, &next),
+        )
+        .await;
+        assert!(after.is_ok_and(|p| p.is_some()), "the lane is free once the call is cancelled");
     }
 }

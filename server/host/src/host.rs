@@ -328,6 +328,11 @@ impl Host {
         self.calls.cancel(call_id)
     }
 
+    /// Whether call `call_id` runs now.
+    pub fn call_running(&self, call_id: &str) -> bool {
+        self.calls.running(call_id)
+    }
+
     /// Cancels every running call (the front end is going away).
     pub fn cancel_all_calls(&self) {
         self.calls.cancel_all();

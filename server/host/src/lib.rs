@@ -31,6 +31,7 @@ pub mod subagent;
 pub mod watcher;
 
 pub use call::{CallHandle, CallRequest};
+pub use calls::Lane;
 pub use events::HostListener;
 pub use host::{
     BRIDGED_ENV, CallOutcome, Host, HostError, HostOptions, new_call_id, started_by_bridge,

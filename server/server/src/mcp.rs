@@ -17,7 +17,7 @@ use toolhost_attach::AttachClient;
 use toolhost_contract::{BoxFuture, CancellationToken};
 use toolhost_host::config::Config;
 use toolhost_host::session::{self, OpenedSession};
-use toolhost_host::{CallRequest, Host, new_call_id, open_host};
+use toolhost_host::{CallRequest, Host, Lane, new_call_id, open_host};
 use toolhost_mcp::{Backend, BackendError, Caller, ToolCall};
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallToolParams, CallToolResult, CallerInfo, ListToolsResult,
@@ -72,7 +72,10 @@ impl Backend for LocalBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
         Box::pin(async move {
+            // Each request in a lane of its own: the MCP client schedules its own calls (what it
+            // sends at once it meant to overlap), and several agents may share one connection.
             let request = CallRequest::new(call.name, call.arguments)
+                .in_lane(Lane::new())
                 .by(call.caller.map(|c| c.name))
                 .asked_through(call.questions)
                 .following(call.output)

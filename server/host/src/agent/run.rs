@@ -4,6 +4,7 @@
 //! conversation recorded in the session log among the calls' own records.
 
 use crate::call::CallRequest;
+use crate::calls::Lane;
 use crate::host::{Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
 use serde_json::Value;
@@ -40,6 +41,9 @@ struct HostRunner<'h> {
     parent: Option<String>,
     /// 1 for a top-level run, one more per subagent level.
     depth: u32,
+    /// The run's lane: its own turn's calls are ordered with each other, never with another
+    /// run's or the editor's.
+    lane: Lane,
     on_update: Box<dyn Fn(RunUpdate) + Send + Sync + 'h>,
 }
 
@@ -84,7 +88,8 @@ impl ToolRunner for HostRunner<'_> {
                 .by(Some(self.caller.clone()))
                 .child_of(self.parent.clone())
                 .cancelled_by(cancel)
-                .for_agent(AgentCall { mode, depth: self.depth });
+                .for_agent(AgentCall { mode, depth: self.depth })
+                .in_lane(self.lane.clone());
             let failed = |err: HostError| {
                 let mut failed = ToolOutcome::new(format!("Error: {err}"), true);
                 failed.call_id = Some(call_id.clone());
@@ -278,6 +283,7 @@ pub async fn run(
         caller: request.caller.clone(),
         parent: request.parent.as_ref().map(|(call, _)| call.clone()),
         depth: request.parent.as_ref().map_or(1, |(_, depth)| (*depth).max(1)),
+        lane: Lane::new(),
         on_update: Box::new(on_update),
     };
     let outcome = match ModelClient::new(settings.model_config()) {
