@@ -5,6 +5,10 @@
 //! - it gets **SIGKILL when toolhost dies**, even by SIGKILL (`PR_SET_PDEATHSIG`, set from a
 //!   spawner thread that lives as long as the process, because the kernel ties the signal to
 //!   the thread that forked);
+//! - **its whole group dies with toolhost too**, however toolhost dies: the child registers its
+//!   group (a terminal: its session) with the guard (`guard.rs`) before it execs, and the guard — a helper
+//!   process forked once — kills every registered group when toolhost's end of their socket
+//!   closes (the parent-death signal alone reaches only the leader, not what it started);
 //! - a monitor task reaps the leader as soon as it exits and, when asked, kills the rest of the
 //!   group then (helpers would otherwise keep its pipes open);
 //! - [`ChildGroup::terminate`] is the one way to stop a group: SIGTERM to the group, a grace
@@ -21,6 +25,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
 use std::time::{Duration, Instant};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
+
+mod guard;
 
 pub use rustix::process::Signal;
 
@@ -225,10 +231,11 @@ fn spawn_leader(
     session: bool,
 ) -> io::Result<ChildGroup> {
     let parent = rustix::process::getpid();
+    let guard = guard::arm(guarded_groups);
     command.kill_on_drop(true);
-    // SAFETY: the closure runs in the forked child before exec and only makes two raw system
-    // calls (prctl, getppid); it allocates nothing and takes no lock, so it is safe after fork in
-    // a multi-threaded process.
+    // SAFETY: the closure runs in the forked child before exec and only makes raw system calls
+    // (prctl, getppid, getpid, send); it allocates nothing and takes no lock, so it is safe after
+    // fork in a multi-threaded process.
     #[allow(unsafe_code)]
     unsafe {
         command.pre_exec(move || {
@@ -236,6 +243,10 @@ fn spawn_leader(
             // The parent may have died before the signal was armed.
             if rustix::process::getppid() != Some(parent) {
                 return Err(io::Error::from_raw_os_error(rustix::io::Errno::SRCH.raw_os_error()));
+            }
+            // Before exec, so nothing the program starts can fork unguarded.
+            if let Some(fd) = guard {
+                guard::register_self(fd, session);
             }
             Ok(())
         });
@@ -275,6 +286,7 @@ fn spawn_leader(
         if shared.session {
             reap_session(shared.pgid).await;
         }
+        guard::forget(shared.pgid);
         shared.state.send_replace(GroupState::Reaped(status));
     });
     Ok(group)
@@ -420,6 +432,11 @@ fn live_groups() -> Vec<GroupHandle> {
         .map(|shared| GroupHandle { shared })
         .filter(|g| !matches!(g.state(), GroupState::Reaped(_)))
         .collect()
+}
+
+/// What a replacement guard must know: every group not yet reaped, and whether it is a session.
+fn guarded_groups() -> Vec<(rustix::process::Pid, bool)> {
+    live_groups().iter().map(|g| (g.shared.pgid, g.shared.session)).collect()
 }
 
 /// How many spawned groups still have members.
