@@ -9,9 +9,11 @@
 //!
 //! Trust rule: a workspace's `toolhost.toml` (and editor settings that may come from it) is
 //! untrusted unless the user listed the workspace in `trusted_workspaces` (`toolhost trust`).
-//! Before an untrusted source is applied, every section drops what it may not set — whatever
-//! starts a program, reaches further or loosens a check — and the front end shows a warning per
-//! group of dropped keys. A cloned repository can never make toolhost run a program.
+//! An untrusted source can only tighten: just before it is applied, every section holds its keys
+//! to what narrows the settings the sources before it left (a cap no higher, a switch one way, a
+//! list only added to) and drops whatever starts a program, reaches further or loosens a check;
+//! the front end shows a warning per group of dropped keys (docs/configuration.md, "Trust", lists
+//! every key). A cloned repository can never make toolhost run a program.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -70,14 +70,12 @@ impl toolhost_contract::config::Section for McpSection {
         }
     }
 
-    /// `results` only chooses how the same result is shaped, so it stays; `max_line_bytes` is a
-    /// cap, kept when lower. `meta` is handed to the agent's client, which may act on it (load
-    /// a tool, skip a confirmation) in ways toolhost cannot judge, so it is dropped.
+    /// `results` only chooses how the same result is shaped and `meta` only describes
+    /// toolhost's own tools to the agent's client (hints such as `anthropic/alwaysLoad`: no tool
+    /// does more, nothing starts or is reached), so both stay; `max_line_bytes` is a cap, kept
+    /// when lower.
     fn restrict_untrusted(&mut self, applied: &McpConfig) -> Vec<String> {
         let mut dropped = toolhost_contract::config::Dropped::new();
-        if !std::mem::take(&mut self.meta).is_empty() {
-            dropped.push("mcp.meta");
-        }
         dropped.cap("mcp.max_line_bytes", &mut self.max_line_bytes, applied.max_line_bytes);
         dropped.group()
     }
@@ -89,16 +87,16 @@ mod tests {
     use toolhost_contract::config::Section;
 
     #[test]
-    fn an_untrusted_source_may_shape_results_but_not_pass_meta_or_raise_the_line_cap() {
+    fn an_untrusted_source_may_shape_results_and_describe_tools_but_not_raise_the_line_cap() {
         let mut section = McpSection {
             results: Some(ResultsMode::Text),
-            meta: ToolMeta::from([("*".to_owned(), Map::new())]),
+            meta: ToolMeta::from([("read".to_owned(), Map::new())]),
             max_line_bytes: Some(usize::MAX),
         };
         let applied = McpConfig::default();
-        assert_eq!(section.restrict_untrusted(&applied), ["mcp.meta/mcp.max_line_bytes"]);
+        assert_eq!(section.restrict_untrusted(&applied), ["mcp.max_line_bytes"]);
         assert_eq!(section.results, Some(ResultsMode::Text));
-        assert!(section.meta.is_empty());
+        assert_eq!(section.meta.len(), 1);
         assert_eq!(section.max_line_bytes, None);
         let mut lower = McpSection { max_line_bytes: Some(1024), ..Default::default() };
         assert!(lower.restrict_untrusted(&applied).is_empty());

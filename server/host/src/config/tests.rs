@@ -137,7 +137,7 @@ fn the_documented_example_parses_and_sets_the_mcp_keys() {
     let end = start + doc[start..].find("```").unwrap();
     let layer = PartialConfig::from_toml("docs/configuration.md", &doc[start..end]).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // From the user config (an untrusted workspace's `meta` and servers would be dropped).
+    // From the user config (an untrusted workspace's servers would be dropped).
     let config = Sources { user: Some(layer), ..Default::default() }.resolve(dir.path());
     assert_eq!(config.mcp.results, toolhost_mcp::ResultsMode::Auto);
     assert_eq!(config.mcp.max_line_bytes, 64 * 1024 * 1024);
