@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
 use toolhost_contract::spill::{OwnSpill, SpillMode};
-use toolhost_contract::{Tool, ToolContext, ToolError};
+use toolhost_contract::{CancellationToken, Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
-use toolhost_workspace::search::{self, GlobOptions};
+use toolhost_workspace::search::{self, GlobOptions, SearchError, SearchTool};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
@@ -32,6 +32,30 @@ pub struct GlobOutput {
 pub(crate) enum Recovery<'a> {
     Unsaved,
     Stored { locator: &'a str, hint: &'a str },
+}
+
+/// Runs a search off the async threads, polling `signal`, and answers as soon as `signal` fires
+/// even if the search is stuck in a system call it cannot be interrupted in: the call must not
+/// wait on it (the search notices the signal at its next poll and ends by itself).
+pub(crate) async fn run_search<T, F>(
+    tool: SearchTool,
+    signal: &CancellationToken,
+    search: F,
+) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&(dyn Fn() -> bool + Sync)) -> Result<T, SearchError> + Send + 'static,
+{
+    let polled = signal.clone();
+    let task = tokio::task::spawn_blocking(move || search(&move || polled.is_cancelled()));
+    let outcome = tokio::select! {
+        joined = task => joined.map_err(|e| {
+            let message = format!("{} search failed: {e}", tool.name());
+            ToolError::typed("SearchError", "SEARCH_FAILED", message)
+        })?,
+        () = signal.cancelled() => Err(SearchError::Aborted(tool)),
+    };
+    outcome.map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))
 }
 
 pub struct GlobTool {
@@ -209,17 +233,11 @@ impl Tool for GlobTool {
             }
             None => (workdir.clone(), ".".to_owned()),
         };
-        let signal = cx.signal().clone();
         let pattern = args.pattern.clone();
-        let paths = tokio::task::spawn_blocking(move || {
-            let cancelled = move || signal.is_cancelled();
-            search::glob(&GlobOptions::new(&workdir, &search_root, &pattern, &cancelled))
+        let paths = run_search(SearchTool::Glob, cx.signal(), move |cancelled| {
+            search::glob(&GlobOptions::new(&workdir, &search_root, &pattern, cancelled))
         })
-        .await
-        .map_err(|e| {
-            ToolError::typed("SearchError", "SEARCH_FAILED", format!("glob search failed: {e}"))
-        })?
-        .map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))?;
+        .await?;
         Ok(GlobOutput { root, paths })
     }
 

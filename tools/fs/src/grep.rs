@@ -1,7 +1,7 @@
 //! `grep`: regex search over file contents (docs/tools.md, grep; files sorted by path, lines
 //! ascending).
 
-use crate::glob::{Recovery, bound_meta};
+use crate::glob::{Recovery, bound_meta, run_search};
 use crate::{FsLimits, fs_failure, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use toolhost_contract::spill::{OwnSpill, SpillMode, head_bytes};
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
-use toolhost_workspace::search::{self, GrepOptions};
+use toolhost_workspace::search::{self, GrepOptions, SearchTool};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
@@ -183,23 +183,17 @@ impl Tool for GrepTool {
             Some(path) => ws.resolve(path).await.map_err(fs_failure)?.real_path,
             None => workdir.clone(),
         };
-        let signal = cx.signal().clone();
         let (pattern, include) = (args.pattern.clone(), args.include.clone());
-        let found = tokio::task::spawn_blocking(move || {
-            let cancelled = move || signal.is_cancelled();
+        let found = run_search(SearchTool::Grep, cx.signal(), move |cancelled| {
             search::grep(&GrepOptions::new(
                 &workdir,
                 &search_root,
                 &pattern,
                 include.as_deref(),
-                &cancelled,
+                cancelled,
             ))
         })
-        .await
-        .map_err(|e| {
-            ToolError::typed("SearchError", "SEARCH_FAILED", format!("grep search failed: {e}"))
-        })?
-        .map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))?;
+        .await?;
         Ok(GrepOutput {
             matches: found
                 .into_iter()

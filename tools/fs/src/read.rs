@@ -1,4 +1,8 @@
 //! `read`: a numbered window of a text file (docs/tools.md, read).
+//!
+//! The file is streamed through a [`Window`] that keeps only the lines shown (each cut to the
+//! longest line shown) and counts the rest, so reading one line of a file of any size takes the
+//! memory of one line.
 
 use crate::{FsLimits, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
@@ -8,6 +12,8 @@ use toolhost_contract::spill::SpillMode;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
+use toolhost_workspace::TextSink;
+use toolhost_workspace::{FsError, Op};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
@@ -64,33 +70,132 @@ fn truncate_line(line: &str, max: u64) -> String {
     line.to_owned()
 }
 
-/// The windowing of docs/tools.md (read): lines split on `\n` (one trailing `\r` stripped), long
-/// lines truncated, at most `limit` lines from `offset` within a byte budget; every line is
-/// counted.
-fn window(text: &str, offset: u64, limit: u64, limits: &FsLimits) -> (Vec<ReadLine>, u64, bool) {
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    let mut lines = Vec::new();
-    let mut total = 0u64;
-    let mut bytes = 0u64;
-    let mut capped = false;
-    if !text.is_empty() {
-        for raw in body.split('\n') {
-            total += 1;
-            if total < offset || capped || lines.len() as u64 >= limit {
-                continue;
-            }
-            let raw = raw.strip_suffix('\r').unwrap_or(raw);
-            let shown = truncate_line(raw, limits.read_max_line_length);
-            let cost = shown.len() as u64 + u64::from(!lines.is_empty());
-            if bytes + cost > limits.read_max_bytes {
-                capped = true;
-                continue;
-            }
-            bytes += cost;
-            lines.push(ReadLine { number: total, text: shown });
+/// The windowing of docs/tools.md (read), fed the file's text piece by piece: lines split on
+/// `\n` (one trailing `\r` stripped), a leading BOM dropped, long lines truncated, at most
+/// `limit` lines from `offset` within a byte budget; every line is counted (a last line without
+/// `\n` counts, an empty text has no lines).
+#[derive(Debug)]
+struct Window {
+    offset: u64,
+    limit: u64,
+    max_line_length: u64,
+    max_bytes: u64,
+    lines: Vec<ReadLine>,
+    /// Lines ended so far.
+    ended: u64,
+    bytes: u64,
+    capped: bool,
+    /// Whether any text came yet (the BOM is looked for before the first).
+    started: bool,
+    /// Whether the current line has any text (an unterminated last line counts only if so).
+    open: bool,
+    /// The start of the current line while it is one to show: enough of it to cut it exactly
+    /// (the first character past the longest line shown ends it).
+    kept: String,
+    kept_units: u64,
+    /// Whether the current line goes on past `kept` (so its last character is not in `kept`).
+    more: bool,
+}
+
+impl Window {
+    fn new(offset: u64, limit: u64, limits: &FsLimits) -> Self {
+        Window {
+            offset,
+            limit,
+            max_line_length: limits.read_max_line_length,
+            max_bytes: limits.read_max_bytes,
+            lines: Vec::new(),
+            ended: 0,
+            bytes: 0,
+            capped: false,
+            started: false,
+            open: false,
+            kept: String::new(),
+            kept_units: 0,
+            more: false,
         }
     }
-    (lines, total, capped)
+
+    /// Whether the line being read (number `ended + 1`) may still be shown.
+    fn wanted(&self) -> bool {
+        let number = self.ended + 1;
+        number >= self.offset && !self.capped && (self.lines.len() as u64) < self.limit
+    }
+
+    /// Keeps `text` of the current line, up to the first character past the longest line shown.
+    fn keep(&mut self, text: &str) {
+        if self.kept_units > self.max_line_length {
+            self.more = true;
+            return;
+        }
+        for (idx, ch) in text.char_indices() {
+            self.kept_units += ch.len_utf16() as u64;
+            if self.kept_units > self.max_line_length {
+                let end = idx + ch.len_utf8();
+                self.kept.push_str(&text[..end]);
+                self.more = end < text.len();
+                return;
+            }
+        }
+        self.kept.push_str(text);
+    }
+
+    /// Ends the current line.
+    fn end_line(&mut self) {
+        if self.wanted() {
+            // Everything past `kept` lies beyond the cut, so cutting `kept` cuts the line.
+            let raw = std::mem::take(&mut self.kept);
+            // Only the line's own last character is a line ending's `\r`.
+            let raw = if self.more { &raw } else { raw.strip_suffix('\r').unwrap_or(&raw) };
+            let shown = truncate_line(raw, self.max_line_length);
+            let cost = shown.len() as u64 + u64::from(!self.lines.is_empty());
+            if self.bytes + cost > self.max_bytes {
+                self.capped = true;
+            } else {
+                self.bytes += cost;
+                self.lines.push(ReadLine { number: self.ended + 1, text: shown });
+            }
+        }
+        self.kept.clear();
+        self.kept_units = 0;
+        self.more = false;
+        self.ended += 1;
+        self.open = false;
+    }
+
+    /// The shown lines, how many lines there are, and whether the byte budget cut the window.
+    fn finish(mut self) -> (Vec<ReadLine>, u64, bool) {
+        if self.open {
+            self.end_line();
+        }
+        (self.lines, self.ended, self.capped)
+    }
+}
+
+impl TextSink for Window {
+    fn push(&mut self, mut text: &str) {
+        if !self.started && !text.is_empty() {
+            self.started = true;
+            // A UTF-8 BOM is an encoding mark, not text the model should see.
+            text = crate::strip_bom(text).1;
+        }
+        while !text.is_empty() {
+            let (piece, rest, ends) = match text.find('\n') {
+                Some(at) => (&text[..at], &text[at + 1..], true),
+                None => (text, "", false),
+            };
+            if !piece.is_empty() {
+                self.open = true;
+                if self.wanted() {
+                    self.keep(piece);
+                }
+            }
+            if ends {
+                self.end_line();
+            }
+            text = rest;
+        }
+    }
 }
 
 /// The language id of a path for syntax highlighting (lowercased final extension).
@@ -170,10 +275,17 @@ impl Tool for ReadTool {
             )));
         }
         let ws = workspace(&cx)?;
-        let file = ws.read_file(&args.file_path).await.map_err(fs_failure)?;
-        // A UTF-8 BOM is an encoding mark, not text the model should see.
-        let text = crate::strip_bom(&file.text).1;
-        let (lines, total, capped) = window(text, offset, limit, &self.limits);
+        let window = Window::new(offset, limit, &self.limits);
+        let read = ws.read_streaming(&args.file_path, window, cx.signal());
+        // The read stops at its next chunk once cancelled; the call answers at once.
+        let (file, window) = tokio::select! {
+            read = read => read.map_err(fs_failure)?,
+            () = cx.signal().cancelled() => {
+                let path = ws.display_path(&args.file_path).unwrap_or_default();
+                return Err(fs_failure(FsError::Aborted { op: Op::Read, path }));
+            }
+        };
+        let (lines, total, capped) = window.finish();
         if offset > total && !(total == 0 && offset == 1) && !capped {
             return Err(ToolError::typed(
                 "FsError",
@@ -244,6 +356,93 @@ mod tests {
 
     fn limits() -> FsLimits {
         FsLimits::default()
+    }
+
+    /// The text fed to a [`Window`] in pieces of `piece` characters.
+    fn window_in(text: &str, piece: usize, offset: u64, limit: u64, limits: &FsLimits) -> Window {
+        let mut window = Window::new(offset, limit, limits);
+        let chars: Vec<char> = text.chars().collect();
+        for part in chars.chunks(piece.max(1)) {
+            window.push(&part.iter().collect::<String>());
+        }
+        window
+    }
+
+    fn window(
+        text: &str,
+        offset: u64,
+        limit: u64,
+        limits: &FsLimits,
+    ) -> (Vec<ReadLine>, u64, bool) {
+        window_in(text, usize::MAX, offset, limit, limits).finish()
+    }
+
+    /// The windowing as it was done on the whole text, before reads streamed: the oracle the
+    /// streamed window must equal.
+    fn whole(text: &str, offset: u64, limit: u64, limits: &FsLimits) -> (Vec<ReadLine>, u64, bool) {
+        let text = crate::strip_bom(text).1;
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let mut lines = Vec::new();
+        let (mut total, mut bytes, mut capped) = (0u64, 0u64, false);
+        if !text.is_empty() {
+            for raw in body.split('\n') {
+                total += 1;
+                if total < offset || capped || lines.len() as u64 >= limit {
+                    continue;
+                }
+                let raw = raw.strip_suffix('\r').unwrap_or(raw);
+                let shown = truncate_line(raw, limits.read_max_line_length);
+                let cost = shown.len() as u64 + u64::from(!lines.is_empty());
+                if bytes + cost > limits.read_max_bytes {
+                    capped = true;
+                    continue;
+                }
+                bytes += cost;
+                lines.push(ReadLine { number: total, text: shown });
+            }
+        }
+        (lines, total, capped)
+    }
+
+    #[test]
+    fn streamed_window_is_the_whole_text_window() {
+        let texts = [
+            "",
+            "\n",
+            "\n\n",
+            "a",
+            "a\n",
+            "a\r\nb\r\n",
+            "\u{feff}",
+            "\u{feff}\n",
+            "\u{feff}x\ny",
+            "abcdefgh\nabcdef\r\nabcde\r\nabc\r\r\n\rabcdef\r",
+            "ééééééé\n𝄞𝄞𝄞\nab𝄞\n\u{feff}mid\n",
+            "aaaa\nbbbb\ncccc\ndddd\n\n\neeee",
+            "abcde\rX\nabcd\r\r\na\rb\n\r\r\r\n",
+        ];
+        let shapes = [
+            limits(),
+            FsLimits { read_max_line_length: 5, ..limits() },
+            FsLimits { read_max_line_length: 1, read_max_bytes: 9, ..limits() },
+            FsLimits { read_max_bytes: 0, ..limits() },
+        ];
+        for text in texts {
+            for shape in &shapes {
+                for offset in 1..=5 {
+                    for limit in 1..=4 {
+                        let expected = whole(text, offset, limit, shape);
+                        for piece in [1, 2, 3, 7, usize::MAX] {
+                            let got = window_in(text, piece, offset, limit, shape).finish();
+                            assert_eq!(
+                                got, expected,
+                                "{text:?} {shape:?} {offset} {limit} {piece}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -127,6 +127,26 @@ pub fn content_version(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// [`content_version`] of bytes that arrive in pieces, so a file is versioned without holding
+/// it whole in memory.
+#[derive(Debug, Clone, Default)]
+pub struct VersionHasher(Sha256);
+
+impl VersionHasher {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The version of everything passed to [`VersionHasher::update`], in order.
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +177,16 @@ mod tests {
         assert!(!restored.is_suspect("/w/never-seen"));
         restored.record("/w/a", Observation::Present("v2".into()));
         assert!(!restored.is_suspect("/w/a"));
+    }
+
+    #[test]
+    fn streamed_version_is_the_whole_version() {
+        let bytes = b"one\ntwo\nthree\n";
+        let mut hasher = VersionHasher::new();
+        for piece in bytes.chunks(5) {
+            hasher.update(piece);
+        }
+        assert_eq!(hasher.finish(), content_version(bytes));
     }
 
     #[test]

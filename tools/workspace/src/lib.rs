@@ -30,11 +30,11 @@ pub use atomic::TEMP_PREFIX;
 pub use backend::{BackendFuture, TextBackend};
 pub use dirty::DirtyBuffers;
 pub use error::{FsError, Op, SandboxReason};
-pub use ledger::{Ledger, Observation, ObserveHook, content_version};
+pub use ledger::{Ledger, Observation, ObserveHook, VersionHasher, content_version};
 pub use locks::PathLock;
 pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
     BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, INVALIDATED_PREFIX,
-    ReadFile, ResolvedPath, Workspace, WorkspaceConfig, WriteEvent, WriteListener, WriteOperation,
-    WriteOutcome,
+    ReadFile, ResolvedPath, StreamedFile, TextSink, Workspace, WorkspaceConfig, WriteEvent,
+    WriteListener, WriteOperation, WriteOutcome,
 };

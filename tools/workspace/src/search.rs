@@ -44,6 +44,14 @@
 //! below the root is skipped (rg would exit 2, failing the whole search), while an unreadable
 //! `search_root` is [`SearchError::Failed`].
 //!
+//! **Nothing blocks on a special file** (where `rg` would hang): only regular files are opened for
+//! their content, non-blocking and type checked on the handle. A `search_root` that is a FIFO,
+//! socket or device is [`SearchError::NotSearchable`]; one met while walking is skipped, like a
+//! walked entry that turned into one (or into a symbolic link) after it was listed. An ignore file
+//! that is such an entry cannot be read safely, and the walker opens ignore files itself: grep
+//! skips a folder holding one, and fails with [`SearchError::Failed`] when the search root or one
+//! of its ancestors does (glob reads no ignore files).
+//!
 //! **Bounds**: `cancelled` is polled for every walked entry and every 256 matches; the summed size
 //! of results (path bytes + 1 per glob path, path + line bytes per grep match) is capped by
 //! `max_output_bytes` so one search cannot exhaust memory.
@@ -59,6 +67,8 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+
+mod special;
 
 /// `rawOutputMaxBytes`: the default cap on accumulated result bytes.
 pub const RAW_OUTPUT_MAX_BYTES: usize = 20_000_000;
@@ -118,6 +128,10 @@ pub enum SearchError {
     /// The search could not run, e.g. the search root is missing or unreadable.
     #[error("{0} search failed: {1}")]
     Failed(SearchTool, String),
+    /// The search root is neither a directory nor a regular file: a FIFO, a socket or a device,
+    /// whose opening could block or act (the path, then what it is).
+    #[error("{0} cannot search \"{1}\": {2} is not a regular file or directory")]
+    NotSearchable(SearchTool, String, &'static str),
     /// `cancelled` returned true before the search completed.
     #[error("{0} was aborted before completion (tool timeout or caller cancellation)")]
     Aborted(SearchTool),
@@ -135,6 +149,7 @@ impl SearchError {
         match self {
             Self::InvalidPattern(..) => "SEARCH_INVALID_PATTERN",
             Self::Failed(..) => "SEARCH_FAILED",
+            Self::NotSearchable(..) => "SEARCH_NOT_REGULAR_FILE",
             Self::Aborted(..) => "SEARCH_ABORTED",
             Self::RawOutputOverflow(..) => "SEARCH_RAW_OUTPUT_OVERFLOW",
         }
@@ -145,6 +160,7 @@ impl SearchError {
         match self {
             Self::InvalidPattern(tool, _)
             | Self::Failed(tool, _)
+            | Self::NotSearchable(tool, ..)
             | Self::Aborted(tool)
             | Self::RawOutputOverflow(tool, _) => *tool,
         }
@@ -243,7 +259,7 @@ pub fn glob(opts: &GlobOptions<'_>) -> Result<Vec<String>, SearchError> {
         return Err(SearchError::Aborted(tool));
     }
     let overrides = glob_overrides(opts.workdir, opts.pattern)?;
-    check_root(tool, opts.search_root)?;
+    check_root(tool, opts.workdir, opts.search_root)?;
 
     let mut walk = WalkBuilder::new(opts.search_root);
     walk.standard_filters(false).overrides(overrides).threads(0);
@@ -293,10 +309,19 @@ pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
         Some(include) => include_overrides(opts.workdir, include)?,
         None => Override::empty(),
     };
-    check_root(tool, opts.search_root)?;
+    let root_is_dir = check_root(tool, opts.workdir, opts.search_root)?;
+    if root_is_dir {
+        check_ancestor_ignore_files(opts.search_root)?;
+    }
 
     let mut walk = WalkBuilder::new(opts.search_root);
     walk.add_custom_ignore_filename(".rgignore").overrides(overrides).threads(0);
+    // The walker reads a folder's ignore files before it lists the folder, opening them by name
+    // and blocking: a folder with one that is a FIFO or device is left out instead.
+    walk.filter_entry(|entry| {
+        !entry.file_type().is_some_and(|t| t.is_dir())
+            || special::blocking_ignore_file(entry.path()).is_none()
+    });
     let found: Mutex<Vec<Vec<FileMatches>>> = Mutex::new(Vec::new());
     walk.build_parallel().visit(&mut GrepVisitorBuilder {
         shared: &shared,
@@ -343,12 +368,38 @@ fn include_overrides(workdir: &Path, include: &str) -> Result<Override, SearchEr
     builder.build().map_err(invalid)
 }
 
-/// Fails early on a missing root; otherwise the walker would report it as just another skipped
-/// entry and the search would look empty.
-fn check_root(tool: SearchTool, root: &Path) -> Result<(), SearchError> {
-    std::fs::metadata(root).map(drop).map_err(|err| {
+/// Fails early on a missing root (otherwise the walker would report it as just another skipped
+/// entry and the search would look empty) and on one that is neither a directory nor a regular
+/// file. `Ok(true)` for a directory.
+fn check_root(tool: SearchTool, workdir: &Path, root: &Path) -> Result<bool, SearchError> {
+    let metadata = std::fs::metadata(root).map_err(|err| {
         SearchError::Failed(tool, format!("cannot access {}: {err}", root.display()))
-    })
+    })?;
+    let file_type = metadata.file_type();
+    if file_type.is_dir() {
+        return Ok(true);
+    }
+    if !file_type.is_file() {
+        let kind = special::kind_name(file_type);
+        return Err(SearchError::NotSearchable(tool, display_path(workdir, root), kind));
+    }
+    Ok(false)
+}
+
+/// The walker reads the ignore files of the root folder and of every folder above it before
+/// anything else; one of them that would block fails the search with a reason rather than
+/// hanging it.
+fn check_ancestor_ignore_files(root: &Path) -> Result<(), SearchError> {
+    for dir in root.ancestors() {
+        if let Some((path, kind)) = special::blocking_ignore_file(dir) {
+            let detail = format!(
+                "the ignore file {} is {kind}, not a regular file; its rules cannot be read",
+                path.display()
+            );
+            return Err(SearchError::Failed(SearchTool::Grep, detail));
+        }
+    }
+    Ok(())
 }
 
 /// The path shown to the model: workdir-relative inside `workdir`, absolute elsewhere.
@@ -373,6 +424,8 @@ struct Shared<'a> {
     cancelled: &'a (dyn Fn() -> bool + Sync),
     aborted: AtomicBool,
     overflowed: AtomicBool,
+    /// The search root, found not to be a regular file when it was opened: its path and kind.
+    refused: Mutex<Option<(String, &'static str)>>,
     bytes: AtomicUsize,
     max_bytes: usize,
 }
@@ -390,6 +443,7 @@ impl<'a> Shared<'a> {
             cancelled,
             aborted: AtomicBool::new(false),
             overflowed: AtomicBool::new(false),
+            refused: Mutex::new(None),
             bytes: AtomicUsize::new(0),
             max_bytes,
         }
@@ -417,9 +471,18 @@ impl<'a> Shared<'a> {
         true
     }
 
+    /// Records that the search root cannot be searched (see [`SearchError::NotSearchable`]).
+    fn refuse(&self, path: String, kind: &'static str) {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some((path, kind));
+    }
+
     /// The error that stopped the walk, if any; cancellation wins over overflow because a
     /// cancelled caller no longer wants advice about narrowing.
     fn outcome(&self) -> Result<(), SearchError> {
+        let refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((path, kind)) = refused {
+            return Err(SearchError::NotSearchable(self.tool, path, kind));
+        }
         if self.aborted.load(Ordering::Relaxed) {
             Err(SearchError::Aborted(self.tool))
         } else if self.overflowed.load(Ordering::Relaxed) {
@@ -545,11 +608,22 @@ impl ParallelVisitor for GrepVisitor<'_> {
             Ok(rel) => rel.as_os_str().len(),
             Err(_) => path.as_os_str().len(),
         };
+        let explicit = entry.depth() == 0;
+        // An unreadable file is skipped like ripgrep skips it (it only warns on stderr), and so
+        // is a walked entry that is no longer a regular file; the search root turned into one
+        // since it was checked fails the search.
+        let file = match special::open_regular(path, !explicit) {
+            Ok(Ok(file)) => file,
+            Ok(Err(kind)) if explicit => {
+                self.shared.refuse(display_path(self.shared.workdir, path), kind);
+                return WalkState::Quit;
+            }
+            Ok(Err(_)) | Err(_) => return WalkState::Continue,
+        };
         let mut sink = CollectSink { shared: self.shared, path_len, lines: Vec::new() };
-        let searcher = if entry.depth() == 0 { &mut self.explicit } else { &mut self.walked };
-        // An unreadable file is skipped like ripgrep skips it (it only warns on stderr); the
-        // lines collected before a read error are kept, as rg has printed them by then.
-        let _ = searcher.search_path(&self.matcher, path, &mut sink);
+        let searcher = if explicit { &mut self.explicit } else { &mut self.walked };
+        // The lines collected before a read error are kept, as rg has printed them by then.
+        let _ = searcher.search_file(&self.matcher, &file, &mut sink);
         if !sink.lines.is_empty() {
             let lines = sink.lines;
             self.files.push(FileMatches { path: display_path(self.shared.workdir, path), lines });
@@ -638,5 +712,11 @@ mod tests {
             "SEARCH_INVALID_PATTERN"
         );
         assert_eq!(SearchError::Failed(SearchTool::Glob, "x".into()).code(), "SEARCH_FAILED");
+        let err = SearchError::NotSearchable(SearchTool::Grep, "pipe".into(), "a FIFO");
+        assert_eq!(err.code(), "SEARCH_NOT_REGULAR_FILE");
+        assert_eq!(
+            err.to_string(),
+            "grep cannot search \"pipe\": a FIFO is not a regular file or directory"
+        );
     }
 }

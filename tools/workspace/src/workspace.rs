@@ -29,6 +29,9 @@ use crate::locks::{PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
 mod ops;
+mod read;
+
+pub use read::{StreamedFile, TextSink};
 
 /// Protected patterns used when the configuration names none.
 pub const DEFAULT_PROTECTED: [&str; 3] = [".git/", "toolhost.toml", ".toolhost/"];
