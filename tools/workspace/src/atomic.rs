@@ -8,11 +8,16 @@
 //!
 //! Debris is swept: the first write into a directory (per process) removes the temp files there
 //! whose writer process is gone and that are older than [`STALE_TEMP_AGE`].
+//!
+//! Atomic here means no reader ever sees half a file. That no writer loses another's change is
+//! the caller's part: it holds the folder's lock (`locks::DirLock`) across its check of the
+//! version being replaced and this replace, and hands the lock's descriptor in for the fsync.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, Permissions};
 use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,9 +55,11 @@ fn create_temp(parent: &Dir, mode: u32) -> io::Result<(String, File)> {
 }
 
 /// Replaces (or creates) `parent/name` with `content`. `prior` is the metadata of the file being
-/// replaced, whose owner and permission bits the new file keeps.
+/// replaced, whose owner and permission bits the new file keeps; `readable` is `parent` opened
+/// for reading, fsynced after the rename.
 pub(crate) fn replace(
     parent: &Dir,
+    readable: BorrowedFd<'_>,
     name: &OsStr,
     content: &[u8],
     prior: Option<&Metadata>,
@@ -64,7 +71,7 @@ pub(crate) fn replace(
         let _ = parent.remove_file(&temp);
         return Err(err);
     }
-    sync_dir(parent)?;
+    sync_dir_fd(readable)?;
     if first_write_into(parent) {
         sweep_stale_temps(parent, SystemTime::now());
     }
@@ -138,19 +145,11 @@ fn fill(mut file: File, content: &[u8], prior: Option<&Metadata>) -> io::Result<
     file.sync_all()
 }
 
-/// fsyncs a directory so a rename in it survives power loss. Filesystems that cannot sync
-/// directories say EINVAL/ENOTSUP; that is tolerated. Anything else (EIO) is a failure.
-pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
-    // cap-std holds directories as O_PATH descriptors, which fsync rejects (EBADF); reopen "."
-    // for reading, which names the same directory and cannot leave it.
-    use rustix::fs::{Mode, OFlags};
-    let readable = rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    match rustix::fs::fsync(&readable) {
+/// fsyncs a directory (opened for reading: cap-std's O_PATH handles are refused with EBADF) so
+/// a rename in it survives power loss. Filesystems that cannot sync directories say
+/// EINVAL/ENOTSUP; that is tolerated. Anything else (EIO) is a failure.
+pub(crate) fn sync_dir_fd(readable: impl AsFd) -> io::Result<()> {
+    match rustix::fs::fsync(readable) {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => Ok(()),
         Err(err) => Err(err.into()),
@@ -221,7 +220,8 @@ mod tests {
         std::fs::File::options().write(true).open(&debris).unwrap().set_modified(old).unwrap();
         // A deleted directory of an earlier test may have had this inode: forget them all.
         *SWEPT.lock().unwrap() = None;
-        replace(&dir, OsStr::new("a.txt"), b"new\n", None).unwrap();
+        let lock = crate::locks::DirLock::acquire(&dir, Duration::ZERO).unwrap();
+        replace(&dir, lock.dir_fd(), OsStr::new("a.txt"), b"new\n", None).unwrap();
         assert!(!debris.exists(), "the debris of a dead writer survived the first write");
         assert_eq!(std::fs::read(tmp.path().join("a.txt")).unwrap(), b"new\n");
     }

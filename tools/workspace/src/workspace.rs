@@ -5,7 +5,9 @@
 //! buffers) → the ledger expectation, captured *before* the per-path lock → the lock → the I/O,
 //! which re-checks the expectation against the file's current hash. Capturing the expectation
 //! before waiting for the lock is what makes the loser of two concurrent edits stale instead of
-//! silently editing the winner's result.
+//! silently editing the winner's result. The final re-check and the rename also hold an advisory
+//! lock on the file's folder, so the same holds between processes (two agents' `toolhost`
+//! processes, an editor's server): see `locks.rs`.
 //!
 //! With a [`TextBackend`] installed, the I/O step of a file in a writable root reads and writes
 //! text through it (the editor's buffers) instead of the disk; everything before it stays local.
@@ -25,7 +27,7 @@ use crate::dirty::DirtyBuffers;
 use crate::error::{FsError, IoClass, Op, SandboxReason, classify};
 use crate::ledger::{Ledger, Observation, content_version};
 use crate::lexical::{self, Protected};
-use crate::locks::{PathLock, PathLocks};
+use crate::locks::{DIR_LOCK_WAIT, DirLock, DirLockError, PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
 mod ops;
@@ -637,7 +639,8 @@ struct Slot<'t> {
     op: Op,
     name: &'t OsStr,
     parent_rel: &'t Path,
-    parent: Option<Dir>,
+    /// The folder and its cross-process lock; `None` while the folder does not exist.
+    parent: Option<(Dir, DirLock)>,
     prior: Option<Prior>,
 }
 

@@ -53,7 +53,9 @@ impl Workspace {
     }
 
     /// Where a write or restore of `target` lands, looked at under the path lock: the file's
-    /// name, its folder (`None` while the folder does not exist) and the file there now.
+    /// name, its folder (`None` while the folder does not exist) and the file there now. An
+    /// existing folder is locked against other processes first (see [`DirLock`]), so the file
+    /// seen here is the file the replace replaces; the lock is held until the slot is dropped.
     pub(super) fn slot<'t>(&self, target: &'t ResolvedPath, op: Op) -> Result<Slot<'t>, FsError> {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
@@ -67,25 +69,43 @@ impl Workspace {
             return Err(FsError::NotDirectory { op, path: path.clone() });
         }
         let root = &self.shared.roots[target.root];
-        let parent = match open_dir(root.dir(), parent_rel) {
-            Ok(dir) => Some(dir),
-            Err(err) if classify(&err) == IoClass::NotFound => None,
+        let mut slot = Slot { target, op, name, parent_rel, parent: None, prior: None };
+        match open_dir(root.dir(), parent_rel) {
+            Ok(dir) => self.settle(&mut slot, dir)?,
+            Err(err) if classify(&err) == IoClass::NotFound => {}
             Err(err) => return Err(io_err(err)),
-        };
-        let prior = match &parent {
-            Some(parent) => load_prior(parent, name).map_err(|e| match e {
-                PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
-                PriorError::Io(err) => io_err(err),
-            })?,
-            None => None,
-        };
-        Ok(Slot { target, op, name, parent_rel, parent, prior })
+        }
+        Ok(slot)
     }
 
-    /// The slot's folder, created (with its parents) when it does not exist yet.
-    pub(super) fn slot_dir(&self, slot: &mut Slot<'_>) -> Result<Dir, FsError> {
-        if let Some(parent) = slot.parent.take() {
-            return Ok(parent);
+    /// Locks the slot's folder `dir`, then looks at the file in it.
+    fn settle(&self, slot: &mut Slot<'_>, dir: Dir) -> Result<(), FsError> {
+        let (op, path) = (slot.op, &slot.target.display);
+        let lock = DirLock::acquire(&dir, DIR_LOCK_WAIT).map_err(|err| match err {
+            DirLockError::Io(err) => FsError::from_io(op, path, &err),
+            DirLockError::TimedOut(waited) => FsError::Io {
+                op,
+                path: path.clone(),
+                message: format!(
+                    "another writer kept the file's folder locked for over {} s; try again",
+                    waited.as_secs()
+                ),
+            },
+        })?;
+        slot.prior = load_prior(&dir, slot.name).map_err(|e| match e {
+            PriorError::NotRegular => FsError::NotRegularFile { op, path: path.clone() },
+            PriorError::Io(err) => FsError::from_io(op, path, &err),
+        })?;
+        slot.parent = Some((dir, lock));
+        Ok(())
+    }
+
+    /// Makes sure the slot's folder exists, creating it (with its parents) when it does not yet.
+    /// A created folder is locked and the file looked at again, since another process may have
+    /// created the same file meanwhile: the caller checks its expectation once more.
+    pub(super) fn slot_dir(&self, slot: &mut Slot<'_>) -> Result<(), FsError> {
+        if slot.parent.is_some() {
+            return Ok(());
         }
         let (op, path) = (slot.op, &slot.target.display);
         let root = &self.shared.roots[slot.target.root];
@@ -98,7 +118,9 @@ impl Workspace {
                 FsError::from_io(op, path, &err)
             }
         })?;
-        open_dir(root.dir(), slot.parent_rel).map_err(|err| FsError::from_io(op, path, &err))
+        let dir = open_dir(root.dir(), slot.parent_rel)
+            .map_err(|err| FsError::from_io(op, path, &err))?;
+        self.settle(slot, dir)
     }
 
     pub(super) fn restore_blocking(
@@ -110,25 +132,37 @@ impl Workspace {
         let op = Op::Write;
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let expected = Expected::Restored(expected);
         let mut slot = self.slot(target, op)?;
-        Expected::Restored(expected).check(op, path, slot.prior.as_ref())?;
+        expected.check(op, path, slot.prior.as_ref())?;
         let operation = match content {
             Some(content) => {
-                let parent = self.slot_dir(&mut slot)?;
+                if slot.parent.is_none() {
+                    self.slot_dir(&mut slot)?;
+                    expected.check(op, path, slot.prior.as_ref())?;
+                }
+                let Some((parent, lock)) = &slot.parent else {
+                    return Err(FsError::NotDirectory { op, path: path.clone() });
+                };
                 let metadata = slot.prior.as_ref().and_then(|p| p.metadata.as_ref());
-                atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+                atomic::replace(parent, lock.dir_fd(), slot.name, content, metadata)
+                    .map_err(io_err)?;
                 if slot.prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
             }
             None => {
-                if let (Some(parent), Some(_)) = (&slot.parent, &slot.prior) {
+                if let (Some((parent, lock)), Some(_)) = (&slot.parent, &slot.prior) {
                     parent.remove_file(slot.name).map_err(io_err)?;
-                    atomic::sync_dir(parent).map_err(io_err)?;
+                    atomic::sync_dir_fd(lock.dir_fd()).map_err(io_err)?;
                 }
                 // Asked to remove a file that is not there: nothing to do.
                 WriteOperation::Remove
             }
         };
-        Ok(self.finish_restore(target, operation, slot.prior, content))
+        // Other processes may go on once the file is replaced; this one's path lock still
+        // orders the record and the listeners.
+        let Slot { prior, parent, .. } = slot;
+        drop(parent);
+        Ok(self.finish_restore(target, operation, prior, content))
     }
 
     /// After restore put the file back: invalidates the observation, tells the listeners and
@@ -396,12 +430,22 @@ impl Workspace {
     ) -> Result<WriteOutcome, FsError> {
         let path = &target.display;
         let io_err = |err: io::Error| FsError::from_io(op, path, &err);
+        let expected = Expected::Observed(expected);
+        // The check and the replace happen under the folder's lock (taken by `slot`), so a
+        // writer in another process either finished before the check or starts after the rename.
         let mut slot = self.slot(target, op)?;
-        Expected::Observed(expected).check(op, path, slot.prior.as_ref())?;
-        let parent = self.slot_dir(&mut slot)?;
-        let prior = slot.prior;
+        expected.check(op, path, slot.prior.as_ref())?;
+        if slot.parent.is_none() {
+            self.slot_dir(&mut slot)?;
+            expected.check(op, path, slot.prior.as_ref())?;
+        }
+        let Slot { name, parent, prior, .. } = slot;
+        let Some((parent, lock)) = parent else {
+            return Err(FsError::NotDirectory { op, path: path.clone() });
+        };
         let metadata = prior.as_ref().and_then(|p| p.metadata.as_ref());
-        atomic::replace(&parent, slot.name, content, metadata).map_err(io_err)?;
+        atomic::replace(&parent, lock.dir_fd(), name, content, metadata).map_err(io_err)?;
+        drop(lock);
         Ok(self.finish_write(target, prior, content))
     }
 
@@ -512,5 +556,73 @@ impl Workspace {
                 _ => Err(FsError::from_io(op, path, &err)),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::time::Duration;
+
+    /// A second descriptor of the folder stands for another process: `flock` locks belong to the
+    /// open descriptor, so this is exactly what a `toolhost` process next door holds.
+    fn lock_as_another_process(folder: &Path) -> DirLock {
+        let dir = Dir::open_ambient_dir(folder, cap_std::ambient_authority()).unwrap();
+        DirLock::acquire(&dir, Duration::ZERO).unwrap()
+    }
+
+    /// Waits for `task` at most `limit`; `None` while it is still running.
+    async fn within<T>(limit: Duration, task: &mut tokio::task::JoinHandle<T>) -> Option<T> {
+        tokio::time::timeout(limit, task).await.ok().map(Result::unwrap)
+    }
+
+    #[tokio::test]
+    async fn a_write_waits_for_another_process_replacing_the_file_and_then_sees_its_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.txt");
+        std::fs::write(&path, "one\n").unwrap();
+        let ws = Workspace::new(WorkspaceConfig::new(tmp.path())).unwrap();
+        ws.read_file("a.txt").await.unwrap();
+
+        let other = lock_as_another_process(tmp.path());
+        let mut write = tokio::spawn({
+            let ws = ws.clone();
+            async move { ws.write_file("a.txt", b"mine\n").await }
+        });
+        assert!(within(Duration::from_millis(200), &mut write).await.is_none(), "it waits");
+        // What the other process does under its lock: replace the file.
+        std::fs::write(&path, "theirs\n").unwrap();
+        drop(other);
+        let stale = within(Duration::from_secs(10), &mut write).await.unwrap().unwrap_err();
+        assert_eq!(stale.code(), "FS_STALE_VERSION");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "theirs\n");
+    }
+
+    #[tokio::test]
+    async fn an_edit_commit_waits_for_another_process_and_then_sees_its_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.txt");
+        std::fs::write(&path, "one\ntwo\n").unwrap();
+        let ws = Workspace::new(WorkspaceConfig::new(tmp.path())).unwrap();
+        ws.read_file("a.txt").await.unwrap();
+        let txn = ws.begin_edit("a.txt").await.unwrap();
+
+        let other = lock_as_another_process(tmp.path());
+        let mut commit = tokio::spawn(txn.commit(b"ONE\ntwo\n".to_vec()));
+        assert!(within(Duration::from_millis(200), &mut commit).await.is_none(), "it waits");
+        std::fs::write(&path, "one\nTWO\n").unwrap();
+        drop(other);
+        let stale = within(Duration::from_secs(10), &mut commit).await.unwrap().unwrap_err();
+        assert_eq!(stale.code(), "FS_STALE_VERSION");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nTWO\n");
+
+        // Uncontended, the edit goes through, and nothing is left beside the file.
+        ws.read_file("a.txt").await.unwrap();
+        let txn = ws.begin_edit("a.txt").await.unwrap();
+        txn.commit(b"ONE\nTWO\n".to_vec()).await.unwrap();
+        let names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["a.txt"]);
     }
 }
