@@ -94,7 +94,10 @@ impl SkillDirs {
             if let Some(root) = confined_to
                 && leaves(dir, root)
             {
-                tracing::warn!(path = %dir.display(), "skills folder skipped: it leads outside the workspace");
+                tracing::warn!(
+                    path = %dir.display(),
+                    "skills folder skipped: it leads outside the workspace"
+                );
                 continue;
             }
             let Ok(entries) = std::fs::read_dir(dir) else { continue };
