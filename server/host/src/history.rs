@@ -8,18 +8,26 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use toolhost_contract::{BoxFuture, ChangeHistory, History, HistoryCall, HistoryError};
 use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal};
-use toolhost_session::SessionLog;
-use toolhost_workspace::{Workspace, content_version};
+use toolhost_session::{BlobStore, SessionLog};
+use toolhost_workspace::{KeepError, Workspace, content_version};
 
 /// The journal's name in the session folder.
 pub const JOURNAL_FILE: &str = "revert-journal.json";
 
 /// Records every change made on behalf of a call as `fs/change` in `log`: the bytes before and
-/// after go to the blob store (content-addressed, so an unchanged file costs nothing twice), the
-/// event rides with the call's `tool/result`. A blob that cannot be stored marks the change as
-/// not revertible rather than pretending the file was new.
+/// after go to the blob store (content-addressed, so an unchanged file costs nothing twice)
+/// *before* the file is replaced — a write or edit whose bytes cannot be stored fails with
+/// nothing changed, naming the cause — and the event, written once the file was, rides with the
+/// call's `tool/result`. A restore stores its sides again after the fact (they are the blobs it
+/// was made from); if one still cannot be stored the change is marked not revertible rather
+/// than pretending the file was new.
 pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
     let log: Weak<SessionLog> = Arc::downgrade(log);
+    let keeper_log = log.clone();
+    workspace.keep_before_write(Arc::new(move |event| {
+        let (Some(_), Some(log)) = (event.call_id, keeper_log.upgrade()) else { return Ok(()) };
+        keep_both_sides(log.blobs(), event.before, event.after)
+    }));
     workspace.on_write(Arc::new(move |event| {
         let (Some(call_id), Some(log)) = (event.call_id, log.upgrade()) else { return };
         let blobs = log.blobs();
@@ -59,6 +67,25 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
             tracing::warn!("cannot record a file change: {err}");
         }
     }));
+}
+
+/// Stores the bytes before and after a change, or says — naming the blob store and the error —
+/// why the change cannot be made.
+fn keep_both_sides(
+    blobs: &BlobStore,
+    before: Option<&[u8]>,
+    after: Option<&[u8]>,
+) -> Result<(), KeepError> {
+    for bytes in [before, after].into_iter().flatten() {
+        blobs.put_bytes(bytes).map_err(|err| {
+            KeepError(format!(
+                "nothing was changed: the session cannot store the bytes revert would need in \
+                 its blob store {} ({err})",
+                blobs.blob_dir().display()
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// The `ChangeHistory` of one open session.

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_protocol::lsp_ext::{ListSessionsResult, SessionInfo};
 use toolhost_registry::Registry;
-use toolhost_session::{BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog};
+use toolhost_session::{
+    BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog, SkippedLines,
+};
 use toolhost_workspace::Ledger;
 
 /// A session opened for appending.
@@ -148,6 +150,49 @@ fn conversation_of(
 /// which calls were rendered by another renderer version than today's.
 pub fn replay(registry: &Registry, log: &Path) -> Result<Vec<ReplayedCall>, SessionError> {
     replay_with_conversation(registry, log).map(|(cards, _)| cards)
+}
+
+/// What [`replay_salvaging`] rebuilt from a log that may be damaged.
+#[derive(Debug)]
+pub struct SalvagedReplay {
+    pub cards: Vec<ReplayedCall>,
+    pub conversation: Vec<toolhost_protocol::lsp_ext::ConversationRecord>,
+    /// The damaged stretches that were stepped over (empty for a sound log).
+    pub skipped: Vec<SkippedLines>,
+}
+
+/// [`replay_with_conversation`] of a log that may be damaged: every record that can be read is
+/// replayed and every stretch that cannot is listed (see [`damage_notice`]).
+pub fn replay_salvaging(registry: &Registry, log: &Path) -> Result<SalvagedReplay, SessionError> {
+    let view = toolhost_session::read_session_salvaging(log)?;
+    let cards = toolhost_session::replay_cards(&view, &view.header.cwd, |tool| {
+        registry.contains(tool).then(|| registry.renderer_version(tool))
+    });
+    let skipped = view.skipped.clone();
+    Ok(SalvagedReplay { cards, conversation: conversation_of(view), skipped })
+}
+
+/// One sentence saying what a replay of session `id` skipped and what to run, or `None` when it
+/// skipped nothing.
+pub fn damage_notice(id: &str, skipped: &[SkippedLines]) -> Option<String> {
+    let first = skipped.first()?;
+    let lines: usize = skipped.iter().map(|s| s.lines).sum();
+    let bytes: u64 = skipped.iter().map(|s| s.bytes).sum();
+    let stretches = skipped
+        .iter()
+        .map(|s| match s.lines {
+            1 => format!("line {}", s.line),
+            n => format!("lines {}-{}", s.line, s.line + n - 1),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!(
+        "the log of session {id} is damaged: {lines} line(s) ({bytes} bytes; {stretches}) could not \
+         be read and were skipped, so calls recorded there are missing or incomplete (first: {}). \
+         Run `toolhost sessions repair {id}` to keep the readable records, move the damaged lines \
+         aside and continue the session",
+        first.reason
+    ))
 }
 
 /// [`replay`], and the agent's conversation placed between the cards.

@@ -121,6 +121,37 @@ pub struct ReplaySessionResult {
     /// had no agent run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conversation: Vec<ConversationRecord>,
+    /// Present when the log is damaged: the cards are what could be read, and this says what
+    /// was skipped and how to repair the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damage: Option<LogDamage>,
+}
+
+/// What a replay of a damaged log stepped over.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogDamage {
+    /// One sentence to show: what was skipped, and the command that repairs the log
+    /// (`toolhost sessions repair <id>`).
+    pub notice: String,
+    /// The unreadable stretches of the log, in order.
+    pub skipped: Vec<SkippedRecords>,
+}
+
+/// A stretch of consecutive log lines that could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedRecords {
+    /// 1-based number of its first line (the header is line 1).
+    pub line: u64,
+    /// How many lines it spans.
+    pub lines: u64,
+    /// Byte offset of its first line in `session.jsonl`.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// Why its first line could not be read.
+    pub reason: String,
 }
 
 /// One `agent/*` record of a replayed session.

@@ -34,7 +34,7 @@ pub use ledger::{Ledger, Observation, ObserveHook, VersionHasher, content_versio
 pub use locks::PathLock;
 pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
-    BINARY_SNIFF_BYTES, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn, INVALIDATED_PREFIX,
-    ReadFile, ResolvedPath, StreamedFile, TextSink, Workspace, WorkspaceConfig, WriteEvent,
-    WriteListener, WriteOperation, WriteOutcome,
+    BINARY_SNIFF_BYTES, ChangeKeeper, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn,
+    INVALIDATED_PREFIX, KeepError, ReadFile, ResolvedPath, StreamedFile, TextSink, Workspace,
+    WorkspaceConfig, WriteEvent, WriteListener, WriteOperation, WriteOutcome,
 };

@@ -30,9 +30,11 @@ use crate::lexical::{self, Protected};
 use crate::locks::{DIR_LOCK_WAIT, DirLock, DirLockError, PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
+mod keep;
 mod ops;
 mod read;
 
+pub use keep::{ChangeKeeper, KeepError};
 pub use read::{StreamedFile, TextSink};
 
 /// Protected patterns used when the configuration names none.
@@ -167,6 +169,7 @@ struct Shared {
     locks: PathLocks,
     dirty: Arc<DirtyBuffers>,
     listeners: WriteListeners,
+    keepers: keep::ChangeKeepers,
     /// Here rather than in [`WorkspaceConfig`] because the host learns whether its client can
     /// serve text (an ACP `initialize`) only after the workspace is open; shared so every view
     /// (`with_ledger`, `for_call`) uses it.
@@ -204,6 +207,7 @@ impl Workspace {
             locks: PathLocks::default(),
             dirty: Arc::default(),
             listeners: WriteListeners::default(),
+            keepers: keep::ChangeKeepers::default(),
             text_backend: RwLock::new(None),
         };
         Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()), call_id: None })

@@ -1,5 +1,6 @@
 //! `toolhost replay <session>`: a session's cards rebuilt from its log alone (by id, `last`, or
-//! a path to a `session.jsonl`), with the own agent's prompts and answers between them.
+//! a path to a `session.jsonl`), with the own agent's prompts and answers between them. A damaged
+//! log replays what can be read, with a notice on stderr of what was skipped.
 
 use super::{Common, Failure, colored_card, load_config, open_host, sessions_dir, workspace_root};
 use std::io::{IsTerminal, Write};
@@ -40,8 +41,14 @@ pub fn run(args: Args) -> Result<u8, Failure> {
             .join(toolhost_session::LOG_FILE_NAME)
     };
     let host = open_host(&config, &root, None)?;
-    let (calls, conversation) = session::replay_with_conversation(host.registry(), &path)
+    let replayed = session::replay_salvaging(host.registry(), &path)
         .map_err(|e| Failure::env(e.to_string()))?;
+    let (calls, conversation) = (replayed.cards, replayed.conversation);
+    // On stderr, so `--json` output stays one card per line; before the cards, so it is seen.
+    let id = path.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+    if let Some(notice) = session::damage_notice(id.as_deref().unwrap_or("?"), &replayed.skipped) {
+        eprintln!("toolhost: notice: {notice}");
+    }
     let mut stdout = std::io::stdout().lock();
     let color = stdout.is_terminal();
     // The agent's records go between the cards, after the call that precedes each.

@@ -454,12 +454,30 @@ fn replay_session(
             .map_err(|e| ErrorObject::invalid_params(e.to_string()))?
             .join(toolhost_session::LOG_FILE_NAME)
     };
-    let (calls, conversation) =
-        session::replay_with_conversation(host.registry(), &path).map_err(|e| {
-            ErrorObject::new(-32001, format!("cannot replay session {}: {e}", params.session_id))
-                .with_data(json!({"code": e.code()}))
-        })?;
-    Ok(ReplaySessionResult { cards: calls.into_iter().map(|c| c.card).collect(), conversation })
+    // A damaged log replays what can be read; the result says what was skipped.
+    let replayed = session::replay_salvaging(host.registry(), &path).map_err(|e| {
+        ErrorObject::new(-32001, format!("cannot replay session {}: {e}", params.session_id))
+            .with_data(json!({"code": e.code()}))
+    })?;
+    let damage = session::damage_notice(&params.session_id, &replayed.skipped).map(|notice| {
+        let skipped = replayed
+            .skipped
+            .iter()
+            .map(|s| toolhost_protocol::lsp_ext::SkippedRecords {
+                line: s.line as u64,
+                lines: s.lines as u64,
+                offset: s.offset,
+                bytes: s.bytes,
+                reason: s.reason.clone(),
+            })
+            .collect();
+        toolhost_protocol::lsp_ext::LogDamage { notice, skipped }
+    });
+    Ok(ReplaySessionResult {
+        cards: replayed.cards.into_iter().map(|c| c.card).collect(),
+        conversation: replayed.conversation,
+        damage,
+    })
 }
 
 #[derive(Deserialize)]

@@ -435,6 +435,7 @@ impl Workspace {
         // writer in another process either finished before the check or starts after the rename.
         let mut slot = self.slot(target, op)?;
         expected.check(op, path, slot.prior.as_ref())?;
+        self.keep_change(target, op, slot.prior.as_ref(), content)?;
         if slot.parent.is_none() {
             self.slot_dir(&mut slot)?;
             expected.check(op, path, slot.prior.as_ref())?;
@@ -500,6 +501,7 @@ impl Workspace {
             None
         };
         expected.check(op, &path, prior.as_ref())?;
+        let (target, prior, content) = self.keep_change_async(target, op, prior, content).await?;
         // An editor holds text; bytes that are not UTF-8 have no faithful form there.
         let text = std::str::from_utf8(&content)
             .map_err(|_| FsError::InvalidUtf8 { op, path: path.clone() })?;
