@@ -205,6 +205,8 @@ impl Host {
         if !registry.contains(&name) {
             registry.resolve_unknown(&name).await;
         }
+        // Undeclared bulk and oversized arguments never reach the card, the log or the tool.
+        let arguments = crate::arguments::screen(registry, &name, arguments);
         let presentation = registry.present_call(&name, &arguments);
         let origin = || CallOrigin::new(&call_id, &name).with_caller(caller.as_deref());
         // A child runs under its parent's permit; a call cancelled while it waits runs nothing.

@@ -14,6 +14,7 @@
 //! reach tools only through a host; nothing here knows LSP, MCP or ACP wire formats.
 
 pub mod agent;
+pub mod arguments;
 pub mod call;
 mod calls;
 pub mod config;

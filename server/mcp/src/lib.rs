@@ -8,12 +8,15 @@
 //!   progress, list_changed), protocol revisions 2025-06-18, 2025-11-25 and 2026-07-28;
 //! - [`results`]: the result shape policy (`structured`, `text`, `auto` per client);
 //! - [`transport`]: newline-delimited JSON-RPC over stdio on `toolhost-jsonrpc`, with bad input
-//!   answered and memory bounded.
+//!   answered; [`gate`]: what the reader may take (ids in flight, bytes waiting, back-pressure);
+//!   [`memory`]: memory given back to the system after large requests.
 
 pub mod backend;
 pub mod config;
 pub mod elicit;
+pub mod gate;
 pub mod handler;
+pub mod memory;
 pub mod results;
 pub mod transport;
 
@@ -42,6 +45,7 @@ pub async fn serve(
     input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
 ) -> Result<(), ServeError> {
+    memory::return_large_allocations();
     let (outbox, writer) = Outbox::start(output, Framing::Lines);
     let transport = transport::start(input, outbox.clone(), config.max_line_bytes);
     let server = McpServer::new(backend, config);

@@ -9,25 +9,23 @@
 //! version inline), notifications and responses are dropped: rmcp would otherwise end the
 //! session on them.
 //!
-//! Memory stays bounded against a client that never reads its answers: the reader stops taking
-//! new requests while [`MAX_IN_FLIGHT`] are unanswered or more than [`MAX_PENDING_BYTES`] of
-//! answers wait to be written.
+//! A request whose id is already in flight is answered `-32600` and never handed on. Memory stays
+//! bounded ([`crate::gate`]): the reader stops reading while too many requests are unanswered,
+//! too many bytes of lines wait, or too many answers wait to be written; and a line is held once
+//! (the bytes read are dropped as soon as they are parsed, the parsed value is moved, not copied,
+//! into rmcp's message).
 
+use crate::gate::Gate;
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::Value;
-use std::collections::HashSet;
+use serde_json::{Map, Value};
 use std::io::Read;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 use toolhost_jsonrpc::message::{self, ErrorObject, Id, Incoming, codes};
 use toolhost_jsonrpc::{BlockingFrames, Frame, LimitPolicy, LineDecoder, LineLimits, Outbox};
 
-/// Requests forwarded and not yet answered before the reader waits.
-pub const MAX_IN_FLIGHT: usize = 64;
-/// Answer bytes waiting to be written before the reader waits.
-pub const MAX_PENDING_BYTES: usize = 16 * 1024 * 1024;
+pub use crate::gate::{MAX_IN_FLIGHT, MAX_PENDING_BYTES, MAX_WAITING_BYTES};
 
 /// The client→server request methods of the MCP revisions rmcp knows; anything else is
 /// answered "method not found".
@@ -60,44 +58,62 @@ const KNOWN_METHODS: &[&str] = &[
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 
-/// Requests in flight, by id, and the condition the reader waits on.
-#[derive(Default)]
-struct Gate {
-    in_flight: Mutex<HashSet<String>>,
-    changed: Condvar,
+/// A message for rmcp and the bytes it holds until rmcp takes it (a request's are held until
+/// it is answered instead: 0 here).
+struct Inbound {
+    message: RxJsonRpcMessage<RoleServer>,
+    held: usize,
 }
 
-impl Gate {
-    fn key(id: &Value) -> String {
-        id.to_string()
-    }
+/// What the reader needs of a message besides rmcp's typed form, taken before the parsed value
+/// is moved into that form.
+struct Header {
+    id: Value,
+    /// `_meta`'s protocol version, if a string.
+    protocol: Option<String>,
+    /// Whether `_meta` carries the client capabilities.
+    capabilities: bool,
+    /// A cancellation's `requestId`.
+    cancels: Option<Value>,
+}
 
-    fn done(&self, id: &Value) {
-        if let Ok(mut set) = self.in_flight.lock() {
-            set.remove(&Self::key(id));
+impl Header {
+    fn of(value: &Value) -> Header {
+        let meta = value.pointer("/params/_meta");
+        Header {
+            id: value.get("id").cloned().unwrap_or(Value::Null),
+            protocol: meta
+                .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            capabilities: meta.and_then(|m| m.get(CLIENT_CAPABILITIES_KEY)).is_some(),
+            cancels: value.pointer("/params/requestId").cloned(),
         }
-        self.changed.notify_all();
     }
+}
 
-    /// Waits until another request may be taken, then records `id`.
-    fn admit(&self, id: &Value, outbox: &Outbox) {
-        let Ok(mut set) = self.in_flight.lock() else { return };
-        while set.len() >= MAX_IN_FLIGHT || outbox.pending_bytes() > MAX_PENDING_BYTES {
-            if outbox.is_broken() {
-                break;
-            }
-            match self.changed.wait_timeout(set, Duration::from_millis(20)) {
-                Ok((guard, _)) => set = guard,
-                Err(_) => return,
-            }
+/// The members [`message::classify`] reads (`jsonrpc`, `id`, `method`), with every other member
+/// present but `null`: sorting a message costs no copy of its params.
+fn skeleton(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let members: Map<String, Value> = map
+                .iter()
+                .map(|(key, member)| match key.as_str() {
+                    "jsonrpc" | "id" | "method" => (key.clone(), member.clone()),
+                    _ => (key.clone(), Value::Null),
+                })
+                .collect();
+            Value::Object(members)
         }
-        set.insert(Self::key(id));
+        Value::Array(_) => Value::Array(Vec::new()),
+        other => other.clone(),
     }
 }
 
 /// The rmcp side of the connection.
 pub struct StdioTransport {
-    inbound: tokio::sync::mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
+    inbound: tokio::sync::mpsc::Receiver<Inbound>,
     outbox: Outbox,
     gate: Arc<Gate>,
 }
@@ -120,7 +136,7 @@ pub fn start(input: impl Read + Send + 'static, outbox: Outbox, max_line: usize)
 struct Reader {
     outbox: Outbox,
     gate: Arc<Gate>,
-    tx: tokio::sync::mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
+    tx: tokio::sync::mpsc::Sender<Inbound>,
     /// Whether the session has a lifecycle yet (see the module docs).
     started: bool,
     max_line: usize,
@@ -133,7 +149,9 @@ impl Reader {
         loop {
             match frames.next_frame() {
                 Ok(Some(Frame::Body(body))) => {
-                    if !self.handle(&body) {
+                    // Nothing more is read (the client's writes block) until this line fits.
+                    self.gate.room(body.len(), &self.outbox);
+                    if !self.handle(body) {
                         return;
                     }
                 }
@@ -148,21 +166,33 @@ impl Reader {
         }
     }
 
+    fn forward(&self, message: RxJsonRpcMessage<RoleServer>, held: usize) -> bool {
+        self.tx.blocking_send(Inbound { message, held }).is_ok()
+    }
+
     /// Handles one line; `false` when rmcp is gone.
-    fn handle(&mut self, body: &[u8]) -> bool {
-        let body = body.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(body);
-        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+    fn handle(&mut self, body: Vec<u8>) -> bool {
+        let bytes = body.len();
+        let parsed = {
+            let text = body.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&body);
+            serde_json::from_slice::<Value>(text)
+        };
+        // The line is parsed: its bytes are not kept while the message waits.
+        drop(body);
+        let Ok(value) = parsed else {
             self.outbox.send_error(&Id::Null, &ErrorObject::new(codes::PARSE_ERROR, "Parse error"));
             return true;
         };
-        let incoming = match message::classify(value.clone()) {
+        let incoming = match message::classify(skeleton(&value)) {
             Ok(incoming) => incoming,
             Err(invalid) => {
                 self.outbox.send_error(&invalid.id, &invalid.error());
                 return true;
             }
         };
-        let typed = serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone());
+        let header = Header::of(&value);
+        // Moved, not copied: rmcp's message takes the parsed strings over.
+        let typed = serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value);
         match incoming {
             Incoming::Request(request) => {
                 let msg = match typed {
@@ -173,16 +203,28 @@ impl Reader {
                         return true;
                     }
                 };
-                if let Some(error) = self.refusal(&request.method, &value, &msg) {
-                    self.outbox.send_error(&request.id, &error);
+                let msg = match self.refusal(&request.method, &header, msg) {
+                    Ok(msg) => msg,
+                    Err(error) => {
+                        self.outbox.send_error(&request.id, &error);
+                        return true;
+                    }
+                };
+                if self.gate.admit(&header.id, bytes, &self.outbox).is_err() {
+                    let message = format!(
+                        "Invalid request: request id {} is in use by a request still in flight",
+                        request.id
+                    );
+                    self.outbox.send_error(
+                        &request.id,
+                        &ErrorObject::new(codes::INVALID_REQUEST, message),
+                    );
                     return true;
                 }
-                if !self.started && self.starts_lifecycle(&request.method, &value) {
+                if !self.started && self.starts_lifecycle(&request.method, &header) {
                     self.started = true;
                 }
-                let id = value.get("id").cloned().unwrap_or(Value::Null);
-                self.gate.admit(&id, &self.outbox);
-                self.tx.blocking_send(msg).is_ok()
+                self.forward(msg, 0)
             }
             Incoming::Notification(note) => {
                 let Ok(msg) = typed else { return true };
@@ -190,14 +232,18 @@ impl Reader {
                     return true;
                 }
                 if note.method == "notifications/cancelled"
-                    && let Some(id) = value.pointer("/params/requestId")
+                    && let Some(id) = &header.cancels
                 {
                     self.gate.done(id);
                 }
-                self.tx.blocking_send(msg).is_ok()
+                self.gate.hold(bytes);
+                self.forward(msg, bytes)
             }
             Incoming::Response(_) => match typed {
-                Ok(msg) if self.started => self.tx.blocking_send(msg).is_ok(),
+                Ok(msg) if self.started => {
+                    self.gate.hold(bytes);
+                    self.forward(msg, bytes)
+                }
                 _ => true,
             },
         }
@@ -206,74 +252,84 @@ impl Reader {
     /// The error toolhost answers itself, with a clearer message than rmcp would: a request
     /// before the session has a lifecycle, an unknown method, or a known method whose params do
     /// not fit it (rmcp reads those as a custom request and would call the method unknown).
+    /// Otherwise the message, to hand on.
     fn refusal(
         &self,
         method: &str,
-        value: &Value,
-        msg: &RxJsonRpcMessage<RoleServer>,
-    ) -> Option<ErrorObject> {
+        header: &Header,
+        msg: RxJsonRpcMessage<RoleServer>,
+    ) -> Result<RxJsonRpcMessage<RoleServer>, ErrorObject> {
         let custom = matches!(
-            msg,
+            &msg,
             rmcp::model::JsonRpcMessage::Request(r)
                 if matches!(r.request, rmcp::model::ClientRequest::CustomRequest(_))
         );
         if custom && !KNOWN_METHODS.contains(&method) {
-            return Some(ErrorObject::new(
+            return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
             ));
         }
+        if let Some(error) = self.lifecycle_refusal(method, header) {
+            return Err(error);
+        }
+        if !custom {
+            return Ok(msg);
+        }
+        let params = match msg {
+            rmcp::model::JsonRpcMessage::Request(rmcp::model::JsonRpcRequest {
+                request: rmcp::model::ClientRequest::CustomRequest(custom),
+                ..
+            }) => custom.params.unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        let detail = match method {
+            "tools/call" => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params)
+                .err()
+                .map(|e| e.to_string()),
+            "initialize" => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        let message = match detail {
+            Some(detail) => format!("Invalid params for {method}: {detail}"),
+            None => format!("Invalid params for {method}"),
+        };
+        Err(ErrorObject::invalid_params(message))
+    }
+
+    /// A request other than `initialize`, `ping` and `server/discover` before the session has a
+    /// lifecycle, unless it starts one itself.
+    fn lifecycle_refusal(&self, method: &str, header: &Header) -> Option<ErrorObject> {
         let lifecycle_free = matches!(method, "initialize" | "ping" | "server/discover");
-        if !self.started && !lifecycle_free && !self.starts_lifecycle(method, value) {
-            return Some(ErrorObject::new(
-                codes::SERVER_NOT_INITIALIZED,
-                format!(
-                    "{method} before initialization: send `initialize` first (protocol \
-                     revisions up to 2025-11-25), or give every request `_meta` with \
-                     {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} (2026-07-28)"
-                ),
-            ));
+        if self.started || lifecycle_free || self.starts_lifecycle(method, header) {
+            return None;
         }
-        if custom {
-            let params = value.get("params").cloned().unwrap_or(Value::Null);
-            let detail = match method {
-                "tools/call" => {
-                    serde_json::from_value::<rmcp::model::CallToolRequestParams>(params)
-                        .err()
-                        .map(|e| e.to_string())
-                }
-                "initialize" => {
-                    serde_json::from_value::<rmcp::model::InitializeRequestParams>(params)
-                        .err()
-                        .map(|e| e.to_string())
-                }
-                _ => None,
-            };
-            let message = match detail {
-                Some(detail) => format!("Invalid params for {method}: {detail}"),
-                None => format!("Invalid params for {method}"),
-            };
-            return Some(ErrorObject::invalid_params(message));
-        }
-        None
+        Some(ErrorObject::new(
+            codes::SERVER_NOT_INITIALIZED,
+            format!(
+                "{method} before initialization: send `initialize` first (protocol \
+                 revisions up to 2025-11-25), or give every request `_meta` with \
+                 {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY} (2026-07-28)"
+            ),
+        ))
     }
 
     /// Whether rmcp starts a session on this request: `initialize`, or a request whose `_meta`
     /// carries a supported protocol version (with the client capabilities it then requires).
-    fn starts_lifecycle(&self, method: &str, value: &Value) -> bool {
+    fn starts_lifecycle(&self, method: &str, header: &Header) -> bool {
         if method == "initialize" {
             return true;
         }
         if matches!(method, "ping" | "server/discover") {
             return false;
         }
-        let meta = value.pointer("/params/_meta");
-        let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
-        let Some(version) = version else { return false };
+        let Some(version) = header.protocol.as_deref() else { return false };
         if !crate::handler::PROTOCOL_VERSIONS.iter().any(|v| v.as_str() == version) {
             return false;
         }
-        version < "2026-07-28" || meta.and_then(|m| m.get(CLIENT_CAPABILITIES_KEY)).is_some()
+        version < "2026-07-28" || header.capabilities
     }
 }
 
@@ -316,7 +372,11 @@ impl Transport<RoleServer> for StdioTransport {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        self.inbound.recv().await
+        let Inbound { message, held } = self.inbound.recv().await?;
+        if held > 0 {
+            self.gate.taken(held);
+        }
+        Some(message)
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
