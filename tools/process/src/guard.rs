@@ -48,10 +48,11 @@ const CAPACITY: usize = 2048;
 /// set: a replacement guard's socket is duplicated onto it.
 static FD: AtomicI32 = AtomicI32::new(-1);
 
-/// toolhost's end of the socket (owning the number in [`FD`]) and the guard's pid.
+/// toolhost's end of the socket (owning the number in [`FD`]) and a pidfd of the guard.
 struct Running {
     socket: OwnedFd,
-    pid: Pid,
+    /// Names the guard itself, never a later process that got its pid (`None` before Linux 5.3).
+    pidfd: Option<OwnedFd>,
 }
 
 static GUARD: Mutex<Option<Running>> = Mutex::new(None);
@@ -86,17 +87,10 @@ mod sys {
 /// register again when a guard had to be replaced: `(pgid, leads a session)`.
 pub(crate) fn arm(live: impl FnOnce() -> Vec<(Pid, bool)>) -> Option<RawFd> {
     let mut guard = GUARD.lock().ok()?;
-    if let Some(running) = guard.as_ref() {
-        use rustix::io::Errno;
-        use rustix::process::{WaitOptions, waitpid};
-        match waitpid(Some(running.pid), WaitOptions::NOHANG) {
-            Ok(None) => return Some(running.socket.as_raw_fd()),
-            // It exited (now reaped), or someone else reaped it (`reap_all`'s `wait`).
-            Ok(Some(_)) | Err(Errno::CHILD) => {}
-            Err(_) => return Some(running.socket.as_raw_fd()),
-        }
+    if let Some(running) = guard.as_ref().filter(|running| !exited(running)) {
+        return Some(running.socket.as_raw_fd());
     }
-    let (mut socket, pid) = match start() {
+    let (mut socket, pidfd) = match start() {
         Ok(started) => started,
         Err(err) => {
             eprintln!("toolhost: cannot start the process guard: {err}");
@@ -115,8 +109,22 @@ pub(crate) fn arm(live: impl FnOnce() -> Vec<(Pid, bool)>) -> Option<RawFd> {
     }
     FD.store(socket.as_raw_fd(), Ordering::SeqCst);
     let fd = socket.as_raw_fd();
-    *guard = Some(Running { socket, pid });
+    *guard = Some(Running { socket, pidfd });
     Some(fd)
+}
+
+/// Whether the guard is gone (reaping it if it is a zombie).
+fn exited(running: &Running) -> bool {
+    use rustix::io::Errno;
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    // Without a pidfd it is taken to live: its pid may name another child of ours by now.
+    let Some(pidfd) = &running.pidfd else { return false };
+    match waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED | WaitIdOptions::NOHANG) {
+        Ok(None) => false,
+        // It exited (reaped just now), or something else reaped it (`reap_all`'s `wait`).
+        Ok(Some(_)) | Err(Errno::CHILD) => true,
+        Err(_) => false,
+    }
 }
 
 /// Registers the calling process (a child between fork and exec, leading its group, or its
@@ -151,8 +159,8 @@ fn send(fd: BorrowedFd<'_>, op: u8, pid: Pid) {
     let _ = rustix::net::send(fd, &message, SendFlags::NOSIGNAL | SendFlags::DONTWAIT);
 }
 
-/// Forks the guard; returns toolhost's end of its socket and its pid.
-fn start() -> std::io::Result<(OwnedFd, Pid)> {
+/// Forks the guard; returns toolhost's end of its socket and a pidfd of the guard.
+fn start() -> std::io::Result<(OwnedFd, Option<OwnedFd>)> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
     let (ours, theirs) =
         socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
@@ -169,9 +177,10 @@ fn start() -> std::io::Result<(OwnedFd, Pid)> {
         return Err(std::io::Error::last_os_error());
     }
     drop(theirs);
-    Pid::from_raw(pid)
-        .map(|pid| (ours, pid))
-        .ok_or_else(|| std::io::Error::other("fork gave pid 0"))
+    let pid = Pid::from_raw(pid).ok_or_else(|| std::io::Error::other("fork gave pid 0"))?;
+    // The guard is an unreaped child here, so its pid cannot name anything else yet.
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+    Ok((ours, pidfd))
 }
 
 /// The guard's descriptor for its end of the socket, after it closed everything else.
@@ -191,6 +200,8 @@ fn guard_main(control: RawFd) -> ! {
     // Out of toolhost's session and process group: terminal signals and group kills aimed at
     // toolhost's job are not for the guard.
     let _ = rustix::process::setsid();
+    // Holds no directory busy (a workspace on a mount that is to be unmounted).
+    let _ = rustix::process::chdir(c"/");
     // SAFETY: plain system calls through the C library on descriptors this process owns and
     // static strings; none allocates or takes a lock.
     unsafe {

@@ -35,7 +35,8 @@ fn marked(mark: &str) -> Vec<(u32, char)> {
 }
 
 /// The helper: two groups with grandchildren (one spawned with `kill_group_with_leader`, one
-/// without), then `ready`, then nothing until SIGKILL.
+/// without), then `ready`, then nothing until SIGKILL. Between the two spawns its guard is
+/// killed: the second spawn must start another and register the first group with it again.
 fn helper() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
@@ -48,6 +49,9 @@ fn helper() {
                 .stdin(Stdio::null());
             let options = toolhost_process::SpawnOptions { kill_group_with_leader: keep };
             groups.push(toolhost_process::spawn(command, options).unwrap());
+            if keep {
+                kill_own_guard();
+            }
         }
         println!("ready");
         std::future::pending::<()>().await;
@@ -62,6 +66,35 @@ fn sleeping(mark: &str) -> usize {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
         })
         .count()
+}
+
+/// This process's children named `toolhost-guard`.
+fn own_guards() -> Vec<(u32, char)> {
+    let mut guards = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            if stat.contains("(toolhost-guard)") {
+                let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+                guards.push((pid, state.unwrap_or('?')));
+            }
+        }
+    }
+    guards
+}
+
+/// SIGKILL to this process's guard, and a wait until it is dead (a zombie, reaped at next spawn).
+fn kill_own_guard() {
+    let guards = own_guards();
+    assert_eq!(guards.len(), 1, "one guard per process: {guards:?}");
+    let pid = rustix::process::Pid::from_raw(guards[0].0 as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while own_guards().iter().any(|(_, state)| *state != 'Z') {
+        assert!(Instant::now() < until, "the guard did not die");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
