@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use toolhost_agent::AgentSettings;
 use toolhost_agent::settings::AgentSection;
 use toolhost_contract::config::{Layer, Section};
+use toolhost_contract::regular_file::{RegularFileError, read_regular_text};
 use toolhost_lsp_host::config::{LspSection, LspServerConfig};
 use toolhost_mcp::config::McpSection;
 use toolhost_protocol::lsp_ext::ReviewSettings;
@@ -256,14 +257,18 @@ pub fn user_config_path() -> Option<PathBuf> {
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
+    // Never blocks: a cloned repository may ship a FIFO named `toolhost.toml`.
+    match read_regular_text(path, MAX_CONFIG_BYTES) {
         Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(RegularFileError::NotFound) => Ok(None),
         Err(e) => {
             Err(ConfigError::Unreadable { file: path.display().to_string(), detail: e.to_string() })
         }
     }
 }
+
+/// The largest configuration file read (a real one is a few kilobytes).
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// The sources of one configuration, in order.
 #[derive(Clone, Debug, Default)]

@@ -157,11 +157,8 @@ fn leaves(path: &Path, root: &Path) -> bool {
 }
 
 fn read_bounded(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SKILL_BYTES {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
+    // Type checked on the open handle: a FIFO swapped in cannot block the listing.
+    toolhost_contract::regular_file::read_regular_text(path, MAX_SKILL_BYTES).ok()
 }
 
 impl SkillDirs {

@@ -362,11 +362,14 @@ impl Instance {
 }
 
 async fn read_capped(path: &PathBuf) -> Option<String> {
-    let meta = tokio::fs::metadata(path).await.ok()?;
-    if !meta.is_file() || meta.len() > CONVERT_MAX_BYTES {
-        return None;
-    }
-    tokio::fs::read_to_string(path).await.ok()
+    // Non-blocking open, type checked on the handle: a FIFO cannot pin the blocking pool.
+    let path = path.clone();
+    tokio::task::spawn_blocking(move || {
+        toolhost_contract::regular_file::read_regular_text(&path, CONVERT_MAX_BYTES).ok()
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 impl std::fmt::Debug for Instance {

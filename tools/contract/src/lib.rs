@@ -20,6 +20,7 @@ mod future;
 pub mod history;
 pub mod interact;
 pub mod lsp;
+pub mod regular_file;
 mod registrar;
 pub mod review;
 mod schema;

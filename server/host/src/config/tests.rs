@@ -164,3 +164,12 @@ fn mcp_settings_merge_per_tool_over_the_defaults() {
     let bad = PartialConfig::from_toml("toolhost.toml", "[mcp]\nresults = \"json\"\n");
     assert!(bad.unwrap_err().to_string().contains("results"));
 }
+
+#[test]
+fn a_fifo_named_toolhost_toml_is_refused_instead_of_hanging_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("toolhost.toml");
+    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+    let err = Sources::load(dir.path(), None).unwrap_err().to_string();
+    assert!(err.contains("toolhost.toml") && err.contains("a FIFO is not a regular file"), "{err}");
+}

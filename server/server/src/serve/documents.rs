@@ -149,7 +149,11 @@ impl Documents {
 /// from buffer text, and an empty buffer of a file that does not exist yet (`""` or one line
 /// ending) holds nothing to lose, so neither counts as unsaved.
 fn buffer_differs(path: &Path, text: &str) -> bool {
-    match std::fs::read(path) {
+    // Read without blocking (a FIFO is no saved file) and no further than the buffer's length
+    // and a byte-order mark: a longer file differs.
+    let bound = text.len() as u64 + 3;
+    match toolhost_contract::regular_file::read_regular(path, bound) {
+        Err(toolhost_contract::regular_file::RegularFileError::TooLarge { .. }) => true,
         Ok(disk) => {
             let disk = disk.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&disk);
             let text = text.strip_prefix('\u{feff}').unwrap_or(text);
