@@ -361,9 +361,9 @@ impl Instance {
     }
 }
 
-async fn read_capped(path: &PathBuf) -> Option<String> {
+async fn read_capped(path: &Path) -> Option<String> {
     // Non-blocking open, type checked on the handle: a FIFO cannot pin the blocking pool.
-    let path = path.clone();
+    let path = path.to_path_buf();
     tokio::task::spawn_blocking(move || {
         toolhost_contract::regular_file::read_regular_text(&path, CONVERT_MAX_BYTES).ok()
     })
