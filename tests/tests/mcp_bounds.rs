@@ -178,7 +178,7 @@ fn a_duplicate_id_in_flight_is_answered_with_an_error_and_the_first_request_stil
 fn with_bulk(declared: (&str, &str), i: usize, bulk: &str) -> Value {
     let mut arguments = Map::new();
     arguments.insert(declared.0.into(), json!(declared.1));
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         arguments.insert("junk".into(), json!(bulk));
     } else {
         arguments.insert(format!("{i}{bulk}"), json!(true));
