@@ -6,7 +6,10 @@
 //! 1. the call is listed under its id (duplicate ids are refused) with a token of its own: a
 //!    child of the caller's cancellation, or of its parent call's (see [`crate::calls`]);
 //! 2. a name no tool has yet is offered to the registry's resolvers (an MCP server started on
-//!    first use), then the call's presentation is computed — once, for every card and the log;
+//!    first use); arguments the tool's schema does not declare are dropped (or, where it forbids
+//!    them, cut down to a note for the `INVALID_ARGS` failure) and oversized ones replaced, so
+//!    no bulk reaches a card, the log or the tool (see [`crate::arguments`]); then the call's
+//!    presentation is computed — once, for every card and the log;
 //! 3. a top-level call waits for its turn at its caller's lane's barrier (a child runs under its
 //!    parent's permit; a cancelled call gives its permit back at once);
 //! 4. the pending card goes to every listener and to the handle;
