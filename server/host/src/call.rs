@@ -4,7 +4,7 @@
 //! everything around the pipeline:
 //!
 //! 1. the call is listed under its id (duplicate ids are refused) with a token of its own: a
-//!    child of the caller's cancellation, or of its parent call's (see [`crate::calls`]);
+//!    child of the caller's cancellation, or of its parent call's (see `calls.rs`);
 //! 2. a name no tool has yet is offered to the registry's resolvers (an MCP server started on
 //!    first use); arguments the tool's schema does not declare are dropped (or, where it forbids
 //!    them, cut down to a note for the `INVALID_ARGS` failure) and oversized ones replaced, so
@@ -54,7 +54,7 @@ pub struct CallRequest {
     pub output: Option<mpsc::UnboundedSender<String>>,
     /// A call of the own agent: its run's permission mode and depth.
     pub agent: Option<AgentCall>,
-    /// The caller's lane: the calls the barrier orders this one with (see [`crate::calls`]);
+    /// The caller's lane: the calls the barrier orders this one with (see `calls.rs`);
     /// `None` for the host's shared lane (the editor's calls, a CLI call).
     pub lane: Option<Lane>,
 }
