@@ -256,6 +256,10 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     const result = await request<ReplaySessionResult>(methods.replaySession, { sessionId });
     const cards = (Array.isArray(result.cards) ? result.cards : []).map(asCard).filter((c): c is Card => c !== undefined);
     store.showReplay(sessionId, cards);
+    if (typeof result.damage?.notice === 'string') {
+      // The cards are what could be read; say what was skipped and how to repair the log.
+      void vscode.window.showWarningMessage(result.damage.notice);
+    }
     await panel.reveal();
     return cards;
   };

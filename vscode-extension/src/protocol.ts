@@ -199,6 +199,8 @@ export interface ListSessionsResult {
 
 export interface ReplaySessionResult {
   cards: Card[];
+  /** Present when the log is damaged: what was skipped and the command that repairs it. */
+  damage?: { notice: string };
 }
 
 /** `toolhost/callOutput` params, or undefined for junk. */

@@ -417,6 +417,10 @@ function M.replay(session_id, cb)
       return cb and cb(err)
     end
     local buf = require('toolhost.cards').open_replay(session_id, res and res.cards or {}, c.id)
+    if type(res) == 'table' and type(res.damage) == 'table' and type(res.damage.notice) == 'string' then
+      -- The cards are what could be read; say what was skipped and how to repair the log.
+      notify(res.damage.notice, vim.log.levels.WARN)
+    end
     if cb then
       cb(nil, buf)
     end
