@@ -202,7 +202,8 @@ impl Host {
         token: CancellationToken,
         started: oneshot::Sender<Card>,
     ) -> Result<CallOutcome, HostError> {
-        let CallRequest { name, arguments, caller, asker, parent, output, agent, lane, .. } = request;
+        let CallRequest { name, arguments, caller, asker, parent, output, agent, lane, .. } =
+            request;
         self.recover().await;
         let registry = self.registry();
         if !registry.contains(&name) {

@@ -13,20 +13,9 @@ use toolhost_session::{
     repair_session,
 };
 
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    sessions: PathBuf,
-    root: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let sessions = tmp.path().join("sessions");
-    let root = tmp.path().join("work");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    Fixture { _tmp: tmp, sessions, root }
-}
+#[path = "support/fixture.rs"]
+mod support;
+use support::{Fixture, fixture};
 
 fn call(id: &str) -> ToolCallEvent {
     ToolCallEvent {

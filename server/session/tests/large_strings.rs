@@ -13,20 +13,9 @@ use toolhost_session::{
     BLOB_DIR_NAME, LARGE_STRING_BYTES, SessionLog, blob_hash, read_session, replay_cards,
 };
 
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    sessions: PathBuf,
-    root: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let sessions = tmp.path().join("sessions");
-    let root = tmp.path().join("work");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    Fixture { _tmp: tmp, sessions, root }
-}
+#[path = "support/fixture.rs"]
+mod support;
+use support::fixture;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()

@@ -11,19 +11,12 @@ use toolhost_session::{
     OUTCOME_UNKNOWN_CODE, SessionError, SessionLog, image_data, read_session, replay_cards,
 };
 
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    sessions: PathBuf,
-    root: PathBuf,
-}
+#[path = "support/fixture.rs"]
+mod support;
+use support::Fixture;
 
 fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let sessions = tmp.path().join("state/toolhost/sessions");
-    let root = tmp.path().join("work");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    Fixture { _tmp: tmp, sessions, root }
+    support::fixture_at("state/toolhost/sessions")
 }
 
 fn rt() -> tokio::runtime::Runtime {

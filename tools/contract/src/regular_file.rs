@@ -57,7 +57,7 @@ pub fn kind_name(file_type: FileType) -> &'static str {
     } else if file_type.is_block_device() {
         "a block device"
     } else {
-        "it"
+        "a special file"
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Ignore files the walk reads in every directory (grep's filters, `.rgignore` included).
@@ -17,19 +17,7 @@ const IGNORE_FILES: [&str; 3] = [".rgignore", ".ignore", ".gitignore"];
 const POINTER_MAX_BYTES: u64 = 4096;
 
 /// What an entry that is neither a regular file nor a directory is, for messages.
-pub(super) fn kind_name(file_type: std::fs::FileType) -> &'static str {
-    if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    }
-}
+pub(super) use toolhost_contract::regular_file::kind_name;
 
 /// Opens `path` for reading if it is a regular file: `Ok(Err(kind))` when it is something else.
 /// Non-blocking, so a FIFO put there after the caller looked cannot hang the open; `nofollow`
