@@ -392,12 +392,8 @@ impl Workspace {
         op: Op,
     ) -> Result<Option<File>, FsError> {
         let path = &target.display;
-        match target.state {
-            EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
-            EntryState::Present(EntryKind::File) => {}
-            EntryState::Present(_) => {
-                return Err(FsError::NotRegularFile { op, path: path.clone() });
-            }
+        if !resolved_as_file(target, op)? {
+            return Ok(None);
         }
         let root = &self.shared.roots[target.root];
         match open_regular(root.dir(), &target.real_rel) {
@@ -542,12 +538,8 @@ impl Workspace {
         op: Op,
     ) -> Result<bool, FsError> {
         let path = &target.display;
-        match target.state {
-            EntryState::Missing | EntryState::ParentNotDir => return Ok(false),
-            EntryState::Present(EntryKind::File) => {}
-            EntryState::Present(_) => {
-                return Err(FsError::NotRegularFile { op, path: path.clone() });
-            }
+        if !resolved_as_file(target, op)? {
+            return Ok(false);
         }
         let root = &self.shared.roots[target.root];
         match root.dir().symlink_metadata(&target.real_rel) {
@@ -558,6 +550,17 @@ impl Workspace {
                 _ => Err(FsError::from_io(op, path, &err)),
             },
         }
+    }
+}
+
+/// What resolution found at `target`: `false` when nothing is there (missing, or a parent is not
+/// a directory), `true` for a regular file, `FS_NOT_REGULAR_FILE` for anything else. Callers
+/// still check the entry itself when they open it: it may have changed since.
+fn resolved_as_file(target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
+    match target.state {
+        EntryState::Missing | EntryState::ParentNotDir => Ok(false),
+        EntryState::Present(EntryKind::File) => Ok(true),
+        EntryState::Present(_) => Err(FsError::NotRegularFile { op, path: target.display.clone() }),
     }
 }
 
