@@ -675,6 +675,9 @@ impl TerminalRegistry {
         if term.closing.swap(true, Ordering::SeqCst) {
             return Ok(false);
         }
+        // A hangup first, as a closed terminal gives: an interactive shell ignores SIGTERM and
+        // would otherwise hold the close for the whole grace period.
+        term.group.signal(toolhost_process::Signal::HUP);
         term.group.terminate(self.config.kill_grace).await;
         lock(&self.terms).retain(|t| t.id != term.id);
         Ok(true)
