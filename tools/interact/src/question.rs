@@ -134,14 +134,21 @@ pub(crate) async fn ask(
     }
 }
 
-/// The failure the model reads when its questions got no answer: one sentence per code, the
-/// same for every route (a dismissal, a declined elicitation, an unanswered question all read
-/// as the user cancelling).
+/// How the routes report the person dismissing a question (`toolhost/askUser`'s `dismissed`,
+/// an MCP form's cancel): the contract's `answers_of` and the MCP elicitation say it so.
+const DISMISSED_BY_ROUTE: &str = "the user dismissed the question";
+
+/// The failure the model reads when its questions got no answer: the reference's sentence for
+/// each code, the same whichever route was asked. Only a question that ended otherwise than by
+/// the person dismissing it keeps its route's reason (`the question was not answered within
+/// <s> s`, `the user declined to answer`, `the editor could not ask: …`): the model may act on
+/// a timeout differently than on a refusal.
 fn question_failure(error: &QuestionError) -> ToolError {
     let message = match error {
         QuestionError::Aborted => "ask_user_question was aborted before the user answered",
         QuestionError::EmptyQuestions => "ask_user_question requires at least one question",
         QuestionError::NoProvider(_) => NO_PROVIDER,
+        QuestionError::Cancelled(why) if why != DISMISSED_BY_ROUTE => why.as_str(),
         QuestionError::Cancelled(_) => "the user cancelled ask_user_question",
     };
     ToolError::typed("UserQuestionError", error.code(), message)
@@ -284,8 +291,12 @@ mod tests {
             (Some("NO_PROVIDER".into()), "no user-questions provider is registered".into())
         );
         assert_eq!(
-            failure(QuestionError::Cancelled("the user declined to answer".into())),
+            failure(QuestionError::Cancelled("the user dismissed the question".into())),
             (Some("ASK_CANCELLED".into()), "the user cancelled ask_user_question".into())
+        );
+        assert_eq!(
+            failure(QuestionError::Cancelled("the question was not answered within 1 s".into())),
+            (Some("ASK_CANCELLED".into()), "the question was not answered within 1 s".into())
         );
         assert_eq!(
             failure(QuestionError::Aborted),
