@@ -99,11 +99,25 @@ fn arguments_are_checked_and_workdir_is_confined() {
     std::fs::create_dir(env.root.join("sub")).unwrap();
     let mut client = env.start(json!({}));
     for (args, message) in [
-        (json!({"command": "  ", "description": "d"}), "command must be a non-empty string"),
-        (json!({"command": "true", "description": ""}), "description must be a non-empty string"),
+        (
+            json!({"command": "  ", "description": "d"}),
+            "invalid command: expected a non-empty string",
+        ),
+        (
+            json!({"command": "true", "description": "\u{feff}\n"}),
+            "invalid description: expected a non-empty string",
+        ),
         (
             json!({"command": "true", "description": "d", "timeoutMs": -5}),
-            "timeoutMs must be a positive finite number",
+            "invalid timeoutMs: expected a positive number, got -5",
+        ),
+        (
+            json!({"command": "true", "description": "d", "timeoutMs": -1.5}),
+            "invalid timeoutMs: expected a positive number, got -1.5",
+        ),
+        (
+            json!({"command": "true", "description": "d", "timeoutMs": "5"}),
+            "invalid arguments: \"timeoutMs\" must be a number",
         ),
     ] {
         let out = client.call_tool("bash", args).unwrap();
@@ -546,7 +560,89 @@ fn an_interactive_python_repl_is_driven_through_a_terminal() {
     let closed = call_ok(&mut client, "terminal_close", json!({"sessionId": id}));
     assert_eq!(text(&closed), format!("closed terminal session {id}"));
     let unknown = client.call_tool("terminal_send", json!({"sessionId": id, "text": "x"})).unwrap();
-    assert_eq!(text(&unknown), format!("Error: unknown terminal session {id}"));
+    assert_eq!(text(&unknown), format!("Error: unknown PTY session {id}"));
+}
+
+#[test]
+fn the_plain_shell_terminal_shows_what_was_printed_since_the_send() {
+    let env = Env::new();
+    let mut client = env.start(json!({}));
+    client.timeout = Duration::from_secs(60);
+    let opened = call_ok(&mut client, "terminal_open", json!({"type": "shell", "name": "plain"}));
+    assert_eq!(text(&opened), "started terminal session pty-1 (plain) [type: shell]\ndsh> ");
+    let out = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": "pty-1", "text": "echo hi; echo oops >&2", "timeout_ms": 20000}),
+    );
+    assert_eq!(
+        text(&out),
+        "echo hi; echo oops >&2\nhi\noops\ndsh> \n[wait: stdin_read]\n[session: running]"
+    );
+    let same =
+        client.call_tool("terminal_open", json!({"type": "shell", "name": "plain"})).unwrap();
+    assert_eq!(text(&same), "Error: PTY session name \"plain\" already exists for this owner");
+    let kill =
+        client.call_tool("terminal_signal", json!({"sessionId": "pty-1", "signal": "SIGKILL"}));
+    assert_eq!(
+        text(&kill.unwrap()),
+        "Error: refusing to SIGKILL the terminal shell; terminate the terminal session instead"
+    );
+    for (tool, args, message) in [
+        ("terminal_open", json!({"type": ""}), "type must be a non-empty string"),
+        ("terminal_open", json!({"type": "fish"}), "no PTY backend registered for \"fish\""),
+        (
+            "terminal_send",
+            json!({"sessionId": "", "text": "x"}),
+            "sessionId must be a non-empty string",
+        ),
+        ("terminal_read", json!({"sessionId": "pty-9"}), "unknown PTY session pty-9"),
+        (
+            "terminal_read",
+            json!({"sessionId": "pty-1", "offset": -1}),
+            "PTY read offset must be a non-negative safe integer",
+        ),
+        (
+            "terminal_read",
+            json!({"sessionId": "pty-1", "count": 0.5}),
+            "PTY read count must be a positive safe integer",
+        ),
+    ] {
+        let out = client.call_tool(tool, args).unwrap();
+        assert_eq!(text(&out), format!("Error: {message}"), "{out}");
+    }
+    let out = call_ok(&mut client, "terminal_send", json!({"sessionId": "pty-1", "text": "exit"}));
+    assert!(text(&out).ends_with("\n[wait: session_exit]\n[session: exited code=0 signal=null]"));
+    let out = client.call_tool("terminal_send", json!({"sessionId": "pty-1", "text": "x"}));
+    assert_eq!(text(&out.unwrap()), "Error: PTY session has exited");
+    let closed = call_ok(&mut client, "terminal_close", json!({"sessionId": "pty-1"}));
+    assert_eq!(text(&closed), "closed terminal session pty-1");
+}
+
+#[test]
+fn a_job_read_keeps_stdout_then_its_stderr() {
+    let env = Env::new();
+    let mut client = env.start(json!({}));
+    call_ok(
+        &mut client,
+        "bash",
+        json!({"command": "printf out; echo err >&2; sleep 0.3; echo more >&2", "description": "bg", "run_in_background": true}),
+    );
+    let out = call_ok(
+        &mut client,
+        "job_output",
+        json!({"job_id": "bash-1", "wait": true, "timeout_ms": 10000}),
+    );
+    assert_eq!(text(&out), "out\n[stderr]\nerr\nmore\n[status: completed, exit code: 0]");
+    let out = call_ok(&mut client, "job_output", json!({"job_id": "bash-1"}));
+    assert_eq!(text(&out), "(no new output)\n[status: completed, exit code: 0]");
+    let bad = client
+        .call_tool("job_output", json!({"job_id": "bash-1", "wait": true, "timeout_ms": 0}))
+        .unwrap();
+    assert_eq!(
+        text(&bad),
+        "Error: invalid wait timeout: expected a positive number of milliseconds, got 0"
+    );
 }
 
 #[test]

@@ -1,9 +1,12 @@
-//! Skill discovery (docs/tools.md, "skill"): folders holding `<name>/SKILL.md`, in the workspace
+//! Skill discovery (docs/tools.md, "skill"): skills folders holding `<folder>/SKILL.md` bundles
+//! and flat `<file>.md` skills beside them (each folder's entries in name order), in the workspace
 //! (`.toolhost/skills/`, and the layouts other agents use, `.claude/skills/` and
 //! `.agents/skills/`), in folders `[skills] dirs` names, and in the user's config folder
-//! (`~/.config/toolhost/skills/`, `~/.claude/skills/`, `~/.agents/skills/`). The first folder
-//! defining a name wins. The catalog is read afresh on every look-up, so a skill added while
-//! the session runs is found.
+//! (`~/.config/toolhost/skills/`, `~/.claude/skills/`, `~/.agents/skills/`). A skill's name is
+//! its front matter's, and a file without a name and a description there is skipped (the rules
+//! are `toolhost_tools_interact::skill::parse_skill_file`'s). The first place defining a name
+//! wins. The catalog is read afresh on every look-up, so a skill added while the session runs
+//! is found.
 //!
 //! A folder inside the workspace holds what the repository put there, whoever named it: its
 //! skills must stay inside the workspace. A skills folder, skill folder or `SKILL.md` there
@@ -12,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use toolhost_contract::{LoadedSkill, ResourceBase, SkillCatalog, SkillEntry};
-use toolhost_tools_interact::skill::{parse_skill_file, valid_name};
+use toolhost_tools_interact::skill::parse_skill_file;
 
 /// The largest `SKILL.md` read (instructions, not data).
 const MAX_SKILL_BYTES: u64 = 1024 * 1024;
@@ -85,8 +88,8 @@ impl SkillDirs {
         SkillDirs { dirs }
     }
 
-    fn scan(&self) -> Vec<(SkillEntry, PathBuf)> {
-        let mut found: Vec<(SkillEntry, PathBuf)> = Vec::new();
+    fn scan(&self) -> Vec<Found> {
+        let mut found: Vec<Found> = Vec::new();
         for SkillDir { path: dir, provider, confined_to } in &self.dirs {
             if dir.symlink_metadata().is_err() {
                 continue;
@@ -101,12 +104,25 @@ impl SkillDirs {
                 continue;
             }
             let Ok(entries) = std::fs::read_dir(dir) else { continue };
-            let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-            folders.sort();
-            for folder in folders {
-                let file = folder.join("SKILL.md");
+            let mut names: Vec<(Vec<(u8, char)>, String)> = entries
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .map(|name| (collation_key(&name), name))
+                .collect();
+            names.sort();
+            for (_, name) in names {
+                let entry = dir.join(&name);
+                // A folder holds `SKILL.md` and its resources; a flat `*.md` beside the folders
+                // is a skill of its own whose resources are the skills folder's.
+                let (file, base) = if entry.is_dir() {
+                    (entry.join("SKILL.md"), entry.clone())
+                } else if name.ends_with(".md") && entry.is_file() {
+                    (entry.clone(), dir.clone())
+                } else {
+                    continue;
+                };
                 if let Some(root) = confined_to
-                    && let Some(outside) = [&folder, &file].into_iter().find(|p| leaves(p, root))
+                    && let Some(outside) = [&entry, &file].into_iter().find(|p| leaves(p, root))
                 {
                     tracing::warn!(
                         path = %outside.display(),
@@ -115,38 +131,61 @@ impl SkillDirs {
                     continue;
                 }
                 let Some(text) = read_bounded(&file) else { continue };
-                let parsed = parse_skill_file(&text);
-                let folder_name = folder.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let name = parsed.name.clone().unwrap_or_else(|| folder_name.to_owned());
-                if !valid_name(&name) {
-                    tracing::warn!(path = %file.display(), name, "skill skipped: invalid name");
+                let parsed = match parse_skill_file(&text) {
+                    Ok(parsed) => parsed,
+                    Err(why) => {
+                        tracing::warn!(path = %file.display(), "skill skipped: {why}");
+                        continue;
+                    }
+                };
+                // The first place defining a name wins, whoever may invoke it.
+                if found.iter().any(|f| f.entry.name == parsed.name) {
                     continue;
                 }
-                if found.iter().any(|(e, _)| e.name == name) {
-                    continue;
-                }
-                let description = parsed.description.clone().unwrap_or_else(|| {
-                    parsed
-                        .body
-                        .lines()
-                        .map(|l| l.trim().trim_start_matches('#').trim())
-                        .find(|l| !l.is_empty())
-                        .unwrap_or("")
-                        .to_owned()
-                });
                 let entry = SkillEntry {
-                    name,
-                    description,
+                    name: parsed.name,
+                    description: parsed.description,
                     provider: (*provider).to_owned(),
                     path: file.display().to_string(),
-                    model_invocable: !parsed.disable_model_invocation,
+                    model_invocable: parsed.model_invocable,
                 };
-                found.push((entry, folder));
+                found.push(Found { entry, base, user_invocable: parsed.user_invocable });
             }
         }
-        found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        found.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
         found
     }
+
+    /// The skills a person may invoke (`user-invocable` not turned off): what front ends offer
+    /// as prompts or commands.
+    pub fn user_skills(&self) -> Vec<SkillEntry> {
+        self.scan().into_iter().filter(|f| f.user_invocable).map(|f| f.entry).collect()
+    }
+}
+
+/// A skill discovery kept.
+struct Found {
+    entry: SkillEntry,
+    /// Where its resources are: its folder, or the skills folder of a flat file.
+    base: PathBuf,
+    user_invocable: bool,
+}
+
+/// The order the reference lists a skills folder in (a locale-aware comparison): punctuation
+/// before digits before letters, letters compared without case first, lowercase before
+/// uppercase only to break a tie.
+fn collation_key(name: &str) -> Vec<(u8, char)> {
+    const PUNCTUATION: &str = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+    let primary = name.chars().map(|c| match PUNCTUATION.find(c) {
+        Some(at) => (1, char::from_u32(at as u32).unwrap_or(c)),
+        None if c.is_whitespace() => (0, c),
+        None if c.is_ascii_digit() => (2, c),
+        None if c.is_alphabetic() => (3, c.to_lowercase().next().unwrap_or(c)),
+        None => (4, c),
+    });
+    // Then the case of each letter: lowercase first.
+    let tertiary = name.chars().map(|c| (5, if c.is_uppercase() { '1' } else { '0' }));
+    primary.chain(std::iter::once((0, '\0'))).chain(tertiary).collect()
 }
 
 /// Whether `path` exists and resolves outside `root` (canonical); a path that does not exist
@@ -164,10 +203,15 @@ fn read_bounded(path: &Path) -> Option<String> {
 impl SkillDirs {
     /// Skill `name` as the `skill` tool gives it to the model (its `<skill_content>` envelope),
     /// for front ends that offer skills as prompts (MCP `prompts/get`).
+    /// A skill whose front matter says `user-invocable: false` is not offered.
     pub fn prompt(&self, name: &str) -> Result<Option<String>, String> {
+        if !self.user_skills().iter().any(|s| s.name == name) {
+            return Ok(None);
+        }
         let Some(skill) = self.load(name)? else { return Ok(None) };
         Ok(Some(toolhost_tools_interact::skill::envelope(
             &skill.entry.name,
+            &skill.entry.provider,
             skill.resource_base.as_ref(),
             &skill.content,
         )))
@@ -176,18 +220,24 @@ impl SkillDirs {
 
 impl SkillCatalog for SkillDirs {
     fn skills(&self) -> Vec<SkillEntry> {
-        self.scan().into_iter().map(|(entry, _)| entry).collect()
+        self.scan().into_iter().map(|found| found.entry).collect()
     }
 
     fn load(&self, name: &str) -> Result<Option<LoadedSkill>, String> {
-        let Some((entry, folder)) = self.scan().into_iter().find(|(e, _)| e.name == name) else {
+        let Some(Found { entry, base, .. }) =
+            self.scan().into_iter().find(|f| f.entry.name == name)
+        else {
             return Ok(None);
         };
         let text = std::fs::read_to_string(&entry.path)
             .map_err(|e| format!("cannot read skill \"{name}\" ({}): {e}", entry.path))?;
-        let content = parse_skill_file(&text).body;
-        let resource_base = Some(ResourceBase::Directory { path: folder.display().to_string() });
-        Ok(Some(LoadedSkill { entry, content, resource_base }))
+        // Changed since the listing so that it no longer reads as this skill: gone.
+        let Ok(parsed) = parse_skill_file(&text) else { return Ok(None) };
+        if parsed.name != entry.name {
+            return Ok(None);
+        }
+        let resource_base = Some(ResourceBase::Directory { path: base.display().to_string() });
+        Ok(Some(LoadedSkill { entry, content: parsed.body, resource_base }))
     }
 }
 
@@ -263,6 +313,60 @@ mod tests {
         assert_eq!(names(&dirs), ["t-good", "t-shared"]);
         assert!(dirs.load("t-folder").unwrap().is_none());
         assert!(dirs.load("t-good").unwrap().is_some());
+    }
+
+    #[test]
+    fn flat_files_beside_bundles_and_front_matter_names() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path();
+        let skills = root.join(".toolhost/skills");
+        // The folder's name is not the skill's: the front matter's is.
+        skill(&skills.join("folder"), "t-bundle");
+        std::fs::write(skills.join("t-flat.md"), "---\nname: t-flat\ndescription: d\n---\nflat\n")
+            .unwrap();
+        // Not skills: no description, no front matter, not markdown, a user-only hidden one.
+        std::fs::write(skills.join("nodesc.md"), "---\nname: t-nodesc\n---\nx\n").unwrap();
+        std::fs::write(skills.join("plain.md"), "# t-plain\n").unwrap();
+        std::fs::write(skills.join("t-text.txt"), "---\nname: t-text\ndescription: d\n---\n")
+            .unwrap();
+        std::fs::write(
+            skills.join("t-model.md"),
+            "---\nname: t-model\ndescription: d\nuser-invocable: false\n---\nm\n",
+        )
+        .unwrap();
+        let dirs = SkillDirs::new(&[root.to_path_buf()], &[]);
+        assert_eq!(names(&dirs), ["t-bundle", "t-flat", "t-model"]);
+        let flat = dirs.load("t-flat").unwrap().unwrap();
+        assert_eq!(flat.content, "flat");
+        assert_eq!(
+            flat.resource_base,
+            Some(ResourceBase::Directory { path: skills.display().to_string() })
+        );
+        let bundle = dirs.load("t-bundle").unwrap().unwrap();
+        assert_eq!(
+            bundle.resource_base,
+            Some(ResourceBase::Directory { path: skills.join("folder").display().to_string() })
+        );
+        let users: Vec<String> = dirs.user_skills().into_iter().map(|s| s.name).collect();
+        assert!(!users.contains(&"t-model".to_owned()));
+        assert!(users.contains(&"t-flat".to_owned()));
+        assert_eq!(dirs.prompt("t-model").unwrap(), None);
+    }
+
+    #[test]
+    fn within_a_folder_the_first_entry_in_name_order_wins() {
+        let ws = tempfile::tempdir().unwrap();
+        let skills = ws.path().join(".toolhost/skills");
+        std::fs::create_dir_all(&skills).unwrap();
+        for (file, body) in [("b.md", "from b"), ("A.md", "from A"), ("a-z.md", "from a-z")] {
+            let text = format!("---\nname: t-same\ndescription: d\n---\n{body}\n");
+            std::fs::write(skills.join(file), text).unwrap();
+        }
+        let dirs = SkillDirs::new(&[ws.path().to_path_buf()], &[]);
+        assert_eq!(dirs.load("t-same").unwrap().unwrap().content, "from a-z");
+        let mut keys = vec!["b", "B", "a.md", "a-b", "a_b", "a1", "ab", "A"];
+        keys.sort_by_key(|k| collation_key(k));
+        assert_eq!(keys, ["A", "a_b", "a-b", "a.md", "a1", "ab", "b", "B"]);
     }
 
     #[test]

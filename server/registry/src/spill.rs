@@ -167,8 +167,10 @@ impl toolhost_contract::config::Section for SpillSection {
     }
 }
 
-/// The generic spill's default cap (bytes of Native text a result keeps inline).
-pub const DEFAULT_MAX_INLINE_BYTES: u64 = 51_200;
+/// The generic spill's default cap (bytes of Native text a result keeps inline): 50,000, the cap
+/// other hosts of these tools ship with, so a large `bash` or `web_fetch` result is cut at the
+/// same byte everywhere (the notice's arithmetic depends on it) and models see familiar text.
+pub const DEFAULT_MAX_INLINE_BYTES: u64 = 50_000;
 
 #[cfg(test)]
 mod tests {
@@ -179,7 +181,7 @@ mod tests {
     fn an_untrusted_source_may_lower_the_spill_cap_but_not_raise_or_disable_it() {
         use toolhost_contract::config::Section;
         for (asked, applied, kept) in
-            [(1000, 51_200, true), (100_000, 51_200, false), (0, 51_200, false), (5, 0, true)]
+            [(1000, 50_000, true), (100_000, 50_000, false), (0, 50_000, false), (5, 0, true)]
         {
             let mut section = SpillSection { max_inline_bytes: Some(asked) };
             let dropped = section.restrict_untrusted(&applied);

@@ -466,3 +466,54 @@ async fn typed_tool_content_is_spilled_too() {
     assert_eq!(res.result.value(), Some(&json!(full)));
     assert_eq!(res.result.meta(), Some(&json!({"card": "echo", "text": full})));
 }
+
+/// A store whose locator is a fixed string (its length decides the notice's arithmetic).
+struct FixedLocator(String);
+
+impl SpillStore for FixedLocator {
+    fn save_text(&self, request: SpillRequest) -> BoxFuture<'_, Result<SpillReceipt, SpillError>> {
+        let receipt = SpillReceipt {
+            locator: self.0.clone(),
+            bytes: request.content.len() as u64,
+            retrieval_hint: RETRIEVAL_HINT.to_owned(),
+        };
+        Box::pin(async move { Ok(receipt) })
+    }
+}
+
+#[test]
+fn the_shipped_cap_is_fifty_thousand_bytes() {
+    assert_eq!(toolhost_registry::spill::DEFAULT_MAX_INLINE_BYTES, 50_000);
+}
+
+/// A worked example: a 64,128-byte text and an 86-byte locator under the shipped
+/// cap keep 24,894 bytes of head and 24,894 of tail, omit 14,340, and come to 50,000 bytes.
+#[tokio::test]
+async fn the_notice_and_its_arithmetic_under_the_shipped_cap() {
+    let cap = toolhost_registry::spill::DEFAULT_MAX_INLINE_BYTES as usize;
+    let registry = spill_registry(cap, &["bash"]);
+    let locator = format!("/tmp/dsh-spill-Ab12Cd/session-3f9a0c1b2d4e/{}", "l".repeat(43));
+    assert_eq!(locator.len(), 86);
+    let caps = with_store(Arc::new(FixedLocator(locator.clone())));
+    // The tail of `seq 1 40000`, cut to 64,128 bytes.
+    let seq: String = (1..=40_000).map(|n| format!("{n}\n")).collect();
+    let full = seq[seq.len() - 64_128..].to_owned();
+    assert_eq!(full.len(), 64_128);
+    let res = registry.dispatch(session_call("bash", json!({"text": full}), &caps)).await;
+    let text = only_text(&res);
+    let notice = format!(
+        "(Omitted 14340 bytes. Full formatted result stored at: {locator}. Use read with offset/limit, or grep this path to search within it.)"
+    );
+    let expected = format!("{}{}\n\n{notice}", &full[..24_894], &full[full.len() - 24_894..]);
+    assert_eq!(text, expected);
+    assert_eq!(text.len(), 50_000);
+    // One byte under the cap stays inline; one over is spilled.
+    let inline = "a".repeat(cap);
+    let res = registry.dispatch(session_call("bash", json!({"text": inline}), &caps)).await;
+    assert_eq!(only_text(&res), inline);
+    let over = "a".repeat(cap + 1);
+    let res = registry.dispatch(session_call("bash", json!({"text": over}), &caps)).await;
+    let notice = notice.replace("14340", "213");
+    assert_eq!(only_text(&res), format!("{}\n\n{notice}", "a".repeat(49788)));
+    assert!(only_text(&res).len() <= cap);
+}

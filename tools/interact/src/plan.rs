@@ -2,17 +2,18 @@
 //! before the person (a `plan-review` question: Approve / Keep planning) and, once approved,
 //! plan mode ends and the agent carries the plan out.
 
-use crate::question::ask;
-use crate::{SESSION_ONLY, short};
+use crate::question::{NO_PROVIDER, ask};
+use crate::{SESSION_ONLY, js_trim, js_whitespace, short};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolhost_contract::protocol::lsp_ext::{
-    Question, QuestionIntent, QuestionOption, ToolAnnotations,
+    Answer, Question, QuestionIntent, QuestionOption, ToolAnnotations,
 };
 use toolhost_contract::protocol::{CallPresentation, CardKind, ContentBlock};
 use toolhost_contract::{
-    InteractionHandle, QuestionError, QuestionRequest, Tool, ToolContext, ToolError,
+    InteractionHandle, QuestionError, QuestionRequest, QuestionsHandle, Tool, ToolContext,
+    ToolError,
 };
 
 /// The Native text of an approved plan.
@@ -21,6 +22,39 @@ pub const PLAN_APPROVED_TEXT: &str =
 
 const APPROVE: &str = "Approve";
 const KEEP_PLANNING: &str = "Keep planning";
+/// The review question's id, which its answer echoes.
+const REVIEW_ID: &str = "plan";
+
+const NO_SESSION: &str = "exit_plan_mode requires a calling agent (no session to switch)";
+const NO_CHANNEL: &str = "no user-questions channel is available to review the plan; ask the \
+                          user to switch the session mode instead";
+const DISMISSED: &str = "The user dismissed the plan review to speak instead; stay in plan mode, \
+                         stop here, and wait for their message.";
+const KEEP_PLANNING_TEXT: &str =
+    "The user chose to keep planning; revise the plan and present it again.";
+const ABORTED: &str = "ask_user_question was aborted before the user answered";
+
+/// Whether the answers approve the plan: exactly one answer to the review, choosing only
+/// `Approve` and saying nothing else. Anything else keeps planning, with the person's free
+/// text (verbatim) as feedback when they wrote some.
+fn decision(answers: &[Answer]) -> Result<(), String> {
+    let mut review = answers.iter().filter(|a| a.id == REVIEW_ID);
+    let answer = match (review.next(), review.next()) {
+        (Some(answer), None) => Some(answer),
+        _ => None,
+    };
+    let approved = answer
+        .is_some_and(|a| a.selected.len() == 1 && a.selected[0] == APPROVE && a.custom.is_none());
+    if approved {
+        return Ok(());
+    }
+    match answer.and_then(|a| a.custom.as_deref()).filter(|c| !c.is_empty()) {
+        Some(feedback) => {
+            Err(format!("The user chose to keep planning; their feedback: {feedback}"))
+        }
+        None => Err(KEEP_PLANNING_TEXT.to_owned()),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +70,14 @@ pub struct ExitPlanModeOutput {
 }
 
 pub struct ExitPlanModeTool;
+
+/// Whether the trimmed plan starts with exactly one `#`, white space (a line break too), then
+/// text: the reference's test, character for character.
+fn starts_with_heading(plan: &str) -> bool {
+    let Some(rest) = js_trim(plan).strip_prefix('#') else { return false };
+    let text = rest.trim_start_matches(js_whitespace);
+    text.len() < rest.len() && !text.is_empty()
+}
 
 /// The plan's title: the text of its level-1 heading, when the (trimmed) plan starts with
 /// exactly one `#`, whitespace, then text.
@@ -101,14 +143,19 @@ impl Tool for ExitPlanModeTool {
         args: ExitPlanModeArgs,
         cx: ToolContext,
     ) -> Result<ExitPlanModeOutput, ToolError> {
-        let state = cx.capability::<InteractionHandle>();
-        if !state.as_ref().is_some_and(|s| s.plan_mode()) {
+        let Some(state) = cx.capability::<InteractionHandle>() else {
+            return Err(ToolError::plain(NO_SESSION));
+        };
+        if !state.plan_mode() {
             return Err(ToolError::plain("exit_plan_mode is only available in plan mode"));
         }
-        if heading(&args.plan).is_none() {
+        if !starts_with_heading(&args.plan) {
             return Err(ToolError::plain(
                 "exit_plan_mode requires a non-empty markdown plan starting with a # heading",
             ));
+        }
+        if cx.capability::<QuestionsHandle>().is_none() {
+            return Err(ToolError::plain(NO_CHANNEL));
         }
         let request = QuestionRequest::new(
             cx.call_id(),
@@ -119,38 +166,21 @@ impl Tool for ExitPlanModeTool {
         .with_plan(args.plan.trim());
         let answers = match ask(&cx, request).await {
             Ok(answers) => answers,
-            Err(QuestionError::Cancelled(_)) => {
-                return Err(ToolError::typed(
-                    "UserQuestionError",
-                    "ASK_CANCELLED",
-                    "The user dismissed the plan review without deciding; stop here and wait for \
-                     their instructions.",
-                ));
+            // A dismissal is the person taking the turn back to say something the two options
+            // do not cover: not a failed review.
+            Err(QuestionError::Cancelled(_)) => return Err(ToolError::plain(DISMISSED)),
+            Err(QuestionError::NoProvider(_)) => {
+                return Err(ToolError::typed("UserQuestionError", "NO_PROVIDER", NO_PROVIDER));
+            }
+            Err(QuestionError::Aborted) => {
+                return Err(ToolError::typed("UserQuestionError", "ASK_ABORTED", ABORTED));
             }
             Err(other) => return Err(other.to_tool_error()),
         };
-        let answer = answers.into_iter().find(|a| a.id == "plan");
-        let feedback = answer
-            .as_ref()
-            .and_then(|a| a.custom.as_deref())
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned);
-        let approved = feedback.is_none()
-            && answer.as_ref().is_some_and(|a| a.selected.iter().any(|s| s == APPROVE));
-        if !approved {
-            let mut message =
-                "The user chose to keep planning; stay in plan mode, revise the plan \
-                               and call exit_plan_mode again when it is ready."
-                    .to_owned();
-            if let Some(feedback) = feedback {
-                message.push_str(&format!(" Their feedback: {feedback}"));
-            }
+        if let Err(message) = decision(&answers) {
             return Err(ToolError::plain(message));
         }
-        if let Some(state) = state {
-            state.stage_plan_approved(cx.call_id());
-        }
+        state.stage_plan_approved(cx.call_id());
         Ok(ExitPlanModeOutput { approved: true })
     }
 
@@ -169,7 +199,48 @@ impl Tool for ExitPlanModeTool {
 
 #[cfg(test)]
 mod tests {
-    use super::heading;
+    use super::{Answer, decision, heading, starts_with_heading};
+
+    #[test]
+    fn the_heading_test_is_the_reference_s() {
+        for good in ["# Plan", "  #\tPlan\n", "#\nPlan", "# \n x", "\u{feff}# Plan"] {
+            assert!(starts_with_heading(good), "{good:?}");
+        }
+        for bad in ["## Plan", "#Plan", "# ", "#", "", "Intro\n# Plan", "\u{85}# Plan"] {
+            assert!(!starts_with_heading(bad), "{bad:?}");
+        }
+    }
+
+    fn answer(id: &str, selected: &[&str], custom: Option<&str>) -> Answer {
+        Answer {
+            id: id.to_owned(),
+            selected: selected.iter().map(|s| (*s).to_owned()).collect(),
+            custom: custom.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn only_a_plain_approve_approves() {
+        assert_eq!(decision(&[answer("plan", &["Approve"], None)]), Ok(()));
+        let keep = Err(
+            "The user chose to keep planning; revise the plan and present it again.".to_owned()
+        );
+        for answers in [
+            vec![answer("plan", &["Keep planning"], None)],
+            vec![answer("plan", &[], None)],
+            vec![answer("plan", &["Approve", "Keep planning"], None)],
+            vec![answer("plan", &["Approve"], Some(""))],
+            vec![answer("plan", &["Approve"], None), answer("plan", &["Approve"], None)],
+            vec![answer("other", &["Approve"], None)],
+            vec![],
+        ] {
+            assert_eq!(decision(&answers), keep, "{answers:?}");
+        }
+        assert_eq!(
+            decision(&[answer("plan", &["Approve"], Some(" split the migration"))]),
+            Err("The user chose to keep planning; their feedback:  split the migration".to_owned())
+        );
+    }
 
     #[test]
     fn a_plan_starts_with_exactly_one_hash_then_whitespace_then_text() {

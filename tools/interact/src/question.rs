@@ -115,18 +115,43 @@ pub(crate) fn normalize(questions: &[Question], answers: &[Answer]) -> Vec<Answe
         .collect()
 }
 
+/// What a session that cannot ask anybody answers (`NO_PROVIDER`). The model reads the same
+/// sentence whichever route was missing (no editor answering questions, an MCP client without
+/// elicitation); the person sees which one in their client.
+pub(crate) const NO_PROVIDER: &str = "no user-questions provider is registered";
+
 /// Asks through the session's question channel; a session without one cannot ask anybody.
 pub(crate) async fn ask(
     cx: &ToolContext,
     request: QuestionRequest,
 ) -> Result<Vec<Answer>, QuestionError> {
     let Some(channel) = cx.capability::<QuestionsHandle>() else {
-        return Err(QuestionError::NoProvider(
-            "nobody can answer questions here: no editor or MCP client that asks the user is connected"
-                .to_owned(),
-        ));
+        return Err(QuestionError::NoProvider(NO_PROVIDER.to_owned()));
     };
-    channel.ask(request, cx.signal().clone()).await
+    match channel.ask(request, cx.signal().clone()).await {
+        Err(QuestionError::NoProvider(_)) => Err(QuestionError::NoProvider(NO_PROVIDER.to_owned())),
+        other => other,
+    }
+}
+
+/// How the routes report the person dismissing a question (`toolhost/askUser`'s `dismissed`,
+/// an MCP form's cancel): the contract's `answers_of` and the MCP elicitation say it so.
+const DISMISSED_BY_ROUTE: &str = "the user dismissed the question";
+
+/// The failure the model reads when its questions got no answer: the reference's sentence for
+/// each code, the same whichever route was asked. Only a question that ended otherwise than by
+/// the person dismissing it keeps its route's reason (`the question was not answered within
+/// <s> s`, `the user declined to answer`, `the editor could not ask: …`): the model may act on
+/// a timeout differently than on a refusal.
+fn question_failure(error: &QuestionError) -> ToolError {
+    let message = match error {
+        QuestionError::Aborted => "ask_user_question was aborted before the user answered",
+        QuestionError::EmptyQuestions => "ask_user_question requires at least one question",
+        QuestionError::NoProvider(_) => NO_PROVIDER,
+        QuestionError::Cancelled(why) if why != DISMISSED_BY_ROUTE => why.as_str(),
+        QuestionError::Cancelled(_) => "the user cancelled ask_user_question",
+    };
+    ToolError::typed("UserQuestionError", error.code(), message)
 }
 
 impl Tool for AskUserQuestionTool {
@@ -175,8 +200,12 @@ impl Tool for AskUserQuestionTool {
         args: AskUserQuestionArgs,
         cx: ToolContext,
     ) -> Result<AskUserQuestionOutput, ToolError> {
+        // The reference's order: a call already aborted, then no questions, then nobody to ask.
+        if cx.signal().is_cancelled() {
+            return Err(question_failure(&QuestionError::Aborted));
+        }
         if args.questions.is_empty() {
-            return Err(QuestionError::EmptyQuestions.to_tool_error());
+            return Err(question_failure(&QuestionError::EmptyQuestions));
         }
         let questions = wire_questions(&args.questions);
         let request = QuestionRequest::new(
@@ -185,7 +214,7 @@ impl Tool for AskUserQuestionTool {
             QuestionIntent::Question,
             questions.clone(),
         );
-        let answers = ask(&cx, request).await.map_err(|e| e.to_tool_error())?;
+        let answers = ask(&cx, request).await.map_err(|e| question_failure(&e))?;
         Ok(AskUserQuestionOutput { answers: normalize(&questions, &answers) })
     }
 
@@ -249,6 +278,33 @@ mod tests {
         assert_eq!(out[0].id, "a");
         assert_eq!(out[0].selected, vec!["y".to_owned(), "x".to_owned()]);
         assert_eq!(out[1].selected, vec!["q".to_owned()]);
+    }
+
+    #[test]
+    fn every_route_s_failure_reads_the_same() {
+        let failure = |e: QuestionError| {
+            let error = question_failure(&e);
+            (error.code().map(str::to_owned), error.message)
+        };
+        assert_eq!(
+            failure(QuestionError::NoProvider("no editor answers questions".into())),
+            (Some("NO_PROVIDER".into()), "no user-questions provider is registered".into())
+        );
+        assert_eq!(
+            failure(QuestionError::Cancelled("the user dismissed the question".into())),
+            (Some("ASK_CANCELLED".into()), "the user cancelled ask_user_question".into())
+        );
+        assert_eq!(
+            failure(QuestionError::Cancelled("the question was not answered within 1 s".into())),
+            (Some("ASK_CANCELLED".into()), "the question was not answered within 1 s".into())
+        );
+        assert_eq!(
+            failure(QuestionError::Aborted),
+            (
+                Some("ASK_ABORTED".into()),
+                "ask_user_question was aborted before the user answered".into()
+            )
+        );
     }
 
     #[test]

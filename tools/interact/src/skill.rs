@@ -1,15 +1,17 @@
-//! `skill`: loads a skill's instructions — a folder with a `SKILL.md` whose front matter names
-//! and describes it — into the conversation, wrapped in a `<skill_content>` envelope that says
-//! where its resources are. Also the pure part of discovery the host shares: reading a
-//! `SKILL.md`'s front matter and the name rule.
+//! `skill`: loads a skill's instructions — a folder with a `SKILL.md`, or a flat `<file>.md`,
+//! whose front matter names and describes it — into the conversation, wrapped in a
+//! `<skill_content>` envelope that says where its resources are. Also the pure part of
+//! discovery the host shares: the front matter rules, the name rule and the catalog line.
 
-use crate::SESSION_ONLY;
+use crate::{SESSION_ONLY, js_trim};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_contract::protocol::lsp_ext::ToolAnnotations;
 use toolhost_contract::protocol::{CallPresentation, CardKind, ContentBlock};
 use toolhost_contract::{ResourceBase, SkillsHandle, Tool, ToolContext, ToolError};
+
+use crate::front_matter::{self, Node};
 
 /// Whether `name` is a skill name: lowercase letters and digits in dash-separated words.
 pub fn valid_name(name: &str) -> bool {
@@ -19,93 +21,88 @@ pub fn valid_name(name: &str) -> bool {
         })
 }
 
-/// A `SKILL.md` split into its front matter fields and its instructions.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A skill file that discovery keeps: its front matter's name and description, who may invoke
+/// it, and its instructions.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillFile {
-    pub name: Option<String>,
-    pub description: Option<String>,
-    /// `disable-model-invocation: true` in the front matter.
-    pub disable_model_invocation: bool,
-    /// The text after the front matter.
+    pub name: String,
+    pub description: String,
+    /// `false` when the front matter says `disable-model-invocation: true`.
+    pub model_invocable: bool,
+    /// `false` when the front matter says `user-invocable: false`.
+    pub user_invocable: bool,
+    /// The text after the front matter, trimmed.
     pub body: String,
 }
 
-/// Reads the YAML front matter between the leading `---` lines: `key: value` pairs (quoted or
-/// not), and `>`/`|` blocks of indented lines. Anything else in it is ignored; a file without
-/// front matter is all body.
-pub fn parse_skill_file(text: &str) -> SkillFile {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.split_inclusive('\n');
-    let first = lines.next().unwrap_or("");
-    if first.trim_end() != "---" {
-        return SkillFile { body: text.to_owned(), ..SkillFile::default() };
+/// Invocation fields of an older spelling: a file using one is skipped rather than read
+/// with a meaning its author did not intend.
+const LEGACY_FIELDS: [&str; 3] = ["disableModelInvocation", "modelInvocable", "userInvocable"];
+
+/// Reads a skill file, or says why discovery skips it: front matter is required (a first line
+/// `---`, closed by a later `---` line, holding a YAML mapping) with a non-empty string `name`
+/// that is a skill name and a non-empty string `description`; the invocation fields, when
+/// present, must be booleans (also `1`/`0`, `"1"`/`"0"`, and `yes`/`no`/`on`/`off`/`true`/
+/// `false` in any case).
+pub fn parse_skill_file(text: &str) -> Result<SkillFile, String> {
+    let (yaml, body) = front_matter::split(text).ok_or("missing YAML front matter")?;
+    let fields =
+        front_matter::parse_mapping(yaml).map_err(|e| format!("invalid YAML front matter: {e}"))?;
+    let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let string = |key: &str| match field(key) {
+        Some(Node::Str(s)) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(name), Some(description)) = (string("name"), string("description")) else {
+        return Err("front matter requires a name and a description".to_owned());
+    };
+    if !valid_name(&name) {
+        return Err(format!("invalid skill name \"{name}\""));
     }
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut consumed = first.len();
-    let mut closed = false;
-    let mut block: Option<(String, bool, Vec<String>)> = None;
-    for line in lines.by_ref() {
-        consumed += line.len();
-        let trimmed = line.trim_end();
-        if trimmed == "---" || trimmed == "..." {
-            closed = true;
-            break;
-        }
-        if let Some((_, _, parts)) = block.as_mut()
-            && (line.starts_with([' ', '\t']) || trimmed.is_empty())
-        {
-            parts.push(trimmed.trim().to_owned());
-            continue;
-        }
-        if let Some((key, folded, parts)) = block.take() {
-            fields.push((key, join_block(&parts, folded)));
-        }
-        let Some((key, value)) = trimmed.split_once(':') else { continue };
-        if key.starts_with([' ', '\t', '#']) {
-            continue;
-        }
-        let value = value.trim();
-        match value {
-            ">" | ">-" | "|" | "|-" => {
-                block = Some((key.trim().to_owned(), value.starts_with('>'), Vec::new()));
-            }
-            _ => fields.push((key.trim().to_owned(), unquote(value))),
-        }
+    if let Some(legacy) = LEGACY_FIELDS.iter().find(|k| field(k).is_some()) {
+        return Err(format!(
+            "`{legacy}` is no longer read: use `disable-model-invocation` or `user-invocable`"
+        ));
     }
-    if let Some((key, folded, parts)) = block.take() {
-        fields.push((key, join_block(&parts, folded)));
-    }
-    if !closed {
-        return SkillFile { body: text.to_owned(), ..SkillFile::default() };
-    }
-    let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    SkillFile {
-        name: field("name").filter(|n| !n.is_empty()),
-        description: field("description").filter(|d| !d.is_empty()),
-        disable_model_invocation: field("disable-model-invocation").as_deref() == Some("true"),
-        body: text[consumed..].trim_start_matches(['\n', '\r']).to_owned(),
+    let flag = |key: &str, absent: bool| match field(key) {
+        None => Ok(absent),
+        Some(node) => flag(node).ok_or_else(|| format!("`{key}` must be a boolean")),
+    };
+    Ok(SkillFile {
+        name,
+        description,
+        model_invocable: !flag("disable-model-invocation", false)?,
+        user_invocable: flag("user-invocable", true)?,
+        body: js_trim(body).to_owned(),
+    })
+}
+
+/// A front matter boolean in any of the accepted spellings.
+fn flag(node: &Node) -> Option<bool> {
+    match node {
+        Node::Bool(b) => Some(*b),
+        Node::Number(n) if *n == 1.0 => Some(true),
+        Node::Number(n) if *n == 0.0 => Some(false),
+        Node::Str(s) => match s.to_ascii_lowercase().as_str() {
+            "1" | "yes" | "on" | "true" => Some(true),
+            "0" | "no" | "off" | "false" => Some(false),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
-fn join_block(parts: &[String], folded: bool) -> String {
-    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let joined = if folded { parts.join(" ") } else { parts.join("\n") };
-    joined.trim().to_owned()
-}
-
-fn unquote(value: &str) -> String {
-    let value = value.trim();
-    for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            let inner = &value[1..value.len() - 1];
-            return if quote == '"' {
-                inner.replace("\\\"", "\"")
-            } else {
-                inner.replace("''", "'")
-            };
-        }
-    }
-    value.to_owned()
+/// The catalog line of a skill the model may load: `` - `<name>`: <description> ``, the
+/// description's whitespace collapsed, cut to 500 characters (497 and `...`), text-escaped.
+pub fn catalog_line(name: &str, description: &str) -> String {
+    let collapsed = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let units: Vec<u16> = collapsed.encode_utf16().collect();
+    let shown = if units.len() > 500 {
+        format!("{}...", String::from_utf16_lossy(&units[..497]))
+    } else {
+        collapsed
+    };
+    format!("- `{name}`: {}", escape_text(&shown))
 }
 
 fn escape_attribute(text: &str) -> String {
@@ -116,34 +113,51 @@ fn escape_text(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// What the envelope says about the skill's resources.
-fn resource_hints(base: Option<&ResourceBase>) -> Vec<String> {
+/// What the envelope says about the skill's resources, its values text-escaped.
+fn resource_hints(provider: &str, base: Option<&ResourceBase>) -> [String; 2] {
+    const AS_NEEDED: &str = "Load referenced resources only as needed.";
     match base {
-        Some(ResourceBase::Directory { path }) => vec![
-            format!("Base directory: {path}"),
-            "Files the instructions mention (scripts, references, assets) are relative to the base \
-             directory; read or run them from there when the instructions say so."
-                .to_owned(),
+        Some(ResourceBase::Directory { path }) => [
+            format!("Base directory for this skill: {}", escape_text(path)),
+            format!(
+                "Resolve relative paths mentioned by this skill against the base directory \
+                 before using them. {AS_NEEDED}"
+            ),
         ],
-        Some(ResourceBase::Url { url }) => vec![
-            format!("Base URL: {url}"),
-            "Resources the instructions mention are relative to the base URL.".to_owned(),
+        Some(ResourceBase::Url { url }) => [
+            format!("Base URL for this skill: {}", escape_text(url)),
+            format!(
+                "Resolve relative URLs mentioned by this skill against the base URL before \
+                 using them. {AS_NEEDED}"
+            ),
         ],
-        Some(ResourceBase::Opaque { description }) => vec![description.clone()],
-        None => vec!["This skill has no resources besides these instructions.".to_owned()],
+        Some(ResourceBase::Opaque { description }) => {
+            [format!("Resources for this skill: {}", escape_text(description)), AS_NEEDED.into()]
+        }
+        None => [
+            format!(
+                "Resources for this skill are managed by provider \"{}\".",
+                escape_text(provider)
+            ),
+            AS_NEEDED.to_owned(),
+        ],
     }
 }
 
 /// A skill's `<skill_content>` envelope: the name as an attribute, where its resources are, and
-/// its instructions (what the `skill` tool returns, and `toolhost mcp`'s prompt of the skill).
-pub fn envelope(name: &str, resource_base: Option<&ResourceBase>, content: &str) -> String {
-    let hints: Vec<String> = resource_hints(resource_base).iter().map(|l| escape_text(l)).collect();
+/// its instructions as written (what the `skill` tool returns, and `toolhost mcp`'s prompt of
+/// the skill).
+pub fn envelope(
+    name: &str,
+    provider: &str,
+    resource_base: Option<&ResourceBase>,
+    content: &str,
+) -> String {
     format!(
         "<skill_content name=\"{}\">\n<skill_resources>\n{}\n</skill_resources>\n\n\
-         <skill_instructions>\n{}\n</skill_instructions>\n</skill_content>",
+         <skill_instructions>\n{content}\n</skill_instructions>\n</skill_content>",
         escape_attribute(name),
-        hints.join("\n"),
-        escape_text(content.trim_end()),
+        resource_hints(provider, resource_base).join("\n"),
     )
 }
 
@@ -217,6 +231,7 @@ impl Tool for SkillTool {
     fn render(&self, _args: &SkillArgs, output: &SkillOutput) -> Vec<ContentBlock> {
         vec![ContentBlock::text(envelope(
             &output.name,
+            &output.provider,
             output.resource_base.as_ref(),
             &output.content,
         ))]
@@ -237,35 +252,97 @@ mod tests {
         }
     }
 
+    fn skipped(text: &str) -> String {
+        parse_skill_file(text).err().unwrap_or_default()
+    }
+
     #[test]
     fn front_matter_fields_and_body() {
         let file = parse_skill_file(
             "---\nname: release-notes\ndescription: \"Write \\\"notes\\\": short\"\n\
-             disable-model-invocation: true\nmetadata:\n  owner: me\n---\n\n# Steps\n1. go\n",
-        );
-        assert_eq!(file.name.as_deref(), Some("release-notes"));
-        assert_eq!(file.description.as_deref(), Some("Write \"notes\": short"));
-        assert!(file.disable_model_invocation);
-        assert_eq!(file.body, "# Steps\n1. go\n");
+             disable-model-invocation: true\nmetadata:\n  owner: me\n---\n\n# Steps\n1. go\n\n",
+        )
+        .unwrap();
+        assert_eq!(file.name, "release-notes");
+        assert_eq!(file.description, "Write \"notes\": short");
+        assert!(!file.model_invocable);
+        assert!(file.user_invocable);
+        assert_eq!(file.body, "# Steps\n1. go");
     }
 
     #[test]
-    fn folded_descriptions_and_missing_front_matter() {
-        let file = parse_skill_file("---\nname: a\ndescription: >\n  one\n  two\n---\nbody");
-        assert_eq!(file.description.as_deref(), Some("one two"));
-        let plain = parse_skill_file("# Just text\n");
-        assert_eq!(plain.name, None);
-        assert_eq!(plain.body, "# Just text\n");
-        let unclosed = parse_skill_file("---\nname: a\n");
-        assert_eq!(unclosed.name, None);
+    fn a_skill_without_a_description_or_front_matter_is_skipped() {
+        assert!(skipped("---\nname: a\n---\nbody").contains("description"));
+        assert!(skipped("---\nname: a\ndescription: \"\"\n---\nbody").contains("description"));
+        assert!(skipped("---\nname: a\ndescription:\n---\nbody").contains("description"));
+        assert!(skipped("---\nname: a\ndescription: 12\n---\nbody").contains("description"));
+        assert!(skipped("---\ndescription: d\n---\nbody").contains("name"));
+        assert!(skipped("# Just text\n").contains("front matter"));
+        assert!(skipped("---\nname: a\ndescription: d\n").contains("front matter"));
+        assert!(skipped("---\nname: a\ndescription: use it: now\n---\n").contains("YAML"));
+        assert!(skipped("---\nname: Pdf\ndescription: d\n---\n").contains("invalid skill name"));
+    }
+
+    #[test]
+    fn invocation_fields() {
+        let with = |field: &str| {
+            parse_skill_file(&format!("---\nname: a\ndescription: d\n{field}\n---\n"))
+        };
+        for on in ["true", "1", "\"1\"", "YES", "On", "'TRUE'"] {
+            let file = with(&format!("disable-model-invocation: {on}")).unwrap();
+            assert!(!file.model_invocable, "{on}");
+        }
+        for off in ["false", "0", "'0'", "no", "OFF"] {
+            let file = with(&format!("user-invocable: {off}")).unwrap();
+            assert!(!file.user_invocable, "{off}");
+            assert!(file.model_invocable);
+        }
+        for bad in ["2", "maybe", "", "[true]"] {
+            assert!(with(&format!("user-invocable: {bad}")).is_err(), "{bad}");
+        }
+        for legacy in ["disableModelInvocation: true", "modelInvocable: false", "userInvocable: 1"]
+        {
+            assert!(with(legacy).is_err(), "{legacy}");
+        }
+    }
+
+    #[test]
+    fn catalog_lines_collapse_cut_and_escape() {
+        assert_eq!(catalog_line("a", "  Use <it>\n  & go  "), "- `a`: Use &lt;it&gt; &amp; go");
+        let long = "x".repeat(501);
+        assert_eq!(catalog_line("a", &long), format!("- `a`: {}...", "x".repeat(497)));
+        assert_eq!(catalog_line("a", &"y".repeat(500)), format!("- `a`: {}", "y".repeat(500)));
+    }
+
+    #[test]
+    fn resource_hints_for_every_base() {
+        let hints =
+            |base: Option<ResourceBase>| resource_hints("acme <x>", base.as_ref()).join("\n");
+        assert_eq!(
+            hints(Some(ResourceBase::Url { url: "https://x.y/s?a&b".into() })),
+            "Base URL for this skill: https://x.y/s?a&amp;b\nResolve relative URLs mentioned by \
+             this skill against the base URL before using them. Load referenced resources only \
+             as needed."
+        );
+        assert_eq!(
+            hints(Some(ResourceBase::Opaque { description: "a <zip>".into() })),
+            "Resources for this skill: a &lt;zip&gt;\nLoad referenced resources only as needed."
+        );
+        assert_eq!(
+            hints(None),
+            "Resources for this skill are managed by provider \"acme &lt;x&gt;\".\nLoad \
+             referenced resources only as needed."
+        );
     }
 
     #[test]
     fn the_envelope_escapes_its_parts() {
         let output = SkillOutput {
-            name: "a\"<&".to_owned(),
+            name: "a\"<&>".to_owned(),
             provider: "workspace".to_owned(),
-            resource_base: Some(ResourceBase::Directory { path: "/w/.claude/skills/a".to_owned() }),
+            resource_base: Some(ResourceBase::Directory {
+                path: "/w/.claude/skills/a&b".to_owned(),
+            }),
             content: "Use <b> & </skill_instructions>\n".to_owned(),
         };
         let args = SkillArgs { name: "a".to_owned() };
@@ -275,11 +352,11 @@ mod tests {
         };
         assert_eq!(
             text,
-            "<skill_content name=\"a&quot;&lt;&amp;\">\n<skill_resources>\nBase directory: \
-             /w/.claude/skills/a\nFiles the instructions mention (scripts, references, assets) \
-             are relative to the base directory; read or run them from there when the \
-             instructions say so.\n</skill_resources>\n\n<skill_instructions>\nUse &lt;b&gt; \
-             &amp; &lt;/skill_instructions&gt;\n</skill_instructions>\n</skill_content>"
+            "<skill_content name=\"a&quot;&lt;&amp;>\">\n<skill_resources>\nBase directory for \
+             this skill: /w/.claude/skills/a&amp;b\nResolve relative paths mentioned by this \
+             skill against the base directory before using them. Load referenced resources only \
+             as needed.\n</skill_resources>\n\n<skill_instructions>\nUse <b> & \
+             </skill_instructions>\n\n</skill_instructions>\n</skill_content>"
         );
     }
 }

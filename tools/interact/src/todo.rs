@@ -69,8 +69,8 @@ fn counts(todos: &[TodoItem]) -> TodoCounts {
     counts
 }
 
-/// The list as written: contents trimmed, each non-empty and unique, at most one in progress
-/// unless configured otherwise.
+/// The list as written: contents trimmed, each non-empty and unique; at most one in progress
+/// only when `allow_parallel_in_progress` is off (by default several may be).
 fn checked(args: TodoWriteArgs, config: InteractConfig) -> Result<Vec<TodoItem>, ToolError> {
     let mut todos: Vec<TodoItem> = Vec::with_capacity(args.todos.len());
     for item in args.todos {
@@ -103,10 +103,17 @@ impl Tool for TodoWriteTool {
     }
 
     fn description(&self) -> String {
-        "Write the session's task list: the whole list, each item {content, status} with status \
-         pending, in_progress or completed. Keep exactly one item in_progress while working, \
-         mark items completed as soon as they are done, and send the full list every time."
-            .to_owned()
+        let active = if self.config.allow_parallel_in_progress {
+            "Mark every item you are working on now in_progress (several may be in progress at \
+             once when the steps run in parallel)"
+        } else {
+            "Keep at most one item in_progress at a time"
+        };
+        format!(
+            "Write the session's task list: the whole list, each item {{content, status}} with \
+             status pending, in_progress or completed; it replaces the previous list. {active}, \
+             mark items completed as soon as they are done, and send the full list every time."
+        )
     }
 
     fn annotations(&self) -> ToolAnnotations {
@@ -189,12 +196,12 @@ mod tests {
     #[test]
     fn one_task_in_progress_unless_parallel_is_allowed() {
         let todos = vec![item("a", TodoStatus::InProgress), item("b", TodoStatus::InProgress)];
-        let single = checked(TodoWriteArgs { todos: todos.clone() }, InteractConfig::default());
+        let single_mode = InteractConfig { allow_parallel_in_progress: false };
+        let single = checked(TodoWriteArgs { todos: todos.clone() }, single_mode);
         assert_eq!(
             single.map_err(|e| e.message),
             Err("invalid todos: at most one task may be in_progress (got 2)".to_owned())
         );
-        let parallel = InteractConfig { allow_parallel_in_progress: true };
-        assert!(checked(TodoWriteArgs { todos }, parallel).is_ok());
+        assert!(checked(TodoWriteArgs { todos }, InteractConfig::default()).is_ok());
     }
 }

@@ -77,6 +77,60 @@ pub struct SandboxReport {
     pub runner_failed: Option<bool>,
 }
 
+/// A number of milliseconds as the call gave it: `1500.5` stays `1500.5`, and a whole number is
+/// written without a fraction (`120000`, not `120000.0`), as it was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Millis(pub f64);
+
+// Arguments are finite numbers (the argument screen refuses NaN and infinities), so equality is
+// total here.
+impl Eq for Millis {}
+
+impl Millis {
+    /// As a duration to wait (sub-microsecond fractions round up, so a wait never ends early).
+    pub fn duration(self) -> Duration {
+        Duration::from_nanos((self.0 * 1_000_000.0).ceil().max(0.0) as u64)
+    }
+}
+
+impl std::fmt::Display for Millis {
+    /// The number as a model would write it (`1500.5`, `120000`, `1e-7`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render::js_number(self.0))
+    }
+}
+
+impl Serialize for Millis {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        const SAFE: f64 = 9_007_199_254_740_991.0;
+        if self.0.fract() == 0.0 && self.0.abs() <= SAFE {
+            serializer.serialize_i64(self.0 as i64)
+        } else {
+            serializer.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        f64::deserialize(deserializer).map(Millis)
+    }
+}
+
+impl JsonSchema for Millis {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Millis".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "number"})
+    }
+}
+
 /// How a foreground command ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -85,7 +139,8 @@ pub struct ForegroundOutput {
     pub signal: Option<String>,
     pub timed_out: bool,
     pub aborted: bool,
-    pub timeout_ms: u64,
+    /// The timeout in force, as the call gave it (a fraction stays), capped at the maximum.
+    pub timeout_ms: Millis,
     pub stdout: StreamOutput,
     pub stderr: StreamOutput,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,21 +264,36 @@ pub(crate) fn spill_opener(cx: &ToolContext, tool: &str, stream: &str) -> Option
     Some(Box::new(move || store.open_stream(&request)))
 }
 
-pub(crate) fn require_non_empty(value: &str, what: &str) -> Result<(), ToolError> {
-    if value.trim().is_empty() {
-        return Err(ToolError::plain(format!("{what} must be a non-empty string")));
+/// Whether a text is empty once the whitespace a model's client would trim is removed: the
+/// ECMAScript set (Unicode spaces, line terminators and U+FEFF, but not U+0085), so a text that
+/// looks blank to the caller is refused and nothing else is.
+pub(crate) fn is_blank(value: &str) -> bool {
+    value.chars().all(|c| match c {
+        '\u{85}' => false,
+        '\u{feff}' => true,
+        c => c.is_whitespace(),
+    })
+}
+
+/// `invalid <what>: expected a non-empty string` for a blank argument.
+fn require_text(value: &str, what: &str) -> Result<(), ToolError> {
+    if is_blank(value) {
+        return Err(ToolError::plain(format!("invalid {what}: expected a non-empty string")));
     }
     Ok(())
 }
 
 impl BashTool {
-    fn timeout_ms(&self, requested: Option<f64>) -> Result<u64, ToolError> {
+    /// The call's timeout: as given (no rounding) or the default, capped at the maximum.
+    fn timeout_ms(&self, requested: Option<f64>) -> Result<Millis, ToolError> {
+        let max = self.config.max_timeout_ms as f64;
         match requested {
-            None => Ok(self.config.default_timeout_ms.min(self.config.max_timeout_ms)),
-            Some(ms) if ms.is_finite() && ms > 0.0 => {
-                Ok((ms.ceil() as u64).min(self.config.max_timeout_ms))
-            }
-            Some(_) => Err(ToolError::plain("timeoutMs must be a positive finite number")),
+            None => Ok(Millis((self.config.default_timeout_ms as f64).min(max))),
+            Some(ms) if ms > 0.0 => Ok(Millis(ms.min(max))),
+            Some(ms) => Err(ToolError::plain(format!(
+                "invalid timeoutMs: expected a positive number, got {}",
+                render::js_number(ms)
+            ))),
         }
     }
 
@@ -231,7 +301,7 @@ impl BashTool {
         &self,
         args: &BashArgs,
         cwd: PathBuf,
-        timeout_ms: u64,
+        timeout_ms: Millis,
         cx: &ToolContext,
     ) -> Result<ForegroundOutput, ToolError> {
         let confine = confinement(&self.config, cx)?;
@@ -260,7 +330,7 @@ impl BashTool {
             group,
             &mut stdout,
             &mut stderr,
-            Some(Duration::from_millis(timeout_ms)),
+            Some(timeout_ms.duration()),
             cx.signal(),
             self.config.kill_grace,
         )
@@ -330,16 +400,17 @@ impl Tool for BashTool {
     }
 
     async fn call(&self, args: BashArgs, cx: ToolContext) -> Result<BashOutput, ToolError> {
-        require_non_empty(&args.command, "command")?;
-        require_non_empty(&args.description, "description")?;
+        require_text(&args.command, "command")?;
+        require_text(&args.description, "description")?;
         let timeout_ms = self.timeout_ms(args.timeout_ms)?;
+        let background = args.run_in_background == Some(true);
+        if background && !self.config.background {
+            return Err(ToolError::plain(
+                "run_in_background is disabled for this deployment (enableRunInBackground: false)",
+            ));
+        }
         let cwd = working_dir(&cx, args.workdir.as_deref()).await?;
-        if args.run_in_background == Some(true) {
-            if !self.config.background {
-                return Err(ToolError::plain(
-                    "background jobs are disabled (set [shell] background = true to allow them)",
-                ));
-            }
+        if background {
             let confine = confinement(&self.config, &cx)?;
             let job_id = self.jobs.start_bash(&args.command, cwd, confine, &cx)?;
             return Ok(BashOutput::Background { job_id });

@@ -33,6 +33,9 @@ pub struct ShellConfig {
     /// The program that applies the confinement and then runs the command: the host's own
     /// binary (`toolhost sandbox-exec`). Without it, `sandbox` cannot be honoured and calls say so.
     pub sandbox_launcher: Option<std::path::PathBuf>,
+    /// The types `terminal_open` offers (of `TERMINAL_TYPES`; others answer that no backend is
+    /// registered). `["shell"]` offers only the plain shell.
+    pub terminal_types: Vec<String>,
 }
 
 /// The default credential patterns: names matching `KEY|PASSWORD|SECRET|TOKEN`.
@@ -54,6 +57,10 @@ impl Default for ShellConfig {
             shell: "bash".to_owned(),
             sandbox: crate::sandbox::SandboxMode::Off,
             sandbox_launcher: None,
+            terminal_types: crate::terminal::TERMINAL_TYPES
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
         }
     }
 }
@@ -75,6 +82,7 @@ pub struct ShellSection {
     shell: Option<String>,
     scrub: Option<Vec<String>>,
     env: std::collections::BTreeMap<String, String>,
+    terminal_types: Option<Vec<String>>,
 }
 
 impl toolhost_contract::config::Section for ShellSection {
@@ -118,6 +126,9 @@ impl toolhost_contract::config::Section for ShellSection {
             shell.env.retain(|(n, _)| *n != name);
             shell.env.push((name, value));
         }
+        if let Some(types) = self.terminal_types {
+            shell.terminal_types = types;
+        }
     }
 
     /// Only the user may turn confinement off (`sandbox = "off"` over workspace-write), choose
@@ -156,6 +167,13 @@ impl toolhost_contract::config::Section for ShellSection {
         if !std::mem::take(&mut self.env).is_empty() {
             dropped.push("shell.env");
         }
+        // Terminal types start programs: a workspace may offer fewer, not others.
+        if let Some(types) = self.terminal_types.as_mut()
+            && types.iter().any(|t| !applied.terminal_types.contains(t))
+        {
+            types.retain(|t| applied.terminal_types.contains(t));
+            dropped.push("shell.terminal_types");
+        }
         dropped.group()
     }
 }
@@ -182,18 +200,20 @@ mod tests {
             shell: Some("/tmp/evil".into()),
             scrub: Some(Vec::new()),
             env: [("LD_PRELOAD".to_owned(), "x".to_owned())].into(),
+            terminal_types: Some(vec!["shell".into(), "fish".into()]),
         };
         assert_eq!(
             section.restrict_untrusted(&applied),
             ["shell.default_timeout_ms/shell.max_timeout_ms/shell.max_output_bytes/\
               shell.max_spill_bytes/shell.max_jobs/shell.kill_grace_ms/shell.sandbox/shell.shell/\
-              shell.scrub/shell.env"]
+              shell.scrub/shell.env/shell.terminal_types"]
         );
         // `enabled`/`background` = true over true change nothing; `scrub` keeps every pattern.
         assert_eq!((section.enabled, section.background), (Some(true), Some(true)));
         assert_eq!(section.scrub, Some(applied.scrub.clone()));
         assert!(section.sandbox.is_none() && section.shell.is_none() && section.env.is_empty());
         assert!(section.max_timeout_ms.is_none() && section.kill_grace_ms.is_none());
+        assert_eq!(section.terminal_types, Some(vec!["shell".to_owned()]));
     }
 
     #[test]

@@ -6,7 +6,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::ContentBlock;
 use toolhost_protocol::card::{CallPresentation, CardKind};
@@ -83,10 +82,17 @@ impl Tool for JobOutputTool {
         cx: ToolContext,
     ) -> Result<JobOutputValue, ToolError> {
         check_job_id(&args.job_id)?;
-        let wait = match (args.wait, args.timeout_ms) {
-            (Some(true), ms) => {
-                let ms = ms.filter(|m| m.is_finite() && *m >= 0.0).unwrap_or(DEFAULT_WAIT_MS);
-                Some(Duration::from_millis(ms.min(MAX_WAIT_MS) as u64))
+        let wait = match args.wait {
+            Some(true) => {
+                let ms = args.timeout_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS);
+                // Checked even when the job has already finished.
+                if ms.is_nan() || ms <= 0.0 {
+                    return Err(ToolError::plain(format!(
+                        "invalid wait timeout: expected a positive number of milliseconds, got {}",
+                        render::js_number(ms)
+                    )));
+                }
+                Some(crate::bash::Millis(ms).duration())
             }
             _ => None,
         };

@@ -5,11 +5,10 @@
 
 use crate::config::ShellConfig;
 use crate::exec::{self, Sink};
-use crate::live::decode_into;
 use crate::render;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -68,18 +67,52 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Output not yet read by `job_output`: decoded text, bounded (the oldest is dropped first).
+/// One stream of a job: its last `cap` bytes, how many it wrote, and how far `job_output` has
+/// read it.
 #[derive(Default)]
-struct Unread {
-    text: String,
-    carry: [Vec<u8>; 2],
-    dropped: u64,
+struct StreamTail {
+    tail: VecDeque<u8>,
+    total: u64,
+    read: u64,
+}
+
+impl StreamTail {
+    fn push(&mut self, chunk: &[u8], cap: usize) {
+        self.total += chunk.len() as u64;
+        if chunk.len() >= cap {
+            self.tail.clear();
+            self.tail.extend(&chunk[chunk.len() - cap..]);
+        } else {
+            let overflow = (self.tail.len() + chunk.len()).saturating_sub(cap);
+            self.tail.drain(..overflow);
+            self.tail.extend(chunk);
+        }
+    }
+
+    /// The bytes written since the last read, consumed, and whether some of them were already
+    /// gone from memory (then the whole retained tail is returned).
+    fn take(&mut self) -> (Vec<u8>, bool) {
+        let tail_start = self.total - self.tail.len() as u64;
+        let dropped = self.read < tail_start;
+        let skip = self.read.saturating_sub(tail_start) as usize;
+        self.read = self.total;
+        (self.tail.iter().skip(skip).copied().collect(), dropped)
+    }
+}
+
+/// What a job wrote: stdout and stderr of a process, or the one text a task ends with.
+#[derive(Default)]
+struct Output {
+    streams: [StreamTail; 2],
+    task: Option<String>,
 }
 
 struct Job {
     owner: String,
     snapshot: Mutex<JobSnapshot>,
-    unread: Mutex<Unread>,
+    output: Mutex<Output>,
+    /// A task (not a process): its output is its final text, shown on every read once finished.
+    is_task: bool,
     stop: CancellationToken,
     kill_requested: AtomicBool,
     finished: watch::Sender<bool>,
@@ -90,25 +123,49 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The marker after a read whose output was partly gone from memory.
+const DROPPED: &str = "[some output was dropped from memory; full output: (unavailable)]";
+
 impl Job {
     fn snapshot(&self) -> JobSnapshot {
         lock(&self.snapshot).clone()
     }
 
-    /// The unread output, consumed.
+    /// The output written since the last read, consumed: new stdout, then `[stderr]` and new
+    /// stderr (each stream decoded on its own, so they never interleave within a read).
     fn take_unread(&self) -> String {
-        let mut unread = lock(&self.unread);
-        let mut text = String::new();
-        if unread.dropped > 0 {
-            text = format!("[… {} bytes of earlier output dropped …]\n", unread.dropped);
-            unread.dropped = 0;
+        let mut output = lock(&self.output);
+        if self.is_task {
+            return output.task.clone().unwrap_or_default();
         }
-        text.push_str(&std::mem::take(&mut unread.text));
-        text
+        let (out, out_dropped) = output.streams[0].take();
+        let (err, err_dropped) = output.streams[1].take();
+        compose(&out, &err, out_dropped || err_dropped)
     }
 }
 
-/// One stream of a job feeding its unread buffer.
+/// One read's text: stdout, then `[stderr]` and stderr on a line of their own, then the marker
+/// for output gone from memory. Each stream is decoded on its own.
+fn compose(out: &[u8], err: &[u8], dropped: bool) -> String {
+    let mut text = String::from_utf8_lossy(out).into_owned();
+    let err = String::from_utf8_lossy(err);
+    if !err.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(&err);
+    }
+    if dropped {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(DROPPED);
+    }
+    text
+}
+
+/// One stream of a job feeding its retained tail.
 struct JobSink {
     job: Arc<Job>,
     index: usize,
@@ -116,17 +173,7 @@ struct JobSink {
 
 impl Sink for JobSink {
     fn push(&mut self, chunk: &[u8]) {
-        let mut unread = lock(&self.job.unread);
-        let unread = &mut *unread;
-        decode_into(&mut unread.text, &mut unread.carry[self.index], chunk);
-        if unread.text.len() > self.job.cap {
-            let mut cut = unread.text.len() - self.job.cap;
-            while !unread.text.is_char_boundary(cut) {
-                cut += 1;
-            }
-            unread.text.drain(..cut);
-            unread.dropped += cut as u64;
-        }
+        lock(&self.job.output).streams[self.index].push(chunk, self.job.cap);
     }
 }
 
@@ -137,6 +184,8 @@ pub enum JobError {
     Unknown(String),
     #[error("job {0} belongs to another session")]
     NotOwner(String),
+    #[error("wait aborted")]
+    WaitAborted,
 }
 
 impl From<JobError> for ToolError {
@@ -177,7 +226,7 @@ impl JobRegistry {
         confine: crate::bash::Confinement,
         cx: &ToolContext,
     ) -> Result<String, ToolError> {
-        let (id, job) = self.admit("bash", command, cx)?;
+        let (id, job) = self.admit("bash", command, false, cx)?;
         let env = crate::env::command_env(std::env::vars_os(), &self.config);
         let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
         let group = match exec::spawn(&self.config, command, &cwd, env, confined) {
@@ -219,13 +268,13 @@ impl JobRegistry {
     where
         F: std::future::Future<Output = (JobStatus, String, String)> + Send + 'static,
     {
-        let (id, job) = self.admit(kind, label, cx)?;
+        let (id, job) = self.admit(kind, label, true, cx)?;
         let events = cx.capability::<EventsHandle>();
         let session = cx.session_id().map(str::to_owned);
         let running = work(job.stop.clone());
         tokio::spawn(async move {
             let (status, detail, output) = running.await;
-            JobSink { job: Arc::clone(&job), index: 0 }.push(output.as_bytes());
+            lock(&job.output).task = Some(output);
             let status = if job.kill_requested.load(Ordering::SeqCst) && status.is_active() {
                 JobStatus::Killed
             } else {
@@ -241,6 +290,7 @@ impl JobRegistry {
         &self,
         kind: &str,
         label: &str,
+        is_task: bool,
         cx: &ToolContext,
     ) -> Result<(String, Arc<Job>), ToolError> {
         let owner = owner_of(cx);
@@ -250,8 +300,8 @@ impl JobRegistry {
             .count();
         if active >= self.config.max_jobs_per_owner {
             return Err(ToolError::plain(format!(
-                "too many background jobs: {active} are running (at most {}); wait for one to \
-                 finish (job_output with wait) or stop one with job_kill",
+                "background job limit reached for this owner (limit: {}); use job_kill to stop \
+                 an unneeded job, wait for it to finish, then retry",
                 self.config.max_jobs_per_owner
             )));
         }
@@ -268,7 +318,8 @@ impl JobRegistry {
                 started_at: now_ms(),
                 finished_at: None,
             }),
-            unread: Mutex::default(),
+            output: Mutex::default(),
+            is_task,
             stop: CancellationToken::new(),
             kill_requested: AtomicBool::new(false),
             finished,
@@ -303,7 +354,7 @@ impl JobRegistry {
             let mut finished = job.finished.subscribe();
             tokio::select! {
                 _ = tokio::time::timeout(wait, finished.wait_for(|done| *done)) => {}
-                () = signal.cancelled() => {}
+                () = signal.cancelled() => return Err(JobError::WaitAborted),
             }
         }
         Ok((job.take_unread(), job.snapshot()))
@@ -364,5 +415,36 @@ fn finish(
 impl Drop for JobRegistry {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_is_stdout_then_the_stderr_marker_then_stderr() {
+        assert_eq!(compose(b"out", b"err\n", false), "out\n[stderr]\nerr\n");
+        assert_eq!(compose(b"out\n", b"err", false), "out\n[stderr]\nerr");
+        assert_eq!(compose(b"", b"err", false), "[stderr]\nerr");
+        assert_eq!(compose(b"out", b"", false), "out");
+        assert_eq!(compose(b"", b"", false), "");
+        assert_eq!(
+            compose(b"a\xff", b"", true),
+            "a\u{fffd}\n[some output was dropped from memory; full output: (unavailable)]"
+        );
+    }
+
+    #[test]
+    fn each_stream_is_read_from_where_the_last_read_stopped() {
+        let mut tail = StreamTail::default();
+        tail.push(b"abc", 4);
+        assert_eq!(tail.take(), (b"abc".to_vec(), false));
+        tail.push(b"de", 4);
+        assert_eq!(tail.take(), (b"de".to_vec(), false));
+        assert_eq!(tail.take(), (Vec::new(), false));
+        // More than the tail holds arrived since the last read: the whole tail, marked.
+        tail.push(b"fghij", 4);
+        assert_eq!(tail.take(), (b"ghij".to_vec(), true));
     }
 }

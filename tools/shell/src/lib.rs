@@ -21,16 +21,17 @@ mod jobs;
 mod live;
 mod render;
 pub mod sandbox;
+mod sanitize;
 mod terminal;
 mod terminal_tools;
 
-pub use bash::{BashArgs, BashOutput, BashTool, ForegroundOutput, StreamOutput};
+pub use bash::{BashArgs, BashOutput, BashTool, ForegroundOutput, Millis, StreamOutput};
 pub use config::{DEFAULT_SCRUB, ShellConfig, ShellSection};
 pub use env::{FIXED as FIXED_ENV, command_env, is_scrubbed};
 pub use job_tools::{JobKillTool, JobListTool, JobOutputTool};
 pub use jobs::{JobRegistry, JobSnapshot, JobStatus};
 pub use live::LIVE_INTERVAL;
-pub use terminal::{SessionStatus, TerminalRegistry, TerminalSnapshot, WaitReason};
+pub use terminal::{SessionStatus, TERMINAL_TYPES, TerminalRegistry, TerminalSnapshot, WaitReason};
 pub use terminal_tools::MAX_RESULT_BYTES as TERMINAL_MAX_RESULT_BYTES;
 
 use std::sync::Arc;

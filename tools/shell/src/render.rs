@@ -56,6 +56,43 @@ fn foreground(fg: &ForegroundOutput) -> String {
     body
 }
 
+/// A number as ECMAScript's `Number.prototype.toString` writes it, the form a model and the
+/// JSON it sent use: `1500.5`, `120000` (no `.0`), `0.000001`, `1e-7`, `1e+21`, `-1.5`.
+pub fn js_number(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_owned();
+    }
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    if value < 0.0 {
+        return format!("-{}", js_number(-value));
+    }
+    if value.is_infinite() {
+        return "Infinity".to_owned();
+    }
+    // Rust's shortest round-trip digits, `d.ddde<exp>`, re-laid out by the ECMAScript rules.
+    let sci = format!("{value:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i64;
+    let n = exp.parse::<i64>().unwrap_or(0) + 1;
+    if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let sign = if e < 0 { '-' } else { '+' };
+        match digits.split_at(1) {
+            (first, "") => format!("{first}e{sign}{}", e.abs()),
+            (first, rest) => format!("{first}.{rest}e{sign}{}", e.abs()),
+        }
+    }
+}
+
 /// `[status: <s>]` or `[status: <s>, <detail>]`.
 pub fn status_line(job: &JobSnapshot) -> String {
     match &job.detail {
@@ -110,7 +147,7 @@ mod tests {
             signal: None,
             timed_out: false,
             aborted: false,
-            timeout_ms: 120_000,
+            timeout_ms: crate::bash::Millis(120_000.0),
             stdout: stream(stdout),
             stderr: stream(stderr),
             sandbox: None,
@@ -135,10 +172,43 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_written_as_a_model_writes_them() {
+        let cases = [
+            (0.0, "0"),
+            (-0.0, "0"),
+            (-1.5, "-1.5"),
+            (1500.5, "1500.5"),
+            (120_000.0, "120000"),
+            (0.000001, "0.000001"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1e21, "1e+21"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (-2.5e300, "-2.5e+300"),
+            (0.1, "0.1"),
+        ];
+        for (value, text) in cases {
+            assert_eq!(js_number(value), text, "{value}");
+        }
+    }
+
+    #[test]
+    fn a_fractional_timeout_is_shown_as_given() {
+        let mut out = fg("", "", None);
+        out.timed_out = true;
+        out.timeout_ms = crate::bash::Millis(1500.5);
+        out.signal = Some("SIGTERM".into());
+        assert_eq!(
+            bash(&BashOutput::Foreground(out)),
+            "(no output)\n[timed out after 1500.5ms]\n[killed by signal: SIGTERM]"
+        );
+    }
+
+    #[test]
     fn timeout_then_signal_and_truncation_notice() {
         let mut out = fg("", "", None);
         out.timed_out = true;
-        out.timeout_ms = 1000;
+        out.timeout_ms = crate::bash::Millis(1000.0);
         out.signal = Some("SIGTERM".into());
         out.stdout = StreamOutput {
             text: "tail".into(),

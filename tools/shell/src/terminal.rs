@@ -1,6 +1,14 @@
-//! Terminal sessions: an interactive shell on a pseudo-terminal (pty-process), its screen kept by
-//! a terminal emulator (vt100), so what a full-screen program or a pager shows is readable as
-//! text, and a transcript of everything printed (escape sequences removed) for `terminal_read`.
+//! Terminal sessions: an interactive shell on a pseudo-terminal (pty-process), and a transcript of
+//! everything printed (escape sequences removed) for `terminal_read`. Two kinds of backend:
+//!
+//! - `shell`, the default: a plain `bash` (no profile, no rc files, prompt `dsh> `, `TERM=dumb`)
+//!   whose viewport after a send is the plain text printed since the send began — the echo, the
+//!   output and the next prompt;
+//! - `bash`, `sh`, `zsh`: the user's own shell with its rc files on an emulated `xterm-256color`
+//!   screen (vt100), whose viewport is the screen, so what a full-screen program or a pager
+//!   shows is readable as text.
+//!
+//! `[shell] terminal_types` says which of them `terminal_open` offers.
 //!
 //! After text is sent, the call waits for one of four reasons: the foreground process waits for
 //! input on the terminal (`stdin_read`, read from `/proc/<pid>/syscall`), the output went quiet
@@ -9,10 +17,9 @@
 //! and reaped), owned by the toolhost session that opened them, and die with the server.
 
 use crate::config::ShellConfig;
-use crate::live::decode_into;
+use crate::sanitize::{Sanitizer, Transcript};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,17 +34,26 @@ use toolhost_process::{GroupHandle, SpawnOptions};
 /// Terminal size (rows, columns).
 pub const ROWS: u16 = 24;
 pub const COLS: u16 = 120;
-/// Transcript lines kept for `terminal_read`.
-const TRANSCRIPT_LINES: usize = 10_000;
 /// No output for this long (and nothing else decided) ends a wait as `inferred_idle`.
 const IDLE: Duration = Duration::from_millis(1500);
 /// The foreground process must have been waiting this long, with no output, for `stdin_read`.
 const QUIET_FOR_STDIN: Duration = Duration::from_millis(150);
 /// Terminals one session may have open.
 const MAX_TERMINALS: usize = 10;
+/// How long a `shell` terminal may take to print its first prompt.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Plain text of a `shell` terminal kept for its viewports (the newest is kept).
+const STREAM_CAP: usize = 512 * 1024;
 
-/// The programs a terminal may run.
-pub const TERMINAL_TYPES: [&str; 3] = ["bash", "sh", "zsh"];
+/// Every terminal type toolhost has: `shell` (plain bash, the reference's one backend) and the
+/// user's own shells on an emulated screen.
+pub const TERMINAL_TYPES: [&str; 4] = ["shell", "bash", "sh", "zsh"];
+
+/// The prompt of a `shell` terminal, and the command that runs before each prompt: it prints the
+/// readiness marker (OSC 133;D with the last status) and sets the prompt again, so a command that
+/// changed `PS1` does not hide the next prompt.
+const SHELL_PS1: &str = "dsh> ";
+const SHELL_PROMPT_COMMAND: &str = r#"printf '\033]133;D;%s\007' "$?"; PS1='dsh> '"#;
 
 /// Whether the session's shell still runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -100,88 +116,41 @@ pub struct TerminalSnapshot {
     pub status: SessionStatus,
 }
 
-/// Everything printed, as lines without escape sequences.
-#[derive(Default)]
-struct Transcript {
-    lines: VecDeque<String>,
-    current: String,
-    carry: Vec<u8>,
-    escape: Escape,
-    pending_cr: bool,
-}
-
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
-enum Escape {
-    #[default]
-    None,
-    Start,
-    Csi,
-    Osc,
-    OscEsc,
-}
-
-impl Transcript {
-    fn push(&mut self, bytes: &[u8]) {
-        let mut text = String::new();
-        decode_into(&mut text, &mut self.carry, bytes);
-        for ch in text.chars() {
-            self.escape = match (self.escape, ch) {
-                (Escape::None, '\u{1b}') => Escape::Start,
-                (Escape::None, _) => {
-                    self.plain(ch);
-                    Escape::None
-                }
-                (Escape::Start, '[') => Escape::Csi,
-                (Escape::Start, ']') => Escape::Osc,
-                (Escape::Start, _) => Escape::None,
-                (Escape::Csi, c) if ('\u{40}'..='\u{7e}').contains(&c) => Escape::None,
-                (Escape::Csi, _) => Escape::Csi,
-                (Escape::Osc, '\u{7}') => Escape::None,
-                (Escape::Osc, '\u{1b}') => Escape::OscEsc,
-                (Escape::Osc, _) => Escape::Osc,
-                (Escape::OscEsc, _) => Escape::None,
-            };
-        }
-    }
-
-    fn plain(&mut self, ch: char) {
-        if self.pending_cr && ch != '\n' {
-            // A carriage return not followed by a newline: the line is redrawn from its start.
-            self.current.clear();
-        }
-        self.pending_cr = false;
-        match ch {
-            '\r' => self.pending_cr = true,
-            '\n' => {
-                self.lines.push_back(std::mem::take(&mut self.current));
-                if self.lines.len() > TRANSCRIPT_LINES {
-                    self.lines.pop_front();
-                }
-            }
-            '\u{8}' => {
-                self.current.pop();
-            }
-            '\t' => self.current.push('\t'),
-            c if c.is_control() => {}
-            c => self.current.push(c),
-        }
-    }
-
-    /// Every retained line, the unfinished one last.
-    fn all(&self) -> Vec<&str> {
-        let mut all: Vec<&str> = self.lines.iter().map(String::as_str).collect();
-        if !self.current.is_empty() {
-            all.push(&self.current);
-        }
-        all
-    }
-}
-
 struct Screen {
     parser: vt100::Parser,
     transcript: Transcript,
     last_output: Instant,
     output_seq: u64,
+    /// `shell` terminals: their plain text (the newest `STREAM_CAP` bytes) and how many bytes of
+    /// it were ever appended, so a send can take what came after its start.
+    sanitizer: Sanitizer,
+    stream: String,
+    stream_total: u64,
+}
+
+impl Screen {
+    fn push_plain(&mut self, bytes: &[u8]) {
+        let before = self.stream.len();
+        self.sanitizer.push(bytes, &mut self.stream);
+        self.stream_total += (self.stream.len() - before) as u64;
+        if self.stream.len() > STREAM_CAP {
+            let mut cut = self.stream.len() - STREAM_CAP;
+            while !self.stream.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.stream.drain(..cut);
+        }
+    }
+
+    /// The plain text appended after `mark` (all that is kept, if some of it is gone).
+    fn plain_since(&self, mark: u64) -> String {
+        let kept_from = self.stream_total - self.stream.len() as u64;
+        let mut start = mark.saturating_sub(kept_from) as usize;
+        while start < self.stream.len() && !self.stream.is_char_boundary(start) {
+            start += 1;
+        }
+        self.stream[start.min(self.stream.len())..].to_owned()
+    }
 }
 
 struct Term {
@@ -196,7 +165,18 @@ struct Term {
     group: GroupHandle,
     status: watch::Sender<SessionStatus>,
     closing: AtomicBool,
+    /// A send is waiting on this terminal (one at a time).
+    sending: AtomicBool,
     output: tokio::sync::Notify,
+}
+
+/// Clears a terminal's `sending` flag when its send ends, however it ends.
+struct SendGuard<'a>(&'a AtomicBool);
+
+impl Drop for SendGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,8 +194,22 @@ impl Term {
         }
     }
 
-    fn viewport(&self) -> String {
+    /// A plain `shell` terminal (its viewport is its text, not an emulated screen).
+    fn is_plain(&self) -> bool {
+        self.kind == "shell"
+    }
+
+    /// Where the plain text stands now.
+    fn plain_mark(&self) -> u64 {
+        lock(&self.screen).stream_total
+    }
+
+    /// What a send (or the start) shows: a `shell` terminal's text since `mark`, or the screen.
+    fn viewport(&self, mark: u64) -> String {
         let screen = lock(&self.screen);
+        if self.is_plain() {
+            return screen.plain_since(mark);
+        }
         let contents = screen.parser.screen().contents();
         contents.trim_end().to_owned()
     }
@@ -284,6 +278,29 @@ impl Term {
         }
     }
 
+    /// Waits until a `shell` terminal printed its first readiness marker.
+    async fn ready(&self, signal: &CancellationToken) -> Result<(), TerminalError> {
+        let started = Instant::now();
+        let mut status = self.status.subscribe();
+        loop {
+            if lock(&self.screen).sanitizer.ready_marks > 0 {
+                return Ok(());
+            }
+            if matches!(*status.borrow(), SessionStatus::Exited { .. }) {
+                return Err(TerminalError::ExitedDuringStartup);
+            }
+            if started.elapsed() >= STARTUP_TIMEOUT {
+                return Err(TerminalError::NotReady);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                () = self.output.notified() => {}
+                _ = status.changed() => {}
+                () = signal.cancelled() => return Err(TerminalError::NotReady),
+            }
+        }
+    }
+
     fn output_since(&self, seq: u64) -> bool {
         lock(&self.screen).output_seq > seq
     }
@@ -326,23 +343,45 @@ fn waits_on_terminal(pgid: i32) -> bool {
     (nr == read && is_tty(arg0)) || (waiters.contains(&nr) && is_tty(0))
 }
 
-/// Why a terminal request failed.
+/// Why a terminal request failed (plain failures: the model reads the message, no code).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TerminalError {
-    #[error("unknown terminal session {0}")]
+    #[error("sessionId must be a non-empty string")]
+    NoSessionId,
+    #[error("unknown PTY session {0}")]
     Unknown(String),
-    #[error("terminal session {0} belongs to another session")]
+    #[error("PTY session {0} belongs to another agent")]
     NotOwner(String),
-    #[error("unsupported terminal type \"{0}\" (expected one of: bash, sh, zsh)")]
-    UnsupportedType(String),
+    #[error("type must be a non-empty string")]
+    NoType,
+    #[error("no PTY backend registered for \"{0}\"")]
+    NoBackend(String),
+    #[error("PTY session name \"{0}\" already exists for this owner")]
+    NameTaken(String),
+    #[error("PTY session {0} is closing")]
+    Closing(String),
+    #[error("PTY session {0} already has an active send")]
+    Busy(String),
+    #[error("PTY session has exited")]
+    Exited,
+    #[error("terminal send aborted")]
+    Aborted,
+    #[error("PTY shell exited during startup")]
+    ExitedDuringStartup,
+    #[error("PTY shell did not reach readiness before startup timeout")]
+    NotReady,
+    #[error("PTY read offset must be a non-negative safe integer")]
+    BadOffset,
+    #[error("PTY read count must be a positive safe integer")]
+    BadCount,
+    #[error("refusing to SIGKILL the terminal shell; terminate the terminal session instead")]
+    KillShell,
     #[error(
         "too many terminal sessions: {0} are open (at most {MAX_TERMINALS}); close one with terminal_close"
     )]
     TooMany(usize),
     #[error("cannot open a terminal: {0}")]
     Open(String),
-    #[error("terminal session {0} has exited")]
-    Exited(String),
     #[error("cannot write to terminal session {0}: {1}")]
     Write(String, String),
 }
@@ -372,7 +411,15 @@ impl TerminalRegistry {
         TerminalRegistry { config, terms: Mutex::default(), counter: Mutex::default() }
     }
 
+    /// Whether `terminal_send` may run in the background (`[shell] background`).
+    pub fn background_allowed(&self) -> bool {
+        self.config.background
+    }
+
     fn find(&self, id: &str, owner: &str) -> Result<Arc<Term>, TerminalError> {
+        if id.is_empty() {
+            return Err(TerminalError::NoSessionId);
+        }
         let terms = lock(&self.terms);
         let term = terms
             .iter()
@@ -393,8 +440,18 @@ impl TerminalRegistry {
         owner: String,
         signal: &CancellationToken,
     ) -> Result<Opened, TerminalError> {
-        if !TERMINAL_TYPES.contains(&kind) {
-            return Err(TerminalError::UnsupportedType(kind.to_owned()));
+        if kind.is_empty() {
+            return Err(TerminalError::NoType);
+        }
+        // A type is offered when it is a backend toolhost has and the configuration lists it.
+        if !TERMINAL_TYPES.contains(&kind) || !self.config.terminal_types.iter().any(|t| t == kind)
+        {
+            return Err(TerminalError::NoBackend(kind.to_owned()));
+        }
+        if let Some(name) = &name
+            && lock(&self.terms).iter().any(|t| t.owner == owner && t.name.as_ref() == Some(name))
+        {
+            return Err(TerminalError::NameTaken(name.clone()));
         }
         let open = lock(&self.terms)
             .iter()
@@ -416,16 +473,38 @@ impl TerminalRegistry {
         let secondary =
             pts.as_fd().try_clone_to_owned().map_err(|e| TerminalError::Open(e.to_string()))?;
         drop(pts);
+        let id = {
+            let mut counter = lock(&self.counter);
+            *counter += 1;
+            format!("pty-{counter}")
+        };
         let mut env = crate::env::command_env(std::env::vars_os(), &self.config);
-        // A terminal is a real terminal: programs may draw (the screen is emulated), and a pager
-        // is readable in the viewport.
-        for (name, value) in [("TERM", "xterm-256color"), ("PAGER", "less"), ("GIT_PAGER", "less")]
-        {
-            env.retain(|(n, _)| n != name);
-            env.push((name.into(), value.into()));
-        }
-        env.retain(|(n, _)| n != "NO_COLOR");
-        let mut command = tokio::process::Command::new(kind);
+        let mut command = if kind == "shell" {
+            // Plain and predictable: no rc file may change the prompt or print a banner; the
+            // command environment's `TERM=dumb` and pagers stay.
+            for (name, value) in [
+                ("PS1", SHELL_PS1),
+                ("PROMPT_COMMAND", SHELL_PROMPT_COMMAND),
+                ("DSH_PTY_SESSION_ID", id.as_str()),
+            ] {
+                env.retain(|(n, _)| n != name);
+                env.push((name.into(), value.into()));
+            }
+            let mut command = tokio::process::Command::new("/bin/bash");
+            command.args(["--noprofile", "--norc", "-i"]);
+            command
+        } else {
+            // A real terminal: programs may draw (the screen is emulated), and a pager is
+            // readable in the viewport.
+            for (name, value) in
+                [("TERM", "xterm-256color"), ("PAGER", "less"), ("GIT_PAGER", "less")]
+            {
+                env.retain(|(n, _)| n != name);
+                env.push((name.into(), value.into()));
+            }
+            env.retain(|(n, _)| n != "NO_COLOR");
+            tokio::process::Command::new(kind)
+        };
         command.current_dir(&cwd).env_clear().envs(env);
         let group = toolhost_process::spawn_in_terminal(
             command,
@@ -433,11 +512,6 @@ impl TerminalRegistry {
             SpawnOptions { kill_group_with_leader: true },
         )
         .map_err(|e| TerminalError::Open(format!("{kind}: {e}")))?;
-        let id = {
-            let mut counter = lock(&self.counter);
-            *counter += 1;
-            format!("term-{counter}")
-        };
         let (reader, writer) = pty.into_split();
         let rows = std::num::NonZeroU16::new(ROWS).unwrap_or(std::num::NonZeroU16::MIN);
         let cols = std::num::NonZeroU16::new(COLS).unwrap_or(std::num::NonZeroU16::MIN);
@@ -455,10 +529,14 @@ impl TerminalRegistry {
                 transcript: Transcript::default(),
                 last_output: Instant::now(),
                 output_seq: 0,
+                sanitizer: Sanitizer::default(),
+                stream: String::new(),
+                stream_total: 0,
             }),
             group: group.handle(),
             status,
             closing: AtomicBool::new(false),
+            sending: AtomicBool::new(false),
             output: tokio::sync::Notify::new(),
         });
         lock(&self.terms).push(Arc::clone(&term));
@@ -474,6 +552,9 @@ impl TerminalRegistry {
                         let mut screen = lock(&reading.screen);
                         screen.parser.process(&buf[..n]);
                         screen.transcript.push(&buf[..n]);
+                        if reading.is_plain() {
+                            screen.push_plain(&buf[..n]);
+                        }
                         screen.last_output = Instant::now();
                         screen.output_seq += 1;
                         drop(screen);
@@ -490,8 +571,19 @@ impl TerminalRegistry {
             // The group (and its session) is reaped by its monitor; keep `group` alive until then.
             group.reaped().await;
         });
-        let (_, _) = term.settle(Duration::from_secs(5), None, 0, signal).await;
-        Ok(Opened { snapshot: term.snapshot(), motd: term.viewport() })
+        if term.is_plain() {
+            if let Err(err) = term.ready(signal).await {
+                term.group.kill();
+                lock(&self.terms).retain(|t| t.id != term.id);
+                return Err(err);
+            }
+            // The marker comes just before the prompt; wait for the prompt itself.
+            let seq = lock(&term.screen).output_seq;
+            let _ = term.settle(Duration::from_secs(2), None, seq.saturating_sub(1), signal).await;
+        } else {
+            let _ = term.settle(Duration::from_secs(5), None, 0, signal).await;
+        }
+        Ok(Opened { snapshot: term.snapshot(), motd: term.viewport(0) })
     }
 
     /// Types `text` (then Enter when `submit`) and waits for a reason to stop waiting.
@@ -505,13 +597,21 @@ impl TerminalRegistry {
         signal: &CancellationToken,
     ) -> Result<Sent, TerminalError> {
         let term = self.find(id, owner)?;
+        if term.closing.load(Ordering::SeqCst) {
+            return Err(TerminalError::Closing(id.to_owned()));
+        }
+        if term.sending.swap(true, Ordering::SeqCst) {
+            return Err(TerminalError::Busy(id.to_owned()));
+        }
+        let _sending = SendGuard(&term.sending);
         if matches!(*term.status.borrow(), SessionStatus::Exited { .. }) {
-            return Err(TerminalError::Exited(id.to_owned()));
+            return Err(TerminalError::Exited);
         }
         // Nothing to type: the wait is only for the program to settle.
         let since = if text.is_empty() && !submit { None } else { term.progress_mark() };
         // Taken before writing: the terminal's own echo of the input is output too.
         let seq = lock(&term.screen).output_seq;
+        let mark = term.plain_mark();
         {
             let mut writer = term.writer.lock().await;
             let mut bytes = text.as_bytes().to_vec();
@@ -525,7 +625,10 @@ impl TerminalRegistry {
             let _ = writer.flush().await;
         }
         let (wait_reason, any) = term.settle(timeout, since, seq, signal).await;
-        let viewport = if any { term.viewport() } else { String::new() };
+        if signal.is_cancelled() {
+            return Err(TerminalError::Aborted);
+        }
+        let viewport = if any { term.viewport(mark) } else { String::new() };
         let session_status = term.status.borrow().clone();
         Ok(Sent { viewport, wait_reason, session_status })
     }
@@ -555,6 +658,10 @@ impl TerminalRegistry {
     ) -> Result<i32, TerminalError> {
         let term = self.find(id, owner)?;
         let pgid = term.foreground_pgid().unwrap_or(term.pid as i32);
+        // Killing the shell itself would end the session without closing it.
+        if signal == toolhost_process::Signal::KILL && pgid == term.pid as i32 {
+            return Err(TerminalError::KillShell);
+        }
         if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
             let _ = rustix::process::kill_process_group(pid, signal);
         }
@@ -568,6 +675,9 @@ impl TerminalRegistry {
         if term.closing.swap(true, Ordering::SeqCst) {
             return Ok(false);
         }
+        // A hangup first, as a closed terminal gives: an interactive shell ignores SIGTERM and
+        // would otherwise hold the close for the whole grace period.
+        term.group.signal(toolhost_process::Signal::HUP);
         term.group.terminate(self.config.kill_grace).await;
         lock(&self.terms).retain(|t| t.id != term.id);
         Ok(true)
@@ -595,15 +705,6 @@ impl Drop for TerminalRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_transcript_drops_escapes_and_redrawn_lines() {
-        let mut t = Transcript::default();
-        t.push(
-            b"\x1b[31mred\x1b[0m plain\r\nprogress 10%\rprogress 100%\r\n\x1b]0;title\x07$ ab\x08c",
-        );
-        assert_eq!(t.all(), vec!["red plain", "progress 100%", "$ ac"]);
-    }
 
     #[test]
     fn exited_status_names_a_missing_part_null() {

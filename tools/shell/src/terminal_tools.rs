@@ -3,12 +3,13 @@
 
 use crate::bash::working_dir;
 use crate::jobs::{JobRegistry, JobStatus, owner_of};
-use crate::terminal::{SessionStatus, TerminalRegistry, TerminalSnapshot, WaitReason};
+use crate::terminal::{
+    SessionStatus, TerminalError, TerminalRegistry, TerminalSnapshot, WaitReason,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 use toolhost_contract::spill::tail_bytes;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::ContentBlock;
@@ -35,8 +36,13 @@ fn session_arg(args: &Value) -> String {
     args.get("sessionId").and_then(Value::as_str).unwrap_or("").to_owned()
 }
 
-fn terminal_failure(err: crate::terminal::TerminalError) -> ToolError {
+fn terminal_failure(err: TerminalError) -> ToolError {
     ToolError::plain(err.to_string())
+}
+
+/// An integer a JSON number can hold exactly (at most 2^53 − 1 in size).
+fn is_safe_integer(value: f64) -> bool {
+    value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_991.0
 }
 
 fn text_block(text: String) -> Vec<ContentBlock> {
@@ -46,7 +52,9 @@ fn text_block(text: String) -> Vec<ContentBlock> {
 /// Arguments of `terminal_open`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct TerminalOpenArgs {
-    /// The shell to run: `bash`, `sh` or `zsh`.
+    /// The terminal type: `shell` (a plain bash with the prompt `dsh> `; the viewport is the text
+    /// printed since the send began), or `bash`, `sh`, `zsh` (your own shell on an emulated
+    /// screen; the viewport is the screen).
     #[serde(rename = "type")]
     pub kind: String,
     /// A name to tell sessions apart.
@@ -133,7 +141,7 @@ impl Tool for TerminalOpenTool {
 /// Arguments of `terminal_send`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct TerminalSendArgs {
-    /// The session (`term-1`, …).
+    /// The session (`pty-1`, …).
     #[serde(rename = "sessionId")]
     pub session_id: String,
     /// What to type.
@@ -210,12 +218,17 @@ impl Tool for TerminalSendTool {
         args: TerminalSendArgs,
         cx: ToolContext,
     ) -> Result<TerminalSendValue, ToolError> {
+        if args.run_in_background == Some(true) && !self.terminals.background_allowed() {
+            return Err(ToolError::plain(
+                "background terminal sends are disabled by tool-terminal configuration",
+            ));
+        }
         let ms = match args.timeout_ms {
             None => DEFAULT_SEND_TIMEOUT_MS,
             Some(ms) if ms.is_finite() && ms > 0.0 => ms.min(MAX_SEND_TIMEOUT_MS),
             Some(_) => return Err(ToolError::plain("timeout_ms must be a positive finite number")),
         };
-        let timeout = Duration::from_millis(ms as u64);
+        let timeout = crate::bash::Millis(ms).duration();
         let submit = args.submit.unwrap_or(true);
         let owner = owner_of(&cx);
         if args.run_in_background == Some(true) {
@@ -242,9 +255,6 @@ impl Tool for TerminalSendTool {
             .send(&args.session_id, &owner, &args.text, submit, timeout, cx.signal())
             .await
             .map_err(terminal_failure)?;
-        if cx.is_cancelled() {
-            return Err(ToolError::aborted());
-        }
         Ok(TerminalSendValue::Foreground(foreground(sent)))
     }
 
@@ -287,10 +297,10 @@ pub struct TerminalReadArgs {
     pub session_id: String,
     /// The first line to return (0-based, default 0).
     #[serde(default)]
-    pub offset: Option<u64>,
+    pub offset: Option<f64>,
     /// How many lines (default 500).
     #[serde(default)]
-    pub count: Option<u64>,
+    pub count: Option<f64>,
 }
 
 /// Lines of the session's retained transcript.
@@ -327,8 +337,15 @@ impl Tool for TerminalReadTool {
         args: TerminalReadArgs,
         cx: ToolContext,
     ) -> Result<TerminalReadValue, ToolError> {
-        let offset = args.offset.unwrap_or(0) as usize;
-        let count = args.count.unwrap_or(500) as usize;
+        let offset = args.offset.unwrap_or(0.0);
+        if !is_safe_integer(offset) || offset < 0.0 {
+            return Err(terminal_failure(TerminalError::BadOffset));
+        }
+        let count = args.count.unwrap_or(500.0);
+        if !is_safe_integer(count) || count < 1.0 {
+            return Err(terminal_failure(TerminalError::BadCount));
+        }
+        let (offset, count) = (offset as usize, count as usize);
         let (lines, total) = self
             .terminals
             .read(&args.session_id, &owner_of(&cx), offset, count)
@@ -517,7 +534,7 @@ impl Tool for TerminalCloseTool {
         text_block(match v.outcome {
             CloseOutcome::Closed => format!("closed terminal session {}", v.session_id),
             CloseOutcome::AlreadyClosing => {
-                format!("terminal session {} is already closing", v.session_id)
+                format!("terminal session {} was already closing", v.session_id)
             }
         })
     }

@@ -80,8 +80,13 @@ pub struct WebConfig {
     pub fetch_timeout_ms: u64,
     /// The Native text's cap, in UTF-16 units.
     pub fetch_max_output_chars: usize,
-    /// The most body bytes read (after decompression); the rest is never read.
+    /// The most body bytes read (after decompression); the rest is never read. A declared
+    /// `Content-Length` over it refuses the response unread.
     pub fetch_max_bytes: usize,
+    /// The longest URL `web_fetch` takes (UTF-16 units, as given).
+    pub fetch_max_url_length: usize,
+    /// The decoded body is cut to this many UTF-16 units before it is converted.
+    pub fetch_max_body_chars: usize,
     /// How long a fetched page is served from the session's cache.
     pub cache_ttl_ms: u64,
     pub user_agent: String,
@@ -100,7 +105,9 @@ impl Default for WebConfig {
             search_timeout_ms: 30_000,
             fetch_timeout_ms: 30_000,
             fetch_max_output_chars: 200_000,
-            fetch_max_bytes: 10 * 1024 * 1024,
+            fetch_max_bytes: 5_000_000,
+            fetch_max_url_length: 2048,
+            fetch_max_body_chars: 100_000,
             cache_ttl_ms: 15 * 60 * 1000,
             user_agent: concat!("toolhost/", env!("CARGO_PKG_VERSION"), " (web_fetch)").to_owned(),
         }

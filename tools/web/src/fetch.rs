@@ -1,11 +1,13 @@
-//! `web_fetch`: one URL through the SSRF guard, its body read under a byte cap, HTML turned into
-//! markdown, text passed through, binary refused; the Native text and truncation notice as
-//! docs/tools.md documents them; a 15-minute cache keyed by URL in the session's blob store.
+//! `web_fetch`: one URL, checked before any connection (length, syntax, scheme, credentials), then
+//! through the SSRF guard, same-origin redirects only; its body read under a byte cap, HTML turned
+//! into markdown, text passed through, other types refused; the Native text (headed by the URL the
+//! content came from) and truncation notice as docs/tools.md documents them; a 15-minute cache
+//! keyed by URL in the session's blob store.
 
 use crate::config::WebConfig;
 use crate::convert::{self, Kind};
 use crate::error::WebError;
-use crate::http::{Clients, Outgoing, read_capped};
+use crate::http::{Clients, check_url, read_capped};
 use crate::{TRUNCATION_NOTICE, WEB_READ};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -81,50 +83,42 @@ impl WebFetchTool {
     }
 
     async fn fetch(&self, args: &WebFetchArgs) -> Result<WebFetchOutput, WebError> {
-        let asked = args.url.trim();
-        let url = url::Url::parse(asked).map_err(|_| WebError::InvalidUrl(asked.to_owned()))?;
-        let request = Outgoing {
-            method: reqwest::Method::GET,
-            url,
-            headers: vec![(
-                "accept".to_owned(),
-                "text/html,application/xhtml+xml,text/markdown,text/plain,application/json;q=0.9,*/*;q=0.5"
-                    .to_owned(),
-            )],
-            json: None,
-        };
-        let reply = self.clients.send(request).await?;
+        // The URL as given (not trimmed): its length, then the parser's verdict, are checked.
+        let asked = args.url.as_str();
+        let max_url = self.config.fetch_max_url_length;
+        let url = check_url(asked, max_url)?;
+        let accept = (
+            "accept".to_owned(),
+            "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.8".to_owned(),
+        );
+        let reply =
+            self.clients.get_same_origin(url, &[accept], max_url).await.map_err(transport)?;
         let status = reply.response.status().as_u16();
-        let content_type = reply
-            .response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        // Refuse a declared binary type before reading a byte of it.
-        if content_type.is_some() && convert::kind_of(content_type.as_deref(), b"") == Kind::Binary
-        {
-            return Err(WebError::Binary {
-                url: asked.to_owned(),
-                content_type: content_type.map(|c| convert::media_type(&c)).unwrap_or_default(),
-            });
+        let headers = reply.response.headers();
+        let content_type = headers.get(reqwest::header::CONTENT_TYPE).map(|v| latin1(v.as_bytes()));
+        // Refuse a type that is not text before reading a byte of it.
+        let kind = convert::kind_of(content_type.as_deref());
+        if kind == Kind::Binary {
+            let shown = content_type.unwrap_or_else(|| "unknown".to_owned());
+            return Err(WebError::UnsupportedType(shown));
+        }
+        let max_bytes = self.config.fetch_max_bytes;
+        let declared = headers.get(reqwest::header::CONTENT_LENGTH).map(|v| latin1(v.as_bytes()));
+        if declared.is_some_and(|d| declared_over(&d, max_bytes)) {
+            return Err(WebError::TooLarge(max_bytes));
         }
         let final_url = reply.final_url.clone();
-        let body = read_capped(reply.response, self.config.fetch_max_bytes, &final_url).await?;
-        let kind = convert::kind_of(content_type.as_deref(), &body.bytes);
-        if kind == Kind::Binary {
-            return Err(WebError::Binary {
-                url: asked.to_owned(),
-                content_type: "no content type, bytes look binary".to_owned(),
-            });
-        }
-        let text = convert::decode(&body.bytes, content_type.as_deref(), kind);
+        let body = read_capped(reply.response, max_bytes, &final_url).await.map_err(transport)?;
+        let decoded = convert::decode(&body.bytes, content_type.as_deref(), kind);
         let read = body.bytes.len() as u64;
         drop(body.bytes);
+        let text = convert::cut_utf16(&decoded, self.config.fetch_max_body_chars);
+        let body_cut = body.cut || text.len() < decoded.len();
         // At most the cap's worth of source text is converted (docs/tools.md, web_fetch).
         let cap = self.config.fetch_max_output_chars;
-        let source = convert::cut_utf16(&text, cap);
+        let source = convert::cut_utf16(text, cap);
         let source_cut = source.len() < text.len();
+        let shown = final_url.to_string();
         let (body_kind, title, content) = match kind {
             Kind::Html => {
                 let html = source.to_owned();
@@ -134,15 +128,15 @@ impl WebFetchTool {
                     convert::html_to_markdown(&html, Some(&page), whole)
                 })
                 .await
-                .map_err(|e| WebError::Request { url: asked.to_owned(), detail: e.to_string() })?;
+                .map_err(|e| WebError::FetchFailed(e.to_string()))?;
                 (BodyKind::Html, converted.title, converted.markdown)
             }
             _ => (BodyKind::Text, None, source.to_owned()),
         };
-        let (content, fitted) = fit(asked, status, &content, cap, body.cut || source_cut);
+        let (content, fitted) = fit(&shown, status, &content, cap, body_cut || source_cut);
         Ok(WebFetchOutput {
             url: asked.to_owned(),
-            final_url: (final_url.as_str() != asked).then(|| final_url.to_string()),
+            final_url: (shown != asked).then_some(shown),
             status_code: status,
             content_type,
             title,
@@ -169,6 +163,27 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A transport failure of `web_fetch` in its own words; the guard's denials keep theirs.
+fn transport(error: WebError) -> WebError {
+    match error {
+        WebError::Request { detail, .. } => WebError::FetchFailed(detail),
+        other => other,
+    }
+}
+
+/// A header value's bytes as Latin-1 text (how an HTTP client's header API reads them).
+fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+/// Whether a declared `Content-Length` is a number over `max` (a value that is not a number
+/// says nothing, and the streamed cap still holds).
+fn declared_over(declared: &str, max: usize) -> bool {
+    let declared = declared.trim();
+    let length = if declared.is_empty() { Some(0.0) } else { declared.parse::<f64>().ok() };
+    length.is_some_and(|n| n.is_finite() && n > max as f64)
+}
+
 fn header(url: &str, status: u16) -> String {
     format!("Fetched {url} (HTTP {status})\n\n")
 }
@@ -186,7 +201,8 @@ pub fn fit(url: &str, status: u16, content: &str, cap: usize, truncated: bool) -
 
 /// The Native text.
 pub fn render_text(output: &WebFetchOutput) -> String {
-    let mut text = header(&output.url, output.status_code);
+    // The URL the content came from: after redirects, and as the URL parser writes it.
+    let mut text = header(output.final_url.as_deref().unwrap_or(&output.url), output.status_code);
     text.push_str(&output.body.content);
     if output.truncated {
         text.push_str(TRUNCATION_NOTICE);
@@ -220,6 +236,18 @@ impl Tool for WebFetchTool {
         true
     }
 
+    /// The call's deadline (`[web] fetch_timeout_ms`), enforced by the registry like any
+    /// declared timeout; the fetch's own timer of the same length only backs it up for callers
+    /// outside the registry.
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(self.config.fetch_timeout_ms))
+    }
+
+    /// 2: the header names the URL the content came from (after redirects, as parsed).
+    fn renderer_version(&self) -> u32 {
+        2
+    }
+
     fn present_call(&self, args: &Value) -> CallPresentation {
         let url = args.get("url").and_then(Value::as_str).unwrap_or("").trim();
         CallPresentation::new(CardKind::Fetch, format!("Fetch {}", crate::short(url, 80)))
@@ -227,7 +255,8 @@ impl Tool for WebFetchTool {
     }
 
     async fn call(&self, args: WebFetchArgs, cx: ToolContext) -> Result<WebFetchOutput, ToolError> {
-        if args.url.trim().is_empty() {
+        // Blank as a script's `trim()` sees it (Unicode white space and the BOM).
+        if args.url.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}').is_empty() {
             return Err(WebError::InvalidArgs("url must be a non-empty string".to_owned()).into());
         }
         let cache = cx.capability::<BlobCacheHandle>();
@@ -239,7 +268,7 @@ impl Tool for WebFetchTool {
             () = cx.signal().cancelled() => return Err(ToolError::aborted()),
             done = tokio::time::timeout(Duration::from_millis(ms), self.fetch(&args)) => match done {
                 Ok(result) => result?,
-                Err(_) => return Err(WebError::Timeout { what: "web_fetch", ms }.into()),
+                Err(_) => return Err(WebError::FetchTimeout.into()),
             },
         };
         if let Some(cache) = cache

@@ -250,7 +250,7 @@ impl Guard {
     /// the port the request goes to (a name is vetted by the resolver of that port's client).
     pub fn vet_url(&self, url: &Url) -> Result<u16, WebError> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(WebError::Scheme(url.scheme().to_owned()));
+            return Err(WebError::Scheme(format!("{}:", url.scheme())));
         }
         let port =
             url.port_or_known_default().ok_or_else(|| WebError::InvalidUrl(url.to_string()))?;

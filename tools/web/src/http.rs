@@ -1,7 +1,8 @@
 //! The web tools' HTTP client: built from the configuration the host passed at registration
 //! (the one way these tools reach the network), one `reqwest::Client` per destination port so
 //! each client's resolver can vet for that port (`guard.rs`), redirects followed by hand so every
-//! hop is vetted, bodies streamed under a byte cap.
+//! hop is vetted (`web_fetch` follows only same-origin ones, after its URL checks), bodies
+//! streamed under a byte cap.
 
 use crate::error::WebError;
 use crate::guard::{Guard, GuardedResolver, MAX_REDIRECTS};
@@ -81,30 +82,38 @@ impl Clients {
         Ok(client)
     }
 
-    /// Sends `request`, following at most [`MAX_REDIRECTS`] redirects, each vetted.
+    /// One request to `url`, vetted by the guard; redirects are the caller's.
+    async fn once(
+        &self,
+        method: &Method,
+        url: &Url,
+        headers: &[(String, String)],
+        json: Option<&serde_json::Value>,
+    ) -> Result<reqwest::Response, WebError> {
+        let port = self.guard.vet_url(url)?;
+        let client = self.client(port, url)?;
+        let mut builder = client.request(method.clone(), url.clone());
+        for (name, value) in headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = json {
+            builder = builder.json(body);
+        }
+        builder.send().await.map_err(|e| request_error(url, &e))
+    }
+
+    /// Sends `request`, following at most [`MAX_REDIRECTS`] redirects wherever they lead, each
+    /// hop vetted (a search provider's API).
     pub async fn send(&self, request: Outgoing) -> Result<Reply, WebError> {
         let Outgoing { mut method, mut url, headers, mut json } = request;
         for _ in 0..=MAX_REDIRECTS {
-            let port = self.guard.vet_url(&url)?;
-            let client = self.client(port, &url)?;
-            let mut builder = client.request(method.clone(), url.clone());
-            for (name, value) in &headers {
-                builder = builder.header(name.as_str(), value.as_str());
-            }
-            if let Some(body) = &json {
-                builder = builder.json(body);
-            }
-            let response = builder.send().await.map_err(|e| request_error(&url, &e))?;
+            let response = self.once(&method, &url, &headers, json.as_ref()).await?;
             let status = response.status();
             if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
                 return Ok(Reply { final_url: url, response });
             }
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|l| url.join(l).ok())
-                .ok_or_else(|| WebError::BadRedirect(url.to_string()))?;
+            let location = location(&response).ok_or(WebError::NoLocation(status.as_u16()))?;
+            let next = url.join(&location).map_err(|_| WebError::BadLocation(location.clone()))?;
             // 303 (and historically 301/302 for POST) turn into a GET without a body.
             if status == StatusCode::SEE_OTHER
                 || (method == Method::POST
@@ -113,10 +122,70 @@ impl Clients {
                 method = Method::GET;
                 json = None;
             }
-            url = location;
+            url = next;
         }
         Err(WebError::TooManyRedirects(MAX_REDIRECTS))
     }
+
+    /// `web_fetch`'s GET: `url` already passed [`check_url`]. A redirect (301, 302, 303, 307,
+    /// 308) is followed only to the same origin and at most [`MAX_REDIRECTS`] times; its target
+    /// passes the same URL checks first. Any other status is the answer.
+    pub async fn get_same_origin(
+        &self,
+        mut url: Url,
+        headers: &[(String, String)],
+        max_url_len: usize,
+    ) -> Result<Reply, WebError> {
+        let mut followed = 0;
+        loop {
+            let response = self.once(&Method::GET, &url, headers, None).await?;
+            let status = response.status().as_u16();
+            if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+                return Ok(Reply { final_url: url, response });
+            }
+            // The budget is checked before the next hop is even looked at.
+            if followed >= MAX_REDIRECTS {
+                return Err(WebError::TooManyRedirects(MAX_REDIRECTS));
+            }
+            let location = location(&response).ok_or(WebError::NoLocation(status))?;
+            let target =
+                url.join(&location).map_err(|_| WebError::BadLocation(location.clone()))?;
+            // A redirect is no way around the checks a URL given directly gets.
+            let target = check_url(target.as_str(), max_url_len)?;
+            if !same_origin(&target, &url) {
+                return Err(WebError::CrossOrigin(target.origin().ascii_serialization()));
+            }
+            url = target;
+            followed += 1;
+        }
+    }
+}
+
+/// A response's `Location`, its bytes read as Latin-1 like a browser's `Headers` reads them.
+fn location(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(reqwest::header::LOCATION)?;
+    Some(value.as_bytes().iter().map(|&b| char::from(b)).collect())
+}
+
+/// The checks every `web_fetch` URL passes before any connection, in this order: its length as
+/// given (UTF-16 units), that it parses, http or https, no user name or password.
+pub fn check_url(input: &str, max_len: usize) -> Result<Url, WebError> {
+    if input.encode_utf16().count() > max_len {
+        return Err(WebError::UrlTooLong(max_len));
+    }
+    let url = Url::parse(input).map_err(|_| WebError::InvalidUrl(input.to_owned()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(WebError::Scheme(format!("{}:", url.scheme())));
+    }
+    if !url.username().is_empty() || url.password().is_some_and(|p| !p.is_empty()) {
+        return Err(WebError::Credentials);
+    }
+    Ok(url)
+}
+
+/// Same scheme, host and port (a default port written out is the same port).
+pub fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme() && a.host_str() == b.host_str() && a.port() == b.port()
 }
 
 /// The guard's own denial when it is what failed the connection; otherwise a request error.

@@ -32,6 +32,8 @@ pub struct Response {
     pub body: Vec<u8>,
     /// Write the body this many bytes at a time with this pause in between.
     pub dribble: Option<(usize, Duration)>,
+    /// Send no `Content-Length` (the body ends when the connection closes).
+    pub omit_length: bool,
 }
 
 impl Response {
@@ -41,6 +43,7 @@ impl Response {
             headers: vec![("Content-Type".into(), content_type.into())],
             body: body.into(),
             dribble: None,
+            omit_length: false,
         }
     }
 
@@ -50,6 +53,7 @@ impl Response {
             headers: vec![("Location".into(), location.into())],
             body: Vec::new(),
             dribble: None,
+            omit_length: false,
         }
     }
 
@@ -139,7 +143,10 @@ async fn serve(mut stream: tokio::net::TcpStream, handler: Handler, log: Arc<Mut
     for (name, value) in &response.headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }
-    out.push_str(&format!("Content-Length: {}\r\n\r\n", response.body.len()));
+    if !response.omit_length {
+        out.push_str(&format!("Content-Length: {}\r\n", response.body.len()));
+    }
+    out.push_str("\r\n");
     if stream.write_all(out.as_bytes()).await.is_err() {
         return;
     }
