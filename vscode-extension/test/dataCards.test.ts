@@ -82,7 +82,7 @@ describe('question cards', () => {
     assertEscaped(pending);
     const failed = renderCard(failedQuestionCard);
     assert.equal(cardView(failedQuestionCard), 'question');
-    assert.match(failed, /<pre class="native-text error">Error: the user dismissed the question<\/pre>/);
+    assert.match(failed, /<pre class="native-text error">Error: the user cancelled ask_user_question<\/pre>/);
     assert.doesNotMatch(failed, /waiting for/);
     assert.doesNotMatch(failed, /<details class="native">/, 'the error is shown, not folded away');
   });

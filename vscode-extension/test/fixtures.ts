@@ -526,8 +526,8 @@ export const questionCard: Card = {
 export const failedQuestionCard: Card = {
   ...pendingQuestionCard,
   status: 'failed',
-  text: 'Error: the user dismissed the question',
-  rendered: 'ask_user_question Ask: DB · failed\n? Which database?\nError: the user dismissed the question',
+  text: 'Error: the user cancelled ask_user_question',
+  rendered: 'ask_user_question Ask: DB · failed\n? Which database?\nError: the user cancelled ask_user_question',
 };
 
 const plan = '# Move to <SQLite>\n\n1. Add the **driver**\n2. Port `schema.sql`\n   - keep the _old_ one\n\n```sh\nrm -rf <old> && echo "done"\n```\n\n<script>alert(1)</script>';

@@ -3768,7 +3768,7 @@ test('ask (real server): :Toolhost plan-mode on, exit_plan_mode approved with th
     restore()
     assert(ok, res)
     H.eq(res.result.isError, true, 'keep planning: the call fails')
-    H.check(native_text(res):find('Their feedback: add tests', 1, true) ~= nil, native_text(res))
+    H.check(native_text(res):find('their feedback: add tests', 1, true) ~= nil, native_text(res))
     local seen_plan
     _, restore = scripted_pickers({
       {
@@ -3794,7 +3794,7 @@ test('ask (real server): :Toolhost plan-mode on, exit_plan_mode approved with th
     H.eq(groups[6], 'ToolhostExitOk', 'Approved highlighted')
     local failed_row
     for i, l in ipairs(lines) do
-      if l:find('Their feedback: add tests', 1, true) then
+      if l:find('their feedback: add tests', 1, true) then
         failed_row = i
       end
     end

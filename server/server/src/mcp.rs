@@ -395,7 +395,9 @@ impl Backend for McpBackend {
     }
 
     fn prompts(&self) -> Vec<toolhost_mcp::PromptEntry> {
-        toolhost_contract::SkillCatalog::skills(&self.skills())
+        // Prompts are for people: a skill with `user-invocable: false` is not offered.
+        self.skills()
+            .user_skills()
             .into_iter()
             .map(|s| toolhost_mcp::PromptEntry { name: s.name, description: s.description })
             .collect()

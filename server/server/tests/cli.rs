@@ -227,7 +227,7 @@ fn skills_lists_the_workspace_skills_by_name() {
     std::fs::create_dir_all(&manual).unwrap();
     std::fs::write(
         manual.join("SKILL.md"),
-        "---\ndescription: Deploy\ndisable-model-invocation: true\n---\nOnly people.\n",
+        "---\nname: deploy\ndescription: Deploy\ndisable-model-invocation: true\n---\nOnly people.\n",
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
@@ -263,7 +263,7 @@ fn a_structured_schema_makes_the_session_one_run_that_ends_with_its_value() {
     };
     let (code, text) = call("structured_output", r#"{"ok":"yes"}"#, schema);
     assert_eq!(code, Some(1));
-    assert_eq!(text, r#"Error: invalid arguments: "ok" must be a boolean"#);
+    assert_eq!(text, r#"Error: invalid arguments: "value.ok" must be a boolean"#);
     assert_eq!(
         call("structured_output", r#"{"ok":true}"#, schema),
         (Some(0), "Structured output recorded.".to_owned())
