@@ -12,8 +12,7 @@
 //!   session opens, a new call appends and earlier calls revert.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::Env;

@@ -5,11 +5,9 @@
 //! server's memory grow without bound, and gets every answer once it reads.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::Mcp;
 use serde_json::{Value, json};

@@ -9,11 +9,9 @@
 //! reported as made; at the end the workspace holds nothing but the file (no lock or temp files).
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::Mcp;
 use serde_json::{Value, json};

@@ -5,8 +5,7 @@
 //! `cargo xtask install-deps` under `.client-tools`.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;

@@ -5,8 +5,7 @@
 //! before any reply is read; with 300 calls the framework's concurrency cap (256) is saturated.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, is_response, raw_request};

@@ -5,8 +5,7 @@
 //! then the result naming the rejected hunk.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_err, call_ok, raw_request, wait_response};

@@ -4,8 +4,7 @@
 //! (replay shows `Error: tool call aborted`). No late second response follows.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, ms, raw_request, wait_response};

@@ -7,11 +7,9 @@
 //! are sparse, so no disk is filled.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::{Mcp, error_code_of, text_of};
 use serde_json::{Value, json};

@@ -3,8 +3,7 @@
 //! panics is a typed `INTERNAL_ERROR` failure result, not an RPC error or a crash.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::json;
 use server::{Env, call_err};

@@ -5,8 +5,7 @@
 //! clangd is a failure; `cargo xtask test` installs it).
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, uri};

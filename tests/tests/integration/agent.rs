@@ -6,10 +6,8 @@
 //! its value; a model that refuses the key; Ctrl-C in the middle of a stream.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
-#[path = "../../server/agent/tests/support/sse.rs"]
-mod sse;
+use crate::server;
+use crate::sse;
 
 use serde_json::{Value, json};
 use server::{Env, binary};

@@ -6,8 +6,7 @@
 //! no server process left when the server is killed or its client goes away.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, binary, workspace_root};

@@ -4,8 +4,7 @@
 //! child process of the server is left behind.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, children_of, ms, pid_exists, raw_request};

@@ -5,11 +5,9 @@
 //! a note in the log, never a hang. The socket is private and a stale one is replaced.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::{Mcp, error_code_of, text_of};
 use serde_json::{Value, json};

@@ -6,10 +6,8 @@
 //! write; a chat answers one prompt at a time.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
-#[path = "../../server/agent/tests/support/sse.rs"]
-mod sse;
+use crate::server;
+use crate::sse;
 
 use serde_json::{Value, json};
 use server::{Env, raw_request, wait_response};

@@ -7,8 +7,7 @@
 //! next start rolling the journal back.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_err, call_ok, uri};

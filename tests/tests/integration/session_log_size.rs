@@ -4,8 +4,7 @@
 //! log's growth, `toolhost replay` showing the card the call showed live, and `toolhost revert`.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_ok};

@@ -5,11 +5,9 @@
 //! session log (caller, chosen shape) that `toolhost sessions`/`replay` read.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::{Mcp, error_code_of, text_of};
 use serde_json::{Value, json};

@@ -5,8 +5,7 @@
 //! `capabilities.experimental.toolhost.sessionId`.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_err, call_ok};

@@ -11,10 +11,8 @@
 //! that does not.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
-#[path = "../../server/agent/tests/support/sse.rs"]
-mod sse;
+use crate::server;
+use crate::sse;
 
 use serde_json::Value;
 use server::Env;

@@ -10,8 +10,7 @@
 //!   is never to be regenerated with later code (the README says why).
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../server/agent/tests/support/sse.rs"]
-mod sse;
+use crate::sse;
 
 use serde_json::{Value, json};
 use sse::{Answer, first_prompt, server as model_server};

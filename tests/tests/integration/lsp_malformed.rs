@@ -7,8 +7,7 @@
 //! connection with a logged reason and exit code 1.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, frame, is_response, ms, wait_response};

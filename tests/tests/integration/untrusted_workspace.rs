@@ -7,8 +7,7 @@
 //! Once the user trusts the workspace, the same file takes effect (so the setup does widen).
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::Env;

@@ -5,8 +5,7 @@
 //! and an editor whose death takes every job with it.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_ok, is_response, pid_exists, raw_request, wait_response};

@@ -4,11 +4,9 @@
 //! reach the session log in bulk.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use mcp::{Mcp, error_code_of, text_of};
 use serde_json::{Map, Value, json};

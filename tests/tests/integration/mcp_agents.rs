@@ -7,11 +7,9 @@
 //! cards live, labelled with the agent. Loopback only.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/model_server.rs"]
-mod model_server;
+use crate::model_server;
 
 use model_server::{ModelServer, Recorded, Reply};
 use serde_json::{Value, json};

@@ -6,8 +6,7 @@
 //! questions and a plan review showing the live cards.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, call_ok, raw_request, wait_response};

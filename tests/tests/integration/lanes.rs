@@ -4,11 +4,9 @@
 //! `read` sent while a `bash` runs answers at once (the MCP client schedules its own calls).
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/server.rs"]
-mod server;
+use crate::server;
 
-#[path = "support/mcp.rs"]
-mod mcp;
+use crate::mcp;
 
 use serde_json::{Value, json};
 use std::sync::Arc;
