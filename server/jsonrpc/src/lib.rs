@@ -9,7 +9,8 @@
 //!   [`LimitPolicy::Fail`] (stop at once, for a child process that misbehaves).
 //! - [`lines`]: newline-delimited framing (MCP and ACP over stdio) with the same two policies.
 //! - [`io`]: readers that feed either decoder from a blocking [`std::io::Read`] or a tokio
-//!   `AsyncRead`; [`outbox`]: the write half on its own thread, in either framing.
+//!   `AsyncRead`; [`outbox`]: the write half on its own thread, in either framing; [`peer`]:
+//!   requests to the peer and their replies.
 //!
 //! The decoders never allocate more than their caps, never panic on any input, and return every
 //! complete frame exactly once, in order, however the input is split (`tests/split_streams.rs`).
@@ -20,6 +21,7 @@ pub mod io;
 pub mod lines;
 pub mod message;
 pub mod outbox;
+pub mod peer;
 pub mod reader;
 
 pub use content_length::{ContentLengthDecoder, FrameLimits};

@@ -16,11 +16,9 @@
 //! the server's log goes to stderr or `TOOLHOST_LOG_FILE`.
 
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    CancelNotification, ContentBlock, CurrentModeUpdate, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{self as acp, Agent, Client, Stdio};
@@ -28,10 +26,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_acp::client::{AcpAsker, AcpFiles, ClientLine};
-use toolhost_acp::live::LiveOutput;
+use toolhost_acp::follow::CallFollower;
+use toolhost_acp::replies::{self, error, internal, invalid_params, mode_state, unknown_session};
 use toolhost_acp::session_inputs::{add_client_mcp_servers, prompt_text};
 use toolhost_acp::updates;
-use toolhost_agent::agent::{AgentEvent, StopReason as RunStop};
+use toolhost_agent::agent::AgentEvent;
 use toolhost_agent::model::{Message, StreamEvent};
 use toolhost_agent::settings::{CALLER, DEFAULT_CONTEXT_LIMIT};
 use toolhost_agent::{AgentSettings, PermissionMode};
@@ -39,37 +38,12 @@ use toolhost_contract::CancellationToken;
 use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate, SharedMode};
 use toolhost_host::session::{self, OpenedSession};
 use toolhost_host::{Host, open_host};
-use toolhost_protocol::card::CardKind;
 
 /// What `toolhost acp` is started with.
 #[derive(Debug, Default)]
 pub struct AcpOptions {
     /// Where session logs live (default: the state directory).
     pub session_dir: Option<PathBuf>,
-}
-
-/// The modes a client can pick (`session/set_mode`), as the agent's permission modes.
-fn mode_state(current: PermissionMode) -> SessionModeState {
-    let mode = |m: PermissionMode, name: &str, description: &str| {
-        SessionMode::new(m.as_str(), name).description(description.to_owned())
-    };
-    SessionModeState::new(
-        current.as_str(),
-        vec![
-            mode(PermissionMode::Ask, "Ask", "Every call that changes something asks first"),
-            mode(
-                PermissionMode::AcceptEdits,
-                "Accept edits",
-                "File edits run; commands and outside effects ask",
-            ),
-            mode(
-                PermissionMode::Plan,
-                "Plan",
-                "Read-only until the plan is approved, then Accept edits",
-            ),
-            mode(PermissionMode::Auto, "Auto", "Nothing asks"),
-        ],
-    )
 }
 
 /// The chat a session continues: the conversation so far and the run that last added to it.
@@ -93,8 +67,8 @@ struct AcpSession {
     running: Mutex<Option<CancellationToken>>,
     /// Summed over the session, when `[agent.price]` is set.
     cost: Mutex<Option<f64>>,
-    /// The running commands whose output is followed.
-    live: Mutex<HashMap<String, LiveOutput>>,
+    /// The run's calls as tool calls.
+    calls: CallFollower,
 }
 
 /// What the client said it offers in `initialize`.
@@ -115,23 +89,6 @@ struct AcpAgent {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
-/// An error whose message says what was wrong (clients show the message, rarely the data).
-fn error(code: acp::ErrorCode, kind: &str, message: impl Into<String>) -> acp::Error {
-    acp::Error::new(code, format!("{kind}: {}", message.into()))
-}
-
-fn invalid_params(message: impl Into<String>) -> acp::Error {
-    error(acp::ErrorCode::INVALID_PARAMS, "Invalid params", message)
-}
-
-fn unknown_session(id: &str) -> acp::Error {
-    invalid_params(format!("unknown session {id}"))
-}
-
-fn internal(message: impl Into<String>) -> acp::Error {
-    error(acp::ErrorCode::INTERNAL_ERROR, "Internal error", message)
-}
-
 /// Runs the agent on stdio until the client closes it; then every session is closed properly.
 pub async fn serve(options: AcpOptions) -> Result<(), String> {
     let agent = Arc::new(AcpAgent { options, ..AcpAgent::default() });
@@ -147,21 +104,7 @@ pub async fn serve(options: AcpOptions) -> Result<(), String> {
                     files: caps.fs.read_text_file && caps.fs.write_text_file,
                     forms: caps.elicitation.as_ref().is_some_and(|e| e.supports_form()),
                 };
-                r.respond(
-                    InitializeResponse::new(acp::schema::ProtocolVersion::V1)
-                        .agent_capabilities(
-                            AgentCapabilities::new()
-                                .load_session(true)
-                                .mcp_capabilities(McpCapabilities::new().http(true))
-                                .prompt_capabilities(
-                                    PromptCapabilities::new().embedded_context(true),
-                                ),
-                        )
-                        .agent_info(
-                            Implementation::new("toolhost", env!("CARGO_PKG_VERSION"))
-                                .title("toolhost".to_owned()),
-                        ),
-                )
+                r.respond(replies::initialize(env!("CARGO_PKG_VERSION")))
             },
             acp::on_receive_request!(),
         )
@@ -317,8 +260,9 @@ impl AcpAgent {
         let settings = config.agent.clone();
         let mode =
             if host.interaction().plan_active() { PermissionMode::Plan } else { settings.mode };
+        let calls = CallFollower::new(Arc::clone(&host), Arc::clone(&line));
         let session = Arc::new(AcpSession {
-            host,
+            calls,
             opened,
             settings,
             mode: Arc::new(Mutex::new(mode)),
@@ -327,7 +271,7 @@ impl AcpAgent {
             chat: Mutex::new(Chat::default()),
             running: Mutex::new(None),
             cost: Mutex::new(None),
-            live: Mutex::new(HashMap::new()),
+            host,
         });
         let replaced = self
             .sessions
@@ -510,7 +454,10 @@ impl AcpSession {
             _ => {}
         };
         let calls = Arc::clone(self);
-        let on_update = move |update: RunUpdate| calls.call_update(update);
+        let on_update = move |update: RunUpdate| {
+            calls.calls.update(update);
+            calls.announce_mode();
+        };
         let request = RunRequest {
             settings,
             prompt: text,
@@ -532,59 +479,7 @@ impl AcpSession {
             chat.messages = outcome.messages;
             chat.last_run = Some(report.run_id);
         }
-        Ok(PromptResponse::new(match outcome.stop {
-            RunStop::Answered | RunStop::Structured => StopReason::EndTurn,
-            RunStop::TurnLimit => StopReason::MaxTurnRequests,
-            // ACP has no money limit: the cost budget is a budget like the tokens'.
-            RunStop::TokenBudget | RunStop::CostBudget => StopReason::MaxTokens,
-            RunStop::Cancelled => StopReason::Cancelled,
-        }))
-    }
-
-    /// A call of the run started or ended: its tool call (or the plan), and a command's live
-    /// output in between.
-    fn call_update(self: &Arc<Self>, update: RunUpdate) {
-        match update {
-            RunUpdate::CallStarted { card } => {
-                self.line
-                    .pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(card.call_id.clone(), card.clone());
-                if updates::is_plan(&card) {
-                    return;
-                }
-                self.line.send(SessionUpdate::ToolCall(updates::started(&self.line.root, &card)));
-                if card.kind == CardKind::Terminal {
-                    self.follow_output(
-                        &card.call_id,
-                        card.terminal.as_ref().map(|t| t.command.clone()),
-                    );
-                }
-            }
-            RunUpdate::CallFinished { card, .. } => {
-                self.line
-                    .pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&card.call_id);
-                let followed =
-                    self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&card.call_id);
-                let update = updates::finished_update(&self.line.root, &card);
-                match followed {
-                    Some(live) => live.finish(update, &self.line),
-                    None => self.line.send(update),
-                }
-                self.announce_mode();
-            }
-        }
-    }
-
-    /// Sends a running command's output as it comes.
-    fn follow_output(self: &Arc<Self>, call_id: &str, command: Option<String>) {
-        let watchers = self.host.call_watchers();
-        let live = LiveOutput::follow(watchers, Arc::clone(&self.line), call_id, command);
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), live);
+        Ok(PromptResponse::new(replies::stop_reason(outcome.stop)))
     }
 
     /// Stops the running prompt, waits briefly for it, and closes the host and the log.

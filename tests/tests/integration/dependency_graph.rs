@@ -66,6 +66,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-contract",
                 "toolhost-workspace",
                 "toolhost-host",
+                // The own agent's permission modes and stop reasons, as ACP says them.
+                "toolhost-agent",
                 "toolhost-mcp",
                 // MCP server entries a client hands over with a session.
                 "toolhost-tools-mcp",
