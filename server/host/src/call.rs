@@ -17,7 +17,8 @@
 //!    start is committed with its result), with the caller and the parent;
 //! 6. for the call's duration: its live output goes to the follower, its questions to its route,
 //!    the review knows its title and caller, the own agent's permission policy knows its mode;
-//! 7. the pipeline runs; `tool/result` is recorded and synced; staged session changes settle;
+//! 7. the pipeline runs; `tool/result` is recorded and synced (a read-only call's as
+//!    `[session] durability` says); staged session changes settle;
 //! 8. the final card goes to every listener and the outcome to the handle.
 //!
 //! The call runs as a task of its own: a caller that goes away (a cancelled request drops the
@@ -274,7 +275,7 @@ impl Host {
             "tool call"
         );
         if let Some(log) = self.session() {
-            log.append_tool_result(&ToolResultEvent {
+            let event = ToolResultEvent {
                 call_id: call_id.clone(),
                 name: name.clone(),
                 content: finalized.result.content().to_vec(),
@@ -282,8 +283,14 @@ impl Host {
                 error: finalized.result.error().and_then(|e| e.info.clone()),
                 meta: finalized.result.meta().cloned(),
                 renderer_version: finalized.renderer_version,
-            })
-            .await?;
+            };
+            // A mutation's result is synced before it is answered; a read-only call's as
+            // `[session] durability` says (by default within a few milliseconds).
+            if registry.annotations(&name).read_only {
+                log.append_read_only_result(&event).await?;
+            } else {
+                log.append_tool_result(&event).await?;
+            }
         }
         // Plan approval and a structured value take effect only with a successful result.
         self.interaction().settle(&call_id, !finalized.result.is_error()).await;

@@ -42,6 +42,8 @@ pub struct Config {
     pub spill_max_inline_bytes: u64,
     /// `[session] dir`: where sessions live (default: the state directory).
     pub session_dir: Option<PathBuf>,
+    /// `[session] durability`: when a read-only call's record is synced.
+    pub session_durability: toolhost_session::Durability,
     /// `[fs]`: extra roots and protected paths.
     pub fs: FsSettings,
     /// `[lsp.servers.<id>]`.
@@ -79,6 +81,7 @@ impl Default for Config {
             limits: FsLimits::default(),
             spill_max_inline_bytes: toolhost_registry::spill::DEFAULT_MAX_INLINE_BYTES,
             session_dir: None,
+            session_durability: toolhost_session::Durability::default(),
             fs: FsSettings::default(),
             lsp_servers: BTreeMap::new(),
             trusted_workspaces: Vec::new(),
@@ -105,6 +108,14 @@ impl Config {
         flag: Option<&Path>,
     ) -> Result<PathBuf, toolhost_session::SessionError> {
         crate::session::sessions_dir(flag.or(self.session_dir.as_deref()))
+    }
+
+    /// `[session]` as its section sees it.
+    fn session_settings(&self) -> crate::session::SessionSettings {
+        crate::session::SessionSettings {
+            dir: self.session_dir.clone(),
+            durability: self.session_durability,
+        }
     }
 }
 
@@ -206,7 +217,7 @@ impl PartialConfig {
         let dropped = [
             self.limits.restrict_untrusted(&config.limits),
             self.spill.restrict_untrusted(&config.spill_max_inline_bytes),
-            self.session.restrict_untrusted(&config.session_dir),
+            self.session.restrict_untrusted(&config.session_settings()),
             self.fs.restrict_untrusted(&config.fs),
             self.lsp.restrict_untrusted(&config.lsp_servers),
             self.mcp.own.restrict_untrusted(&config.mcp),
@@ -232,7 +243,9 @@ impl PartialConfig {
     fn apply(self, config: &mut Config, servers: &mut ServerEntries, layer: &mut Layer<'_>) {
         self.limits.apply(&mut config.limits, layer);
         self.spill.apply(&mut config.spill_max_inline_bytes, layer);
-        self.session.apply(&mut config.session_dir, layer);
+        let mut session = config.session_settings();
+        self.session.apply(&mut session, layer);
+        (config.session_dir, config.session_durability) = (session.dir, session.durability);
         self.fs.apply(&mut config.fs, layer);
         self.lsp.apply(&mut config.lsp_servers, layer);
         self.mcp.own.apply(&mut config.mcp, layer);

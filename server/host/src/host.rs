@@ -180,6 +180,9 @@ fn feed_language_servers(workspace: &Workspace, lsp: &Arc<LspHost>) {
 
 impl Host {
     pub fn new(config: &Config, options: HostOptions) -> Result<Self, HostError> {
+        if let Some(log) = &options.session {
+            log.set_durability(config.session_durability);
+        }
         let primary = options.roots.first().cloned().unwrap_or_else(|| PathBuf::from("."));
         let mut roots = options.roots.clone();
         roots.extend(config.fs.extra_roots.iter().cloned());

@@ -7,7 +7,7 @@ use toolhost_contract::spill::SpillHandle;
 use toolhost_protocol::lsp_ext::{ListSessionsResult, SessionInfo};
 use toolhost_registry::Registry;
 use toolhost_session::{
-    BlobStore, OpenReport, ReplayedCall, SessionError, SessionLog, SkippedLines,
+    BlobStore, Durability, OpenReport, ReplayedCall, SessionError, SessionLog, SkippedLines,
 };
 use toolhost_workspace::Ledger;
 
@@ -208,30 +208,53 @@ pub fn replay_with_conversation(
     Ok((cards, conversation_of(view)))
 }
 
-/// `[session]` as one source gives it: `dir`, where sessions live; `id`, the session an editor
-/// asks for in its `initializationOptions` (ignored in files).
+/// `[session]` as one source gives it: `dir`, where sessions live; `durability`, what a
+/// read-only call's record promises; `id`, the session an editor asks for in its
+/// `initializationOptions` (ignored in files).
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SessionSection {
     dir: Option<PathBuf>,
+    durability: Option<Durability>,
     pub(crate) id: Option<String>,
 }
 
-impl toolhost_contract::config::Section for SessionSection {
-    type Settings = Option<PathBuf>;
+/// What `[session]` configures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionSettings {
+    /// Where sessions live (default: the state directory).
+    pub dir: Option<PathBuf>,
+    /// When a read-only call's `tool/result` is synced (a mutation's always is, before its
+    /// answer).
+    pub durability: Durability,
+}
 
-    fn apply(self, dir: &mut Option<PathBuf>, _layer: &mut toolhost_contract::config::Layer<'_>) {
+impl toolhost_contract::config::Section for SessionSection {
+    type Settings = SessionSettings;
+
+    fn apply(
+        self,
+        settings: &mut SessionSettings,
+        _layer: &mut toolhost_contract::config::Layer<'_>,
+    ) {
         if let Some(configured) = self.dir {
-            *dir = Some(configured);
+            settings.dir = Some(configured);
+        }
+        if let Some(durability) = self.durability {
+            settings.durability = durability;
         }
     }
 
     /// `dir` would send the session log — every call's arguments and the bytes of every change
-    /// — wherever the workspace says, so it is dropped. `id` only picks a session of this
-    /// workspace's own folder (a validated id) and stays.
-    fn restrict_untrusted(&mut self, _applied: &Option<PathBuf>) -> Vec<String> {
+    /// — wherever the workspace says, so it is dropped. `durability` may only be made stricter
+    /// (`every-call` over `batched`). `id` only picks a session of this workspace's own folder
+    /// (a validated id) and stays.
+    fn restrict_untrusted(&mut self, applied: &SessionSettings) -> Vec<String> {
         let mut dropped = toolhost_contract::config::Dropped::new();
         dropped.always("session.dir", &mut self.dir);
+        dropped.unless("session.durability", &mut self.durability, |d| {
+            d.at_least_as_strict_as(applied.durability)
+        });
         dropped.group()
     }
 }
@@ -243,10 +266,26 @@ mod tests {
 
     #[test]
     fn an_untrusted_source_cannot_move_the_session_log() {
-        let mut section =
-            SessionSection { dir: Some("/tmp/elsewhere".into()), id: Some("abc".into()) };
-        assert_eq!(section.restrict_untrusted(&None), ["session.dir"]);
+        let mut section = SessionSection {
+            dir: Some("/tmp/elsewhere".into()),
+            durability: None,
+            id: Some("abc".into()),
+        };
+        assert_eq!(section.restrict_untrusted(&SessionSettings::default()), ["session.dir"]);
         assert_eq!(section.dir, None);
         assert_eq!(section.id.as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn an_untrusted_source_may_only_make_durability_stricter() {
+        let strict = SessionSettings { dir: None, durability: Durability::EveryCall };
+        let mut looser =
+            SessionSection { durability: Some(Durability::Batched), ..Default::default() };
+        assert_eq!(looser.restrict_untrusted(&strict), ["session.durability"]);
+        assert_eq!(looser.durability, None);
+        let mut stricter =
+            SessionSection { durability: Some(Durability::EveryCall), ..Default::default() };
+        assert!(stricter.restrict_untrusted(&SessionSettings::default()).is_empty());
+        assert_eq!(stricter.durability, Some(Durability::EveryCall));
     }
 }

@@ -7,7 +7,8 @@
 //!
 //! - [`SessionLog::open`] takes the session's exclusive lock, repairs a crash (torn tail cut,
 //!   open calls closed with `TOOL_OUTCOME_UNKNOWN`) and starts the single writer; appends return
-//!   once durable.
+//!   once durable, but a read-only call's result under [`Durability::Batched`], which is synced
+//!   within [`SYNC_WINDOW`].
 //! - [`read_session`] and [`list_sessions`] are read-only and work on live sessions;
 //!   [`replay_cards`] rebuilds cards from a [`SessionView`] without touching the workspace.
 //!   [`read_session_salvaging`] reads what is left of a damaged log and lists what it skipped;
@@ -21,6 +22,7 @@
 
 mod base64;
 mod blob;
+mod durability;
 mod error;
 mod large_strings;
 mod paths;
@@ -32,6 +34,7 @@ mod view;
 mod writer;
 
 pub use blob::{BLOB_REF_PREFIX, BlobStore, blob_hash, blob_reference, parse_blob_reference};
+pub use durability::{Durability, SYNC_WINDOW};
 pub use error::SessionError;
 pub use large_strings::LARGE_STRING_BYTES;
 pub use paths::{

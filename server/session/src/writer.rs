@@ -7,8 +7,13 @@
 //! guarantee. Appends nobody waits for — `observe`d `fs/observed` lines, and the `tool/call` of
 //! a read-only call ([`SessionLog::enqueue_tool_call`]) — cost no sync of their own: they are
 //! held and committed, in order, in front of the next batch that someone waits for (or a flush,
-//! or the close). So a read costs one sync, not three, and nothing acknowledged is ever unsynced;
-//! what a crash can lose is only lines no caller was told were durable.
+//! or the close). So a read costs one sync, not three.
+//!
+//! The `tool/result` of a read-only call follows the session's [`Durability`]: with `every-call`
+//! it is awaited like any append; with `batched` (the default) it is written at once, nobody
+//! waits for it, and it is synced within [`SYNC_WINDOW`] — by the writer's own timer, or sooner
+//! by the next line someone waits for. So what a power loss can cost is the records of the reads
+//! of the last few milliseconds; a mutation's records are synced before it is answered, always.
 //!
 //! A failed write is rolled back to the last committed length and stops the writer (later
 //! appends fail with `WriterClosed`): an fsync error leaves the page cache in an unknown state, so
@@ -16,6 +21,7 @@
 
 use crate::base64;
 use crate::blob::{BlobStore, blob_reference, parse_blob_reference};
+use crate::durability::{Durability, SYNC_WINDOW};
 use crate::error::SessionError;
 use crate::large_strings::{self, LARGE_STRING_BYTES};
 use crate::paths::{
@@ -29,8 +35,10 @@ use serde_json::Value;
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::Instant;
 use tokio::sync::oneshot;
 use toolhost_protocol::session_log::{
     Envelope, FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent,
@@ -104,6 +112,8 @@ type AppendReply = oneshot::Sender<Result<u64, SessionError>>;
 
 enum Command {
     Append(Item, Option<AppendReply>),
+    /// A line nobody waits for that is written at once and synced within [`SYNC_WINDOW`].
+    Lazy(Item),
     /// Lines nobody waits for, in order; sent in the same message as the command after them,
     /// so the writer wakes once for both.
     Held(Vec<Item>, Box<Command>),
@@ -117,17 +127,27 @@ struct Writer {
     file: File,
     blobs: BlobStore,
     next_seq: u64,
-    /// Committed length: everything before it ends with a newline and is synced.
+    /// Written length: everything before it ends with a newline; synced unless
+    /// `unsynced_since` says otherwise.
     len: u64,
     /// Appends nobody waits for, held until the next batch someone waits for.
     deferred: Vec<Item>,
+    /// When the oldest written but unsynced line was written (lazy lines only).
+    unsynced_since: Option<Instant>,
+    /// The length known to be synced, for [`SessionLog::durable_len`].
+    durable: Arc<AtomicU64>,
 }
 
 impl Writer {
-    /// Writes `items` as one batch and syncs. Items fail individually when their images cannot
-    /// be stored (nothing of theirs is written); the whole batch fails when the write or sync
-    /// does, after rolling the file back to the committed length.
-    fn commit(&mut self, items: Vec<Item>) -> Result<Vec<Result<u64, SessionError>>, SessionError> {
+    /// Writes `items` as one batch and, with `sync`, syncs (everything written before too).
+    /// Items fail individually when their images cannot be stored (nothing of theirs is
+    /// written); the whole batch fails when the write or sync does, after rolling the file back
+    /// to the written length.
+    fn commit(
+        &mut self,
+        items: Vec<Item>,
+        sync: bool,
+    ) -> Result<Vec<Result<u64, SessionError>>, SessionError> {
         let now = now_ms();
         let mut buf = Vec::new();
         let mut outcomes = Vec::with_capacity(items.len());
@@ -160,8 +180,12 @@ impl Writer {
                 })),
             }
         }
-        if !buf.is_empty() {
-            if let Err(e) = self.file.write_all(&buf).and_then(|()| self.file.sync_data()) {
+        let must_sync = sync && (!buf.is_empty() || self.unsynced_since.is_some());
+        if !buf.is_empty() || must_sync {
+            let written = self.file.write_all(&buf);
+            if let Err(e) =
+                written.and_then(|()| if must_sync { self.file.sync_data() } else { Ok(()) })
+            {
                 // Best effort: a partial line must not stay for the next append to glue onto;
                 // if even this fails, the next open's repair cuts it as a torn tail.
                 let _ = self.file.set_len(self.len).and_then(|()| self.file.sync_data());
@@ -169,8 +193,39 @@ impl Writer {
             }
             self.len += buf.len() as u64;
             self.next_seq = seq;
+            if must_sync {
+                self.unsynced_since = None;
+                self.durable.store(self.len, Ordering::Release);
+            } else if !buf.is_empty() {
+                self.unsynced_since.get_or_insert_with(Instant::now);
+            }
         }
         Ok(outcomes)
+    }
+
+    /// Syncs what lazy lines left unsynced (the writer's timer).
+    fn sync_pending(&mut self) -> Result<(), SessionError> {
+        self.commit(Vec::new(), true).map(drop)
+    }
+
+    /// The next command, or `None` once every sender is gone. While lazy lines wait for their
+    /// sync, waits only until their window closes, and syncs them then.
+    fn next_command(
+        &mut self,
+        rx: &mpsc::Receiver<Command>,
+    ) -> Result<Option<Command>, SessionError> {
+        loop {
+            let Some(since) = self.unsynced_since else { return Ok(rx.recv().ok()) };
+            let left = SYNC_WINDOW.saturating_sub(since.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(cmd) => return Ok(Some(cmd)),
+                Err(mpsc::RecvTimeoutError::Timeout) => self.sync_pending()?,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.sync_pending()?;
+                    return Ok(None);
+                }
+            }
+        }
     }
 
     /// The line of a `tool/call` with its large strings in the blob store (see
@@ -192,7 +247,8 @@ impl Writer {
     }
 
     fn run(mut self, rx: mpsc::Receiver<Command>) {
-        while let Ok(first) = rx.recv() {
+        // A failed timed sync stops the writer like any failed sync: later appends fail.
+        while let Ok(Some(first)) = self.next_command(&rx) {
             let mut commands = vec![first];
             while commands.len() < MAX_BATCH {
                 match rx.try_recv() {
@@ -204,12 +260,18 @@ impl Writer {
             let mut replies: Vec<Option<AppendReply>> = items.iter().map(|_| None).collect();
             let mut flushes = Vec::new();
             let mut shutdown = false;
+            let mut write_now = false;
             let mut pending = commands;
             while let Some(cmd) = (!pending.is_empty()).then(|| pending.remove(0)) {
                 match cmd {
                     Command::Append(item, reply) => {
                         items.push(item);
                         replies.push(reply);
+                    }
+                    Command::Lazy(item) => {
+                        items.push(item);
+                        replies.push(None);
+                        write_now = true;
                     }
                     Command::Held(held, then) => {
                         replies.extend(held.iter().map(|_| None));
@@ -222,11 +284,11 @@ impl Writer {
                 }
             }
             let waited_for = replies.iter().any(Option::is_some) || !flushes.is_empty();
-            if !waited_for && !shutdown && items.len() < MAX_BATCH {
+            if !waited_for && !shutdown && !write_now && items.len() < MAX_BATCH {
                 self.deferred = items;
                 continue;
             }
-            match self.commit(items) {
+            match self.commit(items, waited_for || shutdown) {
                 Ok(outcomes) => {
                     for (outcome, reply) in outcomes.into_iter().zip(replies) {
                         if let Some(reply) = reply {
@@ -307,6 +369,9 @@ pub struct SessionLog {
     blobs: BlobStore,
     queue: Arc<Queue>,
     thread: Option<JoinHandle<()>>,
+    /// `true` for [`Durability::EveryCall`]: read-only results are awaited too.
+    every_call: AtomicBool,
+    durable: Arc<AtomicU64>,
 }
 
 /// The way to the writer thread. Appends nobody waits for are held here, in process, and sent
@@ -456,7 +521,10 @@ impl SessionLog {
             next_seq: scanned.next_seq,
             len,
             deferred: Vec::new(),
+            unsynced_since: None,
+            durable: Arc::new(AtomicU64::new(len)),
         };
+        let durable = Arc::clone(&writer.durable);
         let mut view = build_view(scanned, Some(&blobs))?;
 
         let mut synthetic_results = Vec::new();
@@ -477,7 +545,7 @@ impl SessionLog {
             call.result = Some(result);
         }
         if !items.is_empty() {
-            for outcome in writer.commit(items)? {
+            for outcome in writer.commit(items, true)? {
                 outcome?;
             }
             view.next_seq = writer.next_seq;
@@ -496,8 +564,16 @@ impl SessionLog {
             view,
         };
         let queue = Arc::new(Queue { held: std::sync::Mutex::new(Vec::new()), tx });
-        let log =
-            SessionLog { id: id.to_owned(), dir, log_path, blobs, queue, thread: Some(thread) };
+        let log = SessionLog {
+            id: id.to_owned(),
+            dir,
+            log_path,
+            blobs,
+            queue,
+            thread: Some(thread),
+            every_call: AtomicBool::new(false),
+            durable,
+        };
         Ok((log, report))
     }
 
@@ -554,6 +630,49 @@ impl SessionLog {
     /// Appends `tool/result` (when a call ends).
     pub async fn append_tool_result(&self, event: &ToolResultEvent) -> Result<u64, SessionError> {
         self.append_typed(TOOL_RESULT, event, false).await
+    }
+
+    /// Appends the `tool/result` of a read-only call as the session's [`Durability`] says: with
+    /// `every-call` as [`append_tool_result`](Self::append_tool_result); with `batched` it is
+    /// written at once and synced within [`SYNC_WINDOW`], and nobody waits (errors of the write
+    /// surface on the next awaited append).
+    pub async fn append_read_only_result(
+        &self,
+        event: &ToolResultEvent,
+    ) -> Result<(), SessionError> {
+        if self.durability() == Durability::EveryCall {
+            return self.append_tool_result(event).await.map(drop);
+        }
+        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
+            kind: TOOL_RESULT.to_owned(),
+            detail: e.to_string(),
+        })?;
+        self.queue.send(Command::Lazy(Item {
+            kind: TOOL_RESULT.to_owned(),
+            data,
+            ignorable: false,
+            time: None,
+        }))
+    }
+
+    /// Sets what a read-only call's result promises (`[session] durability`).
+    pub fn set_durability(&self, durability: Durability) {
+        self.every_call.store(durability == Durability::EveryCall, Ordering::Relaxed);
+    }
+
+    /// What a read-only call's result promises.
+    pub fn durability(&self) -> Durability {
+        if self.every_call.load(Ordering::Relaxed) {
+            Durability::EveryCall
+        } else {
+            Durability::Batched
+        }
+    }
+
+    /// How many bytes of the log are known to be synced (everything written, once no lazy line
+    /// waits for its sync). For tests and diagnostics.
+    pub fn durable_len(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
     }
 
     /// Appends an ignorable `fs/observed` and waits until it is durable.

@@ -1,8 +1,10 @@
 //! `read`: a numbered window of a text file (docs/tools.md, read).
 //!
 //! The file is streamed through a [`Window`] that keeps only the lines shown (each cut to the
-//! longest line shown) and counts the rest, so reading one line of a file of any size takes the
-//! memory of one line.
+//! longest line shown), so reading one line of a file of any size takes the memory of one line.
+//! The workspace reads a file whole once and keeps its line index; paging through it afterwards
+//! reads only each window (`Workspace::read_lines`), so a file paged in N windows costs one
+//! scan and N windows, not N scans.
 
 use crate::{FsLimits, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
@@ -12,8 +14,8 @@ use toolhost_contract::spill::SpillMode;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::{CallPresentation, ContentBlock};
-use toolhost_workspace::TextSink;
 use toolhost_workspace::{FsError, Op};
+use toolhost_workspace::{LineSink, TextSink};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
@@ -99,11 +101,15 @@ struct Window {
 
 impl Window {
     fn new(offset: u64, limit: u64, limits: &FsLimits) -> Self {
+        Window::fresh(offset, limit, limits.read_max_line_length, limits.read_max_bytes)
+    }
+
+    fn fresh(offset: u64, limit: u64, max_line_length: u64, max_bytes: u64) -> Self {
         Window {
             offset,
             limit,
-            max_line_length: limits.read_max_line_length,
-            max_bytes: limits.read_max_bytes,
+            max_line_length,
+            max_bytes,
             lines: Vec::new(),
             ended: 0,
             bytes: 0,
@@ -198,6 +204,26 @@ impl TextSink for Window {
     }
 }
 
+impl LineSink for Window {
+    fn first_line(&self) -> u64 {
+        self.offset
+    }
+
+    fn resume_at(&mut self, line: u64) {
+        self.ended = line.saturating_sub(1);
+        // The BOM, if any, was before the lines skipped.
+        self.started = true;
+    }
+
+    fn full(&self) -> bool {
+        self.capped || self.lines.len() as u64 >= self.limit
+    }
+
+    fn restart(&mut self) {
+        *self = Window::fresh(self.offset, self.limit, self.max_line_length, self.max_bytes);
+    }
+}
+
 /// The language id of a path for syntax highlighting (lowercased final extension).
 pub fn lang_of(path: &str) -> Option<&'static str> {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -276,16 +302,17 @@ impl Tool for ReadTool {
         }
         let ws = workspace(&cx)?;
         let window = Window::new(offset, limit, &self.limits);
-        let read = ws.read_streaming(&args.file_path, window, cx.signal());
+        let read = ws.read_lines(&args.file_path, window, cx.signal());
         // The read stops at its next chunk once cancelled; the call answers at once.
-        let (file, window) = tokio::select! {
+        let (file, window, total) = tokio::select! {
             read = read => read.map_err(fs_failure)?,
             () = cx.signal().cancelled() => {
                 let path = ws.display_path(&args.file_path).unwrap_or_default();
                 return Err(fs_failure(FsError::Aborted { op: Op::Read, path }));
             }
         };
-        let (lines, total, capped) = window.finish();
+        // The window may have stopped early; the file's line count comes from the read.
+        let (lines, _, capped) = window.finish();
         if offset > total && !(total == 0 && offset == 1) && !capped {
             return Err(ToolError::typed(
                 "FsError",

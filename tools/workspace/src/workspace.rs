@@ -31,10 +31,12 @@ use crate::locks::{DIR_LOCK_WAIT, DirLock, DirLockError, PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
 mod keep;
+mod lines;
 mod ops;
 mod read;
 
 pub use keep::{ChangeKeeper, KeepError};
+pub use lines::LineSink;
 pub use read::{StreamedFile, TextSink};
 
 /// Protected patterns used when the configuration names none.

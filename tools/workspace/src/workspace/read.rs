@@ -10,7 +10,7 @@ use super::*;
 use crate::ledger::VersionHasher;
 
 /// Bytes read from the disk at a time; also how often cancellation is polled.
-const CHUNK_BYTES: usize = 64 * 1024;
+pub(super) const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Receives a file's text in order, in pieces that are each valid UTF-8 (a piece never splits a
 /// character). A leading BOM is passed on like any other text.
@@ -94,11 +94,31 @@ impl Workspace {
         sink: &mut dyn TextSink,
         cancel: &CancellationToken,
     ) -> Result<StreamedFile, FsError> {
+        let mut file = self.open_for_read(target)?;
+        self.stream_open(target, &mut file, sink, cancel)
+    }
+
+    /// Opens `target` for reading; a missing file is recorded absent and `FS_NOT_FOUND`.
+    pub(super) fn open_for_read(&self, target: &ResolvedPath) -> Result<File, FsError> {
+        match self.open_existing(target, Op::Read)? {
+            Some(file) => Ok(file),
+            None => {
+                self.ledger.record(&target.key(), Observation::Absent);
+                Err(FsError::NotFound { op: Op::Read, path: target.display.clone() })
+            }
+        }
+    }
+
+    /// Streams the whole of `file` (`target`, opened) through `sink`: checked, hashed and
+    /// recorded as [`Workspace::stream_blocking`] says.
+    pub(super) fn stream_open(
+        &self,
+        target: &ResolvedPath,
+        file: &mut File,
+        sink: &mut dyn TextSink,
+        cancel: &CancellationToken,
+    ) -> Result<StreamedFile, FsError> {
         let path = &target.display;
-        let Some(mut file) = self.open_existing(target, Op::Read)? else {
-            self.ledger.record(&target.key(), Observation::Absent);
-            return Err(FsError::NotFound { op: Op::Read, path: path.clone() });
-        };
         let io_err = |err: io::Error| FsError::from_io(Op::Read, path, &err);
         let mut hasher = VersionHasher::new();
         let mut decoder = Utf8Pieces::default();
@@ -141,21 +161,21 @@ impl Workspace {
     }
 }
 
-fn invalid_utf8(path: &str) -> FsError {
+pub(super) fn invalid_utf8(path: &str) -> FsError {
     FsError::InvalidUtf8 { op: Op::Read, path: path.to_owned() }
 }
 
 /// Turns bytes arriving in arbitrary pieces into valid UTF-8 text pieces, carrying a character
 /// split across two pieces over to the next one.
 #[derive(Debug, Default)]
-struct Utf8Pieces {
+pub(super) struct Utf8Pieces {
     /// The start of a character whose remaining bytes have not arrived (at most 3 bytes).
     carry: Vec<u8>,
 }
 
 impl Utf8Pieces {
     /// `Err` at the first byte sequence that can never be UTF-8.
-    fn feed(&mut self, mut bytes: &[u8], sink: &mut dyn TextSink) -> Result<(), ()> {
+    pub(super) fn feed(&mut self, mut bytes: &[u8], sink: &mut dyn TextSink) -> Result<(), ()> {
         // Complete the carried character first, one byte at a time (it needs at most three).
         while !self.carry.is_empty() {
             let Some((&first, rest)) = bytes.split_first() else { return Ok(()) };
