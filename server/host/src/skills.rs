@@ -89,6 +89,22 @@ impl SkillDirs {
     }
 
     fn scan(&self) -> Vec<Found> {
+        self.scan_noting(&mut Vec::new())
+    }
+
+    /// What discovery left out and why (a folder or skill leading outside the workspace, front
+    /// matter that does not parse): the log has each as a warning, `toolhost skills` shows them.
+    pub fn skipped(&self) -> Vec<SkippedSkill> {
+        let mut skipped = Vec::new();
+        self.scan_noting(&mut skipped);
+        skipped
+    }
+
+    fn scan_noting(&self, skipped: &mut Vec<SkippedSkill>) -> Vec<Found> {
+        let mut skip = |path: &Path, why: String| {
+            tracing::warn!(path = %path.display(), "{why}");
+            skipped.push(SkippedSkill { path: path.display().to_string(), why });
+        };
         let mut found: Vec<Found> = Vec::new();
         for SkillDir { path: dir, provider, confined_to } in &self.dirs {
             if dir.symlink_metadata().is_err() {
@@ -97,10 +113,7 @@ impl SkillDirs {
             if let Some(root) = confined_to
                 && leaves(dir, root)
             {
-                tracing::warn!(
-                    path = %dir.display(),
-                    "skills folder skipped: it leads outside the workspace"
-                );
+                skip(dir, "skills folder skipped: it leads outside the workspace".to_owned());
                 continue;
             }
             let Ok(entries) = std::fs::read_dir(dir) else { continue };
@@ -124,9 +137,9 @@ impl SkillDirs {
                 if let Some(root) = confined_to
                     && let Some(outside) = [&entry, &file].into_iter().find(|p| leaves(p, root))
                 {
-                    tracing::warn!(
-                        path = %outside.display(),
-                        "skill skipped: it is a symlink leading outside the workspace"
+                    skip(
+                        outside,
+                        "skill skipped: it is a symlink leading outside the workspace".into(),
                     );
                     continue;
                 }
@@ -134,7 +147,7 @@ impl SkillDirs {
                 let parsed = match parse_skill_file(&text) {
                     Ok(parsed) => parsed,
                     Err(why) => {
-                        tracing::warn!(path = %file.display(), "skill skipped: {why}");
+                        skip(&file, format!("skill skipped: {why}"));
                         continue;
                     }
                 };
@@ -161,6 +174,14 @@ impl SkillDirs {
     pub fn user_skills(&self) -> Vec<SkillEntry> {
         self.scan().into_iter().filter(|f| f.user_invocable).map(|f| f.entry).collect()
     }
+}
+
+/// A skill or skills folder discovery left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedSkill {
+    pub path: String,
+    /// What the log says, e.g. `skill skipped: it is a symlink leading outside the workspace`.
+    pub why: String,
 }
 
 /// A skill discovery kept.

@@ -224,7 +224,24 @@ fn skills_symlinked_or_configured_from_outside_an_untrusted_workspace_are_not_li
     let names: Vec<&str> =
         listed["skills"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(names, ["t-legit"], "{listed}");
+    // What was left out is shown with why, not only written to the log.
+    let skipped: Vec<(&str, &str)> = listed["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap(), s["why"].as_str().unwrap()))
+        .collect();
+    for link in [".toolhost/skills/folder", ".claude/skills/file/SKILL.md"] {
+        assert!(
+            skipped.iter().any(|(path, why)| path.ends_with(link)
+                && why == &"skill skipped: it is a symlink leading outside the workspace"),
+            "{link} not among {skipped:?}"
+        );
+    }
     assert_every_dropped_key_is_named(&String::from_utf8_lossy(&out.stderr));
+    let text = hostile.toolhost(&["skills"]);
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert!(stderr.contains("folder: skill skipped: it is a symlink leading outside"), "{stderr}");
     let (code, out, _) = hostile.call("skill", json!({"name": "t-stolen-folder"}));
     assert_eq!(code, 1, "{out}");
     assert!(!out.to_string().contains(&hostile.outside.display().to_string()), "{out}");

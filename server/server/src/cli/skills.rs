@@ -20,6 +20,7 @@ pub fn run(args: Args) -> Result<u8, Failure> {
     let config = load_config(&root)?;
     let catalog = SkillDirs::new(&[root], &config.skill_dirs);
     let skills = catalog.skills();
+    let skipped = catalog.skipped();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let listed: Vec<Value> = skills
@@ -31,8 +32,16 @@ pub fn run(args: Args) -> Result<u8, Failure> {
                 })
             })
             .collect();
-        let _ = writeln!(stdout, "{}", json!({ "skills": listed }));
-    } else if skills.is_empty() {
+        let skipped: Vec<Value> =
+            skipped.iter().map(|s| json!({"path": s.path, "why": s.why})).collect();
+        let _ = writeln!(stdout, "{}", json!({ "skills": listed, "skipped": skipped }));
+        return Ok(0);
+    }
+    // What was left out goes to stderr, so a person sees why a skill is missing.
+    for s in &skipped {
+        eprintln!("toolhost: {}: {}", s.path, s.why);
+    }
+    if skills.is_empty() {
         let _ = writeln!(
             stdout,
             "no skills: add <name>/SKILL.md under .toolhost/skills/, .claude/skills/ or \
