@@ -449,6 +449,52 @@ test(':Toolhost replay gives the same cards buffer (same server, a new one, a re
   H.eq(H.buf_text(assert(require('toolhost').cards())), live, 'resumed session: same cards buffer')
 end)
 
+test(':Toolhost replay of a damaged log shows the cards before the damage and says how to repair it', function()
+  local ws, c, cards = mixed_session()
+  local session = require('toolhost.client').state(c.id).session_id
+  c:stop()
+  H.wait(function()
+    return c:is_stopped()
+  end, 'client stop')
+  local sessions = vim.fs.dirname(ws) .. '/sessions'
+  local logs = vim.fs.find('session.jsonl', { path = sessions, type = 'file', limit = math.huge })
+  local log = vim.tbl_filter(function(p)
+    return vim.fs.basename(vim.fs.dirname(p)) == session
+  end, logs)[1]
+  H.check(log, 'the session log: ' .. vim.inspect(logs))
+  -- A NUL near the end of the log: never valid JSON, so that record and the rest are unreadable.
+  local f = assert(io.open(log, 'rb'))
+  local bytes = f:read('*a')
+  f:close()
+  local mid = math.floor(#bytes * 0.9)
+  f = assert(io.open(log, 'wb'))
+  f:write(bytes:sub(1, mid) .. '\0' .. bytes:sub(mid + 2))
+  f:close()
+  vim.cmd.edit(ws .. '/README.md')
+  local c2 = H.client()
+  H.check(c2.id ~= c.id, 'a new client')
+  local msgs = {}
+  local orig = vim.notify
+  vim.notify = function(m, level)
+    table.insert(msgs, { m, level })
+  end
+  local buf
+  require('toolhost').replay(session, function(_, b)
+    buf = b or -1
+  end)
+  H.wait(function()
+    return buf
+  end, 'replay')
+  vim.notify = orig
+  local text = H.buf_text(buf)
+  H.check(text:find(cards[1].rendered, 1, true), 'the first card is replayed: ' .. text)
+  local warned = vim.tbl_filter(function(m)
+    return m[2] == vim.log.levels.WARN and m[1]:find('toolhost sessions repair ' .. session, 1, true) ~= nil
+  end, msgs)
+  H.eq(#warned, 1, 'one warning naming the repair command: ' .. vim.inspect(msgs))
+  H.check(warned[1][1]:find('skipped', 1, true), 'the warning says what was skipped')
+end)
+
 test('a missing server binary is reported once, nothing starts', function()
   local ws, _ = H.workspace({ ['a.txt'] = 'a\n', ['b.txt'] = 'b\n' })
   require('toolhost').setup({ cmd = { '/nonexistent/toolhost', 'serve' } })
