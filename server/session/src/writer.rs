@@ -112,8 +112,10 @@ type AppendReply = oneshot::Sender<Result<u64, SessionError>>;
 
 enum Command {
     Append(Item, Option<AppendReply>),
-    /// A line nobody waits for that is written at once and synced within [`SYNC_WINDOW`].
-    Lazy(Item),
+    /// Write what is held now (a line nobody waits for that is to be written at once, and
+    /// synced within [`SYNC_WINDOW`], was held). One is in the channel at a time, so a burst of
+    /// such lines wakes the writer once.
+    Drain,
     /// Lines nobody waits for, in order; sent in the same message as the command after them,
     /// so the writer wakes once for both.
     Held(Vec<Item>, Box<Command>),
@@ -136,6 +138,8 @@ struct Writer {
     unsynced_since: Option<Instant>,
     /// The length known to be synced, for [`SessionLog::durable_len`].
     durable: Arc<AtomicU64>,
+    /// The queue's held lines, taken on [`Command::Drain`].
+    held: Arc<std::sync::Mutex<Held>>,
 }
 
 impl Writer {
@@ -256,6 +260,18 @@ impl Writer {
                     Err(_) => break,
                 }
             }
+            // Held lines are newer than every command sent: senders take them with them under
+            // the same lock, so with the channel emptied under it they go last.
+            let mut drained = Vec::new();
+            if commands.iter().any(|c| matches!(c, Command::Drain))
+                && let Ok(mut held) = self.held.lock()
+            {
+                while let Ok(cmd) = rx.try_recv() {
+                    commands.push(cmd);
+                }
+                drained = std::mem::take(&mut held.items);
+                held.wake_sent = false;
+            }
             let mut items = std::mem::take(&mut self.deferred);
             let mut replies: Vec<Option<AppendReply>> = items.iter().map(|_| None).collect();
             let mut flushes = Vec::new();
@@ -268,11 +284,7 @@ impl Writer {
                         items.push(item);
                         replies.push(reply);
                     }
-                    Command::Lazy(item) => {
-                        items.push(item);
-                        replies.push(None);
-                        write_now = true;
-                    }
+                    Command::Drain => write_now = true,
                     Command::Held(held, then) => {
                         replies.extend(held.iter().map(|_| None));
                         items.extend(held);
@@ -283,6 +295,8 @@ impl Writer {
                     Command::Nothing => {}
                 }
             }
+            replies.extend(drained.iter().map(|_| None));
+            items.extend(drained);
             let waited_for = replies.iter().any(Option::is_some) || !flushes.is_empty();
             if !waited_for && !shutdown && !write_now && items.len() < MAX_BATCH {
                 self.deferred = items;
@@ -378,18 +392,37 @@ pub struct SessionLog {
 /// in front of the next command someone waits for — all under one lock, so the order of lines
 /// is the order of calls, and a read-only call wakes the writer once, not three times.
 struct Queue {
-    held: std::sync::Mutex<Vec<Item>>,
+    held: Arc<std::sync::Mutex<Held>>,
     tx: mpsc::Sender<Command>,
 }
 
+/// Lines nobody waits for, in order, and whether a [`Command::Drain`] is on its way.
+#[derive(Default)]
+struct Held {
+    items: Vec<Item>,
+    wake_sent: bool,
+}
+
 impl Queue {
+    /// Holds a line to be written at once (without a sync of its own): wakes the writer unless
+    /// a wake is already on its way, which will take this line too.
+    fn write_soon(&self, item: Item) -> Result<(), SessionError> {
+        let mut held = self.held.lock().map_err(|_| closed())?;
+        held.items.push(item);
+        if !held.wake_sent {
+            held.wake_sent = true;
+            self.tx.send(Command::Drain).map_err(|_| closed())?;
+        }
+        Ok(())
+    }
+
     /// Holds an append nobody waits for (sent with the next waited-for command; a full hold is
     /// sent at once, which bounds the memory it takes).
     fn hold(&self, item: Item) -> Result<(), SessionError> {
         let mut held = self.held.lock().map_err(|_| closed())?;
-        held.push(item);
-        if held.len() >= MAX_BATCH {
-            let items = std::mem::take(&mut *held);
+        held.items.push(item);
+        if held.items.len() >= MAX_BATCH {
+            let items = std::mem::take(&mut held.items);
             self.tx.send(Command::Held(items, Box::new(Command::Nothing))).map_err(|_| closed())?;
         }
         Ok(())
@@ -398,10 +431,10 @@ impl Queue {
     /// Sends what is held, then `command`.
     fn send(&self, command: Command) -> Result<(), SessionError> {
         let mut held = self.held.lock().map_err(|_| closed())?;
-        let command = if held.is_empty() {
+        let command = if held.items.is_empty() {
             command
         } else {
-            Command::Held(std::mem::take(&mut *held), Box::new(command))
+            Command::Held(std::mem::take(&mut held.items), Box::new(command))
         };
         self.tx.send(command).map_err(|_| closed())
     }
@@ -523,7 +556,9 @@ impl SessionLog {
             deferred: Vec::new(),
             unsynced_since: None,
             durable: Arc::new(AtomicU64::new(len)),
+            held: Arc::new(std::sync::Mutex::new(Held::default())),
         };
+        let held = Arc::clone(&writer.held);
         let durable = Arc::clone(&writer.durable);
         let mut view = build_view(scanned, Some(&blobs))?;
 
@@ -563,7 +598,7 @@ impl SessionLog {
             observed: view.observed.clone(),
             view,
         };
-        let queue = Arc::new(Queue { held: std::sync::Mutex::new(Vec::new()), tx });
+        let queue = Arc::new(Queue { held, tx });
         let log = SessionLog {
             id: id.to_owned(),
             dir,
@@ -647,12 +682,12 @@ impl SessionLog {
             kind: TOOL_RESULT.to_owned(),
             detail: e.to_string(),
         })?;
-        self.queue.send(Command::Lazy(Item {
+        self.queue.write_soon(Item {
             kind: TOOL_RESULT.to_owned(),
             data,
             ignorable: false,
             time: None,
-        }))
+        })
     }
 
     /// Sets what a read-only call's result promises (`[session] durability`).

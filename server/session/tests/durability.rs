@@ -124,3 +124,28 @@ fn closing_syncs_what_is_pending() {
     assert_eq!(view.calls.len(), 1);
     assert!(view.calls[0].result.is_some());
 }
+
+#[test]
+fn a_burst_of_read_results_keeps_the_order_of_the_calls() {
+    let f = support::fixture();
+    let (log, _) = SessionLog::open(&f.sessions, &f.root, "s", true).unwrap();
+    rt().block_on(async {
+        for n in 0..300 {
+            let id = format!("r{n}");
+            log.enqueue_tool_call(&call(&id, "read")).unwrap();
+            log.append_read_only_result(&result(&id, "read")).await.unwrap();
+            if n % 50 == 49 {
+                // A mutation in the middle: its lines go after every read before it.
+                let id = format!("e{n}");
+                log.append_tool_call(&call(&id, "edit")).await.unwrap();
+                log.append_tool_result(&result(&id, "edit")).await.unwrap();
+            }
+        }
+        log.flush().await.unwrap();
+    });
+    let view = read_session(log.log_path()).unwrap();
+    assert_eq!(view.calls.len(), 306);
+    assert!(view.calls.iter().all(|c| c.result.is_some()));
+    let ids: Vec<&str> = view.calls.iter().map(|c| c.call_id.as_str()).collect();
+    assert_eq!(&ids[48..52], ["r48", "r49", "e49", "r50"]);
+}

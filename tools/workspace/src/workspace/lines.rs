@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-use super::read::{CHUNK_BYTES, Utf8Pieces, invalid_utf8};
+use super::read::{Utf8Pieces, chunk_len, invalid_utf8};
 use super::*;
 use crate::line_index::{self, FileIdentity, IndexBuilder, LineIndex};
 
@@ -146,7 +146,7 @@ impl Workspace {
         }
         // A checkpoint is a line start, so the text there starts with a whole character.
         let mut decoder = Utf8Pieces::default();
-        let mut chunk = vec![0u8; CHUNK_BYTES];
+        let mut chunk = vec![0u8; chunk_len(file)];
         while !sink.full() {
             if cancel.is_cancelled() {
                 return Err(FsError::Aborted { op: Op::Read, path: path.clone() });

@@ -10,7 +10,7 @@ use super::*;
 use crate::ledger::VersionHasher;
 
 /// Bytes read from the disk at a time; also how often cancellation is polled.
-pub(super) const CHUNK_BYTES: usize = 64 * 1024;
+const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Receives a file's text in order, in pieces that are each valid UTF-8 (a piece never splits a
 /// character). A leading BOM is passed on like any other text.
@@ -122,7 +122,7 @@ impl Workspace {
         let io_err = |err: io::Error| FsError::from_io(Op::Read, path, &err);
         let mut hasher = VersionHasher::new();
         let mut decoder = Utf8Pieces::default();
-        let mut chunk = vec![0u8; CHUNK_BYTES];
+        let mut chunk = vec![0u8; chunk_len(file)];
         // The head is gathered first: a NUL in it makes the file binary whatever follows, and
         // that verdict comes before any verdict on the encoding.
         let mut head: Option<Vec<u8>> = Some(Vec::with_capacity(BINARY_SNIFF_BYTES));
@@ -159,6 +159,15 @@ impl Workspace {
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         Ok(StreamedFile { display: path.clone(), real_path: target.real_path.clone(), version })
     }
+}
+
+/// The read buffer for `file`: a chunk, or less for a smaller file. Most files read are small,
+/// and a 64 KiB buffer taken and given back per read costs more than the read (zeroing it, and
+/// the allocator consolidating its free lists on a free that large).
+pub(super) fn chunk_len(file: &File) -> usize {
+    let len = file.metadata().map_or(CHUNK_BYTES as u64, |m| m.len());
+    // One byte more than the file, so the read that finds its end needs no second buffer.
+    (len.saturating_add(1)).min(CHUNK_BYTES as u64) as usize
 }
 
 pub(super) fn invalid_utf8(path: &str) -> FsError {
