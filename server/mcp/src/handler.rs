@@ -24,7 +24,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_protocol::lsp_ext::ToolDescriptor;
@@ -56,6 +56,27 @@ pub struct McpServer {
     watching: std::sync::atomic::AtomicBool,
     /// Calls waiting for a retried `tools/call` with the answer to their question (2026-07-28).
     suspended: Suspended<CallOutcome>,
+    /// Over HTTP: the numbers sessions are labelled with (`claude-code #2`).
+    numbers: Option<Arc<SessionNumbers>>,
+    /// `logging/setLevel`: the least severe level the client wants as `notifications/message`
+    /// (rank of [`rmcp::model::LoggingLevel`]); warnings until it says otherwise.
+    log_level: std::sync::atomic::AtomicU8,
+}
+
+/// Numbers the HTTP sessions of one server in the order they first call, so each agent's cards
+/// say which session made them even when several agents have the same name.
+#[derive(Default)]
+pub struct SessionNumbers {
+    by_session: Mutex<HashMap<String, u64>>,
+}
+
+impl SessionNumbers {
+    /// The number of session `id` (1, 2, …).
+    pub fn number(&self, id: &str) -> u64 {
+        let Ok(mut numbers) = self.by_session.lock() else { return 0 };
+        let next = numbers.len() as u64 + 1;
+        *numbers.entry(id.to_owned()).or_insert(next)
+    }
 }
 
 type CallOutcome = Result<toolhost_protocol::lsp_ext::CallToolResult, BackendError>;
@@ -95,6 +116,29 @@ impl McpServer {
             seen: Mutex::new(HashSet::new()),
             watching: std::sync::atomic::AtomicBool::new(false),
             suspended: Suspended::default(),
+            numbers: None,
+            log_level: std::sync::atomic::AtomicU8::new(WARNING_RANK),
+        }
+    }
+
+    /// Labels each HTTP session's caller with its number (see [`SessionNumbers`]).
+    pub fn numbering_sessions(mut self, numbers: Arc<SessionNumbers>) -> Self {
+        self.numbers = Some(numbers);
+        self
+    }
+
+    /// `caller` as this request's session labels it: `<name> #<n>` for an HTTP session.
+    fn labelled(&self, caller: Caller, context: &RequestContext<RoleServer>) -> Caller {
+        let session = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok());
+        match (&self.numbers, session) {
+            (Some(numbers), Some(id)) => {
+                Caller { name: format!("{} #{}", caller.name, numbers.number(id)), ..caller }
+            }
+            _ => caller,
         }
     }
 
@@ -123,6 +167,7 @@ impl McpServer {
     fn shape(&self, context: &RequestContext<RoleServer>) -> (Shape, Option<Caller>) {
         let caller = caller_of(context.client_info());
         let shape = shape_for(self.config.results, caller.as_ref().map(|c| c.name.as_str()));
+        let caller = caller.map(|caller| self.labelled(caller, context));
         if let Some(caller) = &caller {
             let protocol = context.protocol_version().map(|v| v.to_string()).unwrap_or_default();
             let first = self
@@ -201,7 +246,10 @@ impl McpServer {
         };
         let result = match outcome {
             Ok(Ok(done)) => to_mcp_result(&done.result, shape, wrapped, &done.call_id),
-            Ok(Err(err)) => CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))]),
+            Ok(Err(err)) => {
+                self.warn(&context.peer, err.to_string()).await;
+                CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))])
+            }
             Err(err) => CallToolResult::error(vec![McpContent::text(format!(
                 "Error: internal error: the call task failed: {err}"
             ))]),
@@ -222,6 +270,27 @@ impl McpServer {
                 }
             }
         });
+    }
+}
+
+/// The rank of `warning` among the logging levels (debug is 0).
+#[allow(deprecated)]
+const WARNING_RANK: u8 = rmcp::model::LoggingLevel::Warning as u8;
+
+impl McpServer {
+    /// Tells the client about a problem of the server's own (not a tool's failure, which is the
+    /// call's result) as `notifications/message`, when its level asks for warnings.
+    #[allow(deprecated)]
+    async fn warn(&self, peer: &rmcp::service::Peer<RoleServer>, text: String) {
+        if self.log_level.load(std::sync::atomic::Ordering::Relaxed) > WARNING_RANK {
+            return;
+        }
+        let param = rmcp::model::LoggingMessageNotificationParam::new(
+            rmcp::model::LoggingLevel::Warning,
+            Value::String(text),
+        )
+        .with_logger("toolhost");
+        let _ = peer.notify_logging_message(param).await;
     }
 }
 
@@ -270,8 +339,11 @@ fn progress_ticker(
 }
 
 impl ServerHandler for McpServer {
+    // Logging is deprecated in 2026-07-28, but clients of the earlier revisions still probe it.
+    #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
@@ -302,11 +374,13 @@ impl ServerHandler for McpServer {
         };
         let shape = shape_for(self.config.results, Some(&caller.name));
         let protocol = result.protocol_version.to_string();
-        let first = self
-            .seen
-            .lock()
-            .map(|mut seen| seen.insert((caller.name.clone(), protocol.clone())))
-            .unwrap_or(false);
+        // Over HTTP the session has no number before this answer: its first request records it.
+        let first = self.numbers.is_none()
+            && self
+                .seen
+                .lock()
+                .map(|mut seen| seen.insert((caller.name.clone(), protocol.clone())))
+                .unwrap_or(false);
         if first {
             self.backend.client_seen(&caller, &protocol, shape.as_str());
         }
@@ -376,8 +450,19 @@ impl ServerHandler for McpServer {
             }
             return Ok(response);
         }
-        let arguments =
-            request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
+        // Arguments that were not an object travel in `_meta` (crate::edges): the pipeline
+        // answers them INVALID_ARGS like any other front end would.
+        let raw = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(crate::edges::RAW_ARGUMENTS_KEY))
+            .or_else(|| context.meta.get(crate::edges::RAW_ARGUMENTS_KEY))
+            .cloned();
+        let arguments = match (raw, request.arguments) {
+            (_, Some(object)) => Value::Object(object),
+            (Some(raw), None) => raw,
+            (None, None) => Value::Object(Map::new()),
+        };
         let ticker = progress_ticker(&context, &request.name, live);
         let (deferred, questions) = tokio::sync::mpsc::unbounded_channel();
         let asker: Option<toolhost_contract::QuestionsHandle> = match asking(&context) {
@@ -402,6 +487,16 @@ impl ServerHandler for McpServer {
             ticker.abort();
         }
         Ok(response)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.store(request.level as u8, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     async fn list_prompts(

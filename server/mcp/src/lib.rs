@@ -9,13 +9,17 @@
 //! - [`results`]: the result shape policy (`structured`, `text`, `auto` per client);
 //! - [`transport`]: newline-delimited JSON-RPC over stdio on `toolhost-jsonrpc`, with bad input
 //!   answered; [`gate`]: what the reader may take (ids in flight, bytes waiting, back-pressure);
-//!   [`memory`]: memory given back to the system after large requests.
+//!   [`memory`]: memory given back to the system after large requests;
+//! - [`edges`]: protocol edges screened before rmcp sees a request, for every transport;
+//! - [`http`]: MCP over Streamable HTTP (token, Host and Origin checks, numbered sessions).
 
 pub mod backend;
 pub mod config;
+pub mod edges;
 pub mod elicit;
 pub mod gate;
 pub mod handler;
+pub mod http;
 pub mod memory;
 pub mod results;
 pub mod transport;

@@ -5,9 +5,10 @@
 //! without being buffered and answered `-32600` (id null), a line that is not JSON `-32700`, JSON
 //! that is not a message `-32600` (echoing a usable id), a known method with unusable params
 //! `-32602`, an unknown method `-32601`, a request other than `initialize`, `ping` and
-//! `server/discover` before the session has a lifecycle `-32002`. Until the session has a lifecycle (`initialize`, or a request carrying its protocol
-//! version inline), notifications and responses are dropped: rmcp would otherwise end the
-//! session on them.
+//! `server/discover` before the session has a lifecycle `-32002`, and the edges of
+//! [`crate::edges`] (a non-string `cursor`, `ping`, non-object `arguments`). Until the session
+//! has a lifecycle (`initialize`, or a request carrying its protocol version inline),
+//! notifications and responses are dropped: rmcp would otherwise end the session on them.
 //!
 //! A request whose id is already in flight is answered `-32600` and never handed on. Memory stays
 //! bounded ([`crate::gate`]): the reader stops reading while too many requests are unanswered,
@@ -190,6 +191,23 @@ impl Reader {
                 return true;
             }
         };
+        let mut value = value;
+        if let Incoming::Request(request) = &incoming {
+            match crate::edges::screen(&request.method, &mut value) {
+                crate::edges::Screened::Forward => {}
+                crate::edges::Screened::Answer(result) => {
+                    let body = message::encode_result(&request.id, &result);
+                    if let Ok(body) = body {
+                        self.outbox.send(body);
+                    }
+                    return true;
+                }
+                crate::edges::Screened::Refuse(error) => {
+                    self.outbox.send_error(&request.id, &error);
+                    return true;
+                }
+            }
+        }
         let header = Header::of(&value);
         // Moved, not copied: rmcp's message takes the parsed strings over.
         let typed = serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value);

@@ -109,8 +109,9 @@ impl Backend for LocalBackend {
 /// The editor's registry over the attach socket.
 pub struct AttachedBackend {
     client: AttachClient,
+    socket: PathBuf,
     /// The caller this connection attached as, once it did (the first list or call attaches,
-    /// and a client that introduces itself differently later attaches again before its call).
+    /// and the client that introduces itself later attaches again before its call).
     attached_as: tokio::sync::Mutex<Option<String>>,
 }
 
@@ -121,7 +122,11 @@ impl AttachedBackend {
     /// Connects to the socket (`None` when nothing listens there).
     pub async fn connect(socket: &Path) -> Option<AttachedBackend> {
         let client = AttachClient::connect(socket).await.ok()?;
-        Some(AttachedBackend { client, attached_as: tokio::sync::Mutex::new(None) })
+        Some(AttachedBackend {
+            client,
+            socket: socket.to_owned(),
+            attached_as: tokio::sync::Mutex::new(None),
+        })
     }
 
     /// Attaches as `client` unless this connection already did; requests wait for it, so every
@@ -197,8 +202,14 @@ pub struct McpBackend {
     fallback_reason: Mutex<Option<String>>,
     /// Bumped on every tool change of whichever backend serves, and on switching.
     changes: watch::Sender<u64>,
-    /// The MCP client as it introduced itself: (caller, protocol revision, result shape).
+    /// The MCP client as it introduced itself: (caller, protocol revision, result shape); the
+    /// latest one, and each by name (an HTTP server's agents).
     client: Mutex<Option<(Caller, String, String)>>,
+    clients: Mutex<std::collections::HashMap<String, (Caller, String, String)>>,
+    /// The client whose calls go over `attached`; every other has a connection of its own in
+    /// `others`, so the editor labels each call with the agent that made it.
+    claimed: Mutex<Option<String>>,
+    others: tokio::sync::Mutex<std::collections::HashMap<String, Arc<AttachedBackend>>>,
 }
 
 impl McpBackend {
@@ -229,6 +240,9 @@ impl McpBackend {
             fallback_reason: Mutex::new(None),
             changes: watch::Sender::new(0),
             client: Mutex::new(None),
+            clients: Mutex::default(),
+            claimed: Mutex::new(None),
+            others: tokio::sync::Mutex::default(),
         });
         if let Some(attached) = attached {
             let mut changes = attached.client.tools_changed();
@@ -312,9 +326,15 @@ impl McpBackend {
 impl McpBackend {
     /// The attached connection, attached as the current client; `None` when calls run here
     /// (standalone, or the editor went away before this request was sent).
-    async fn editor(&self) -> Result<Option<Arc<AttachedBackend>>, BackendError> {
-        let Some(attached) = self.attached() else { return Ok(None) };
-        let client = self.client.lock().ok().and_then(|c| c.clone());
+    async fn editor(
+        &self,
+        caller: Option<&Caller>,
+    ) -> Result<Option<Arc<AttachedBackend>>, BackendError> {
+        let Some(primary) = self.attached() else { return Ok(None) };
+        let client = caller
+            .and_then(|c| self.clients.lock().ok().and_then(|all| all.get(&c.name).cloned()))
+            .or_else(|| self.client.lock().ok().and_then(|c| c.clone()));
+        let attached = self.connection(primary, client.as_ref()).await;
         match attached.ensure_attached(client.as_ref()).await {
             Ok(()) => Ok(Some(attached)),
             Err(_) if attached.client.is_closed() => {
@@ -324,12 +344,40 @@ impl McpBackend {
             Err(err) => Err(BackendError::Internal(err.message)),
         }
     }
+
+    /// The connection `client`'s calls go over: the first connection for the first client that
+    /// named itself, one of its own for every other.
+    async fn connection(
+        &self,
+        primary: Arc<AttachedBackend>,
+        client: Option<&(Caller, String, String)>,
+    ) -> Arc<AttachedBackend> {
+        let Some((caller, _, _)) = client else { return primary };
+        let mine = self.claimed.lock().is_ok_and(|mut claimed| {
+            claimed.get_or_insert_with(|| caller.name.clone()) == &caller.name
+        });
+        if mine {
+            return primary;
+        }
+        let mut others = self.others.lock().await;
+        if let Some(other) = others.get(&caller.name).filter(|o| !o.client.is_closed()) {
+            return Arc::clone(other);
+        }
+        match AttachedBackend::connect(&primary.socket).await {
+            Some(other) => {
+                let other = Arc::new(other);
+                others.insert(caller.name.clone(), Arc::clone(&other));
+                other
+            }
+            None => primary,
+        }
+    }
 }
 
 impl Backend for McpBackend {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
         Box::pin(async move {
-            if let Some(attached) = self.editor().await? {
+            if let Some(attached) = self.editor(None).await? {
                 let listed = attached
                     .client
                     .request::<_, ListToolsResult>(
@@ -356,7 +404,7 @@ impl Backend for McpBackend {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
         Box::pin(async move {
-            if let Some(attached) = self.editor().await? {
+            if let Some(attached) = self.editor(call.caller.as_ref()).await? {
                 // Our own call id, so the editor's live output for it finds its way back here.
                 let call_id = new_call_id();
                 if let Some(output) = call.output.clone() {
@@ -409,8 +457,12 @@ impl Backend for McpBackend {
     }
 
     fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {
+        let client = (caller.clone(), protocol.to_owned(), results.to_owned());
+        if let Ok(mut all) = self.clients.lock() {
+            all.insert(caller.name.clone(), client.clone());
+        }
         if let Ok(mut slot) = self.client.lock() {
-            *slot = Some((caller.clone(), protocol.to_owned(), results.to_owned()));
+            *slot = Some(client);
         }
         // An attached connection attaches under this name before its next request; a
         // standalone session records the client now.

@@ -42,6 +42,8 @@ mod mcp_agents;
 mod mcp_attach;
 mod mcp_bounds;
 mod mcp_bridge;
+mod mcp_conformance;
+mod mcp_http;
 mod mcp_malformed;
 mod mcp_sdk_clients;
 mod mcp_stdio;

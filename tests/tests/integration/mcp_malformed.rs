@@ -209,8 +209,6 @@ fn initialized_cases() -> Vec<Case> {
     let bad_calls: Vec<(&str, Value)> = vec![
         ("name a number", json!({"name": 5})),
         ("name missing", json!({"arguments": {}})),
-        ("arguments a string", json!({"name": "read", "arguments": "file_path=a"})),
-        ("arguments an array", json!({"name": "read", "arguments": []})),
         ("params an array", json!(["read", {}])),
         ("params a string", json!("read")),
     ];
@@ -219,6 +217,24 @@ fn initialized_cases() -> Vec<Case> {
         cases.push(case(
             format!("tools/call with {name}"),
             req(id.clone(), "tools/call", params),
+            Want::Code(INVALID_PARAMS, id),
+        ));
+    }
+    // Arguments that are not an object are the pipeline's INVALID_ARGS result, as for every
+    // front end (docs/tools.md), not a protocol error.
+    for (name, arguments) in [("a string", json!("file_path=a")), ("an array", json!([]))] {
+        let id = next();
+        cases.push(case(
+            format!("tools/call with arguments {name} is a result"),
+            req(id.clone(), "tools/call", json!({"name": "read", "arguments": arguments})),
+            Want::Result(id),
+        ));
+    }
+    for method in ["tools/list", "prompts/list"] {
+        let id = next();
+        cases.push(case(
+            format!("{method} with a cursor that is not a string"),
+            req(id.clone(), method, json!({"cursor": 5})),
             Want::Code(INVALID_PARAMS, id),
         ));
     }

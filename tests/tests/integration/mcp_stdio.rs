@@ -268,6 +268,8 @@ fn the_2026_07_28_revision_works_without_initialize() {
     }
     let tools = mcp.ok("tools/list", json!({"_meta": meta}))["tools"].clone();
     assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "read"));
+    // A keep-alive ping carries no `_meta`, even once the session has its revision.
+    assert_eq!(mcp.ok("ping", json!({})), json!({}));
     let read = mcp.ok(
         "tools/call",
         json!({"_meta": meta, "name": "read", "arguments": {"file_path": "a.txt"}}),

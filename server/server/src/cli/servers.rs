@@ -26,6 +26,10 @@ pub struct McpArgs {
     /// Never attach to the editor: run the tools in this process.
     #[arg(long)]
     standalone: bool,
+    /// Serve MCP over Streamable HTTP at this address (`127.0.0.1:0`: a free port) instead of
+    /// stdio, until interrupted.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,6 +57,14 @@ pub async fn mcp(args: McpArgs) -> Result<u8, Failure> {
     let root = workspace_root(&args.common)?;
     let config = load_config(&root)?;
     let sessions = sessions_dir(&config, &args.common)?;
+    if let Some(addr) = args.http {
+        let (mcp, session) = (config.mcp.clone(), args.common.session.clone());
+        let backend = crate::mcp::McpBackend::new(config, root, sessions, session, standalone);
+        let backend = backend.await;
+        let served = toolhost_mcp::http::serve_until_signal(backend.clone(), mcp, addr).await;
+        backend.shutdown().await;
+        return served.map(|()| 0).map_err(|e| Failure::env(e.to_string()));
+    }
     let (stdin, stdout) = (
         crate::serve::stdio_file(std::io::stdin().as_fd()),
         crate::serve::stdio_file(std::io::stdout().as_fd()),
