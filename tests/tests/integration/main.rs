@@ -48,6 +48,7 @@ mod mcp_malformed;
 mod mcp_sdk_clients;
 mod mcp_stdio;
 mod module_graph;
+mod no_space;
 mod replay_fidelity;
 mod revert;
 mod review;
