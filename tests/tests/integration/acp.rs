@@ -351,7 +351,11 @@ async fn acp_questions_are_one_form_when_the_client_offers_forms_else_choices() 
             {"id": "name", "selected": [], "custom": "toolhost"},
         ]})
     );
-    assert!(last_tool_result(&bodies[3]).contains("the user cancelled ask_user_question"), "{}", last_tool_result(&bodies[3]));
+    assert!(
+        last_tool_result(&bodies[3]).contains("the user cancelled ask_user_question"),
+        "{}",
+        last_tool_result(&bodies[3])
+    );
     let asked = calls(&out["formUpdates"]);
     assert_eq!(
         asked.iter().map(|c| c.2.as_str()).collect::<Vec<_>>(),
