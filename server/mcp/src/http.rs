@@ -232,7 +232,7 @@ impl Front {
         let bytes = if parts.method == http::Method::POST {
             match self.screened(bytes, session) {
                 Ok(bytes) => bytes,
-                Err(response) => return response,
+                Err(answer) => return json(&answer),
             }
         } else {
             bytes
@@ -241,9 +241,9 @@ impl Front {
         self.service.handle(Request::from_parts(parts, Full::new(bytes))).await
     }
 
-    /// The body as rmcp gets it, or toolhost's own answer ([`crate::edges`]). A body that is
+    /// The body as rmcp gets it, or toolhost's own JSON-RPC answer ([`crate::edges`]). A body that is
     /// not one request goes on unchanged: rmcp answers it.
-    fn screened(&self, bytes: Bytes, session: bool) -> Result<Bytes, Response<Body>> {
+    fn screened(&self, bytes: Bytes, session: bool) -> Result<Bytes, Value> {
         let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else { return Ok(bytes) };
         let (Some(method), Some(id)) = (
             value.get("method").and_then(Value::as_str).map(str::to_owned),
@@ -258,10 +258,10 @@ impl Front {
         match screen(&method, &mut value) {
             Screened::Forward => Ok(serde_json::to_vec(&value).map(Bytes::from).unwrap_or(bytes)),
             Screened::Answer(result) => {
-                Err(json(&serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})))
+                Err(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}))
             }
             Screened::Refuse(error) => {
-                Err(json(&serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error})))
+                Err(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}))
             }
         }
     }
