@@ -38,12 +38,10 @@ export const readSchema: unknown = {
     },
     "offset": {
       "type": "number",
-      "format": "double",
       "description": "The 1-based line to start at (default 1)."
     },
     "limit": {
       "type": "number",
-      "format": "double",
       "description": "How many lines to read (default and maximum 2000)."
     }
   },

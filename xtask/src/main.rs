@@ -159,17 +159,24 @@ fn install_deps() -> Result<()> {
             .with_context(|| format!("cannot link {} as clangd", versioned.display()))?;
     }
     let npm_tools = client_tools().join("npm");
-    let mut npm_packages = Vec::new();
+    let mut npm_packages: Vec<String> = Vec::new();
     if !have_for_tests("pyright-langserver") {
-        npm_packages.push("pyright@1.1.414");
+        npm_packages.push("pyright@1.1.414".to_owned());
     }
     if !npm_tools.join(INSPECTOR_CLI_ENTRY).is_file() {
-        npm_packages.push(INSPECTOR_CLI);
+        npm_packages.push(INSPECTOR_CLI.to_owned());
     }
     // The MCP bridge's tests run the reference servers over stdio and streamable HTTP.
     for (package, bin) in MCP_REFERENCE_SERVERS {
         if !npm_tools.join("node_modules/.bin").join(bin).is_file() {
-            npm_packages.push(package);
+            npm_packages.push((*package).to_owned());
+        }
+    }
+    // The Node clients' libraries, as direct dependencies at pinned versions (the servers above
+    // pull some of them in too, at whatever version they allow).
+    for (package, version) in NODE_CLIENT_LIBRARIES {
+        if !npm_has(&npm_tools, package, version) {
+            npm_packages.push(format!("{package}@{version}"));
         }
     }
     if !npm_packages.is_empty() {
@@ -197,6 +204,20 @@ fn install_deps() -> Result<()> {
 /// The MCP Inspector CLI (1.0.3 is the last release that runs on Node 20).
 const INSPECTOR_CLI: &str = "@modelcontextprotocol/inspector-cli@1.0.3";
 const INSPECTOR_CLI_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
+/// Libraries the Node test clients of tests/mcp-clients import: the TypeScript SDK's client and
+/// the validator it uses (ajv with its standard formats), at the version each is pinned to.
+const NODE_CLIENT_LIBRARIES: &[(&str, &str)] =
+    &[("@modelcontextprotocol/sdk", "1.32.2"), ("ajv", "8.20.0"), ("ajv-formats", "3.0.1")];
+
+/// Whether `package` is installed under the npm prefix `npm_tools` at `version`.
+fn npm_has(npm_tools: &Path, package: &str, version: &str) -> bool {
+    let manifest = npm_tools.join("node_modules").join(package).join("package.json");
+    std::fs::read(&manifest)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|m| m["version"] == version)
+}
+
 /// MCP reference servers from npm and the program each installs.
 const MCP_REFERENCE_SERVERS: &[(&str, &str)] = &[
     ("@modelcontextprotocol/server-everything@2026.8.31", "mcp-server-everything"),

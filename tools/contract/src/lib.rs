@@ -1,10 +1,11 @@
 //! The tool contract: what tool crates compile against. Typed and raw tool definitions ([`Tool`],
 //! [`RawTool`]) and their erasure ([`tool::ErasedTool`]), the [`Registrar`] tools are registered
-//! into, the execution context ([`ToolContext`], [`Capabilities`]), errors, schema compilation and
-//! the argument-violation wording, the lossless snapshot, and the capability traits the host
-//! implements (workspace aside): events, change history, review, questions and session state,
-//! skills, language servers, the blob cache and the spill store; and the shape of the
-//! configuration section each crate owns ([`config::Section`]).
+//! into, the execution context ([`ToolContext`], [`Capabilities`]), errors, schema compilation,
+//! the argument-violation wording and the standard terms every published schema is put in
+//! ([`standard_schema`]), the lossless snapshot, and the capability traits the host implements
+//! (workspace aside): events, change history, review, questions and session state, skills,
+//! language servers, the blob cache and the spill store; and the shape of the configuration
+//! section each crate owns ([`config::Section`]).
 //!
 //! A tool body returns only its canonical value; the Native text and the presentation metadata
 //! are pure projections of (args, value), computed by the registry (`toolhost-registry`) after
@@ -26,6 +27,7 @@ pub mod review;
 mod schema;
 mod snapshot;
 pub mod spill;
+pub mod standard_schema;
 pub mod tool;
 
 pub use cache::{BlobCache, BlobCacheHandle, MemoryBlobCache};

@@ -8,6 +8,7 @@ use crate::future::BoxFuture;
 use crate::schema::CompiledSchema;
 use crate::snapshot::{SnapshotError, lossless_value, to_lossless_value};
 use crate::spill::{OwnSpill, SpillMode};
+use crate::standard_schema::standardize;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -297,7 +298,8 @@ impl schemars::transform::Transform for NonNullOptions {
     }
 }
 
-/// The derived JSON schema of `T` (2020-12). Argument schemas drop `null` from optional fields.
+/// The derived JSON schema of `T` (2020-12), in standard terms ([`standardize`]). Argument
+/// schemas drop `null` from optional fields.
 pub(crate) fn derived_schema<T: JsonSchema>(for_args: bool) -> Value {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
     if for_args {
@@ -305,7 +307,7 @@ pub(crate) fn derived_schema<T: JsonSchema>(for_args: bool) -> Value {
     } else {
         settings = settings.for_serialize();
     }
-    settings.into_generator().into_root_schema_for::<T>().to_value()
+    standardize(settings.into_generator().into_root_schema_for::<T>().to_value())
 }
 
 pub(crate) struct TypedTool<T: Tool> {
@@ -448,12 +450,15 @@ impl ErasedRaw {
         let execute =
             raw.execute.clone().ok_or_else(|| RegistrationError::MissingOutput(name.clone()))?;
         validate_timeout(&name, raw.timeout)?;
+        // A raw tool's schemas (an MCP server's, say) are published too: standard terms as well.
         let input = CompiledSchema::compile(
             &name,
             "inputSchema",
-            raw.input_schema.clone().unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            standardize(
+                raw.input_schema.clone().unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            ),
         )?;
-        let output = CompiledSchema::compile(&name, "outputSchema", output_schema)?;
+        let output = CompiledSchema::compile(&name, "outputSchema", standardize(output_schema))?;
         Ok(ErasedRaw { raw, execute, render, input, output })
     }
 }

@@ -233,7 +233,9 @@ impl Tool for GlobTool {
             }
             None => (workdir.clone(), ".".to_owned()),
         };
-        let pattern = args.pattern.clone();
+        // Moved, not cloned: a pattern may be far over the search's length cap until the
+        // search refuses it.
+        let pattern = args.pattern;
         let paths = run_search(SearchTool::Glob, cx.signal(), move |cancelled| {
             search::glob(&GlobOptions::new(&workdir, &search_root, &pattern, cancelled))
         })

@@ -183,7 +183,9 @@ impl Tool for GrepTool {
             Some(path) => ws.resolve(path).await.map_err(fs_failure)?.real_path,
             None => workdir.clone(),
         };
-        let (pattern, include) = (args.pattern.clone(), args.include.clone());
+        // Moved, not cloned: a pattern may be up to the search's length cap (or far over it,
+        // until the search refuses it).
+        let (pattern, include) = (args.pattern, args.include);
         let found = run_search(SearchTool::Grep, cx.signal(), move |cancelled| {
             search::grep(&GrepOptions::new(
                 &workdir,

@@ -2,7 +2,10 @@
 //! takes the raw arguments, which may be invalid or from an older session, and never fails.
 
 use serde_json::Value;
+use std::borrow::Cow;
+use toolhost_contract::spill::head_bytes;
 use toolhost_protocol::card::{CallPresentation, CardKind, format_number};
+use toolhost_workspace::search::MAX_PATTERN_BYTES;
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
@@ -65,14 +68,29 @@ pub(crate) fn edit(args: &Value) -> CallPresentation {
     presentation
 }
 
+/// The bytes of a refused pattern the title keeps.
+const REFUSED_PATTERN_SHOWN_BYTES: usize = 80;
+
+/// A pattern as a title shows it: whole when the search accepts its length; a longer one (which
+/// the search refuses) by its start and size, so a refused 10 MiB pattern is not copied into the
+/// card, the review state and the session record.
+fn pattern_shown(pattern: &str) -> Cow<'_, str> {
+    if pattern.len() <= MAX_PATTERN_BYTES {
+        return Cow::Borrowed(pattern);
+    }
+    let head = head_bytes(pattern, REFUSED_PATTERN_SHOWN_BYTES);
+    Cow::Owned(format!("{head}… ({} bytes)", pattern.len()))
+}
+
 /// `Glob <pattern>` / `Grep <pattern>`, then ` in <path>`, then (grep) ` (<include>)`.
 pub(crate) fn search(verb: &str, args: &Value, with_include: bool) -> CallPresentation {
-    let mut title = format!("{verb} {}", str_arg(args, "pattern").unwrap_or(""));
+    let pattern = pattern_shown(str_arg(args, "pattern").unwrap_or(""));
+    let mut title = format!("{verb} {pattern}");
     if let Some(dir) = str_arg(args, "path") {
         title.push_str(&format!(" in {dir}"));
     }
     if with_include && let Some(include) = str_arg(args, "include") {
-        title.push_str(&format!(" ({include})"));
+        title.push_str(&format!(" ({})", pattern_shown(include)));
     }
     at_file(CallPresentation::new(CardKind::Search, title), args, None)
 }
@@ -110,5 +128,19 @@ mod tests {
             assert_eq!(search("Glob", args, false), legacy::presentation("glob", args));
             assert_eq!(search("Grep", args, true), legacy::presentation("grep", args));
         }
+    }
+
+    #[test]
+    fn a_refused_pattern_is_titled_by_its_start_and_size() {
+        let long = "a".repeat(MAX_PATTERN_BYTES + 1);
+        let shown = search("Grep", &json!({"pattern": long, "include": long}), true);
+        let head = "a".repeat(REFUSED_PATTERN_SHOWN_BYTES);
+        let size = MAX_PATTERN_BYTES + 1;
+        assert_eq!(shown.title, format!("Grep {head}… ({size} bytes) ({head}… ({size} bytes))"));
+        let at_cap = "b".repeat(MAX_PATTERN_BYTES);
+        assert_eq!(
+            search("Glob", &json!({"pattern": at_cap}), false).title,
+            format!("Glob {at_cap}")
+        );
     }
 }

@@ -54,7 +54,10 @@
 //!
 //! **Bounds**: `cancelled` is polled for every walked entry and every 256 matches; the summed size
 //! of results (path bytes + 1 per glob path, path + line bytes per grep match) is capped by
-//! `max_output_bytes` so one search cannot exhaust memory.
+//! `max_output_bytes` so one search cannot exhaust memory. Compiling a pattern is bounded too: a
+//! pattern, `include` or glob over [`MAX_PATTERN_BYTES`] is refused before it is parsed, and the
+//! regex engine works under [`REGEX_SIZE_LIMIT`] and [`REGEX_DFA_SIZE_LIMIT`]
+//! ([`SearchError::PatternTooLong`], [`SearchError::CompiledTooLarge`]).
 
 use std::fmt;
 use std::io;
@@ -63,12 +66,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
+mod pattern;
 mod special;
+
+pub use pattern::{MAX_PATTERN_BYTES, PatternArg, REGEX_DFA_SIZE_LIMIT, REGEX_SIZE_LIMIT};
 
 /// `rawOutputMaxBytes`: the default cap on accumulated result bytes.
 pub const RAW_OUTPUT_MAX_BYTES: usize = 20_000_000;
@@ -125,6 +131,18 @@ pub enum SearchError {
     /// The glob (pattern or include) or the regex does not compile.
     #[error("{0} pattern rejected by ripgrep: {1}")]
     InvalidPattern(SearchTool, String),
+    /// A pattern (or `include`) longer than [`MAX_PATTERN_BYTES`]: refused before it is parsed.
+    #[error(
+        "{tool} {arg} is {bytes} bytes, over the limit of {limit} bytes; use a shorter {arg}",
+        arg = .arg.name()
+    )]
+    PatternTooLong { tool: SearchTool, arg: PatternArg, bytes: usize, limit: usize },
+    /// A regex whose compiled program would pass [`REGEX_SIZE_LIMIT`] (the limit).
+    #[error(
+        "{tool} pattern compiles to more than the regex engine's limit of {limit} bytes; use a \
+         simpler pattern (fewer or smaller repetitions and alternations)"
+    )]
+    CompiledTooLarge { tool: SearchTool, limit: usize },
     /// The search could not run, e.g. the search root is missing or unreadable.
     #[error("{0} search failed: {1}")]
     Failed(SearchTool, String),
@@ -148,6 +166,9 @@ impl SearchError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidPattern(..) => "SEARCH_INVALID_PATTERN",
+            Self::PatternTooLong { .. } | Self::CompiledTooLarge { .. } => {
+                "SEARCH_PATTERN_TOO_LARGE"
+            }
             Self::Failed(..) => "SEARCH_FAILED",
             Self::NotSearchable(..) => "SEARCH_NOT_REGULAR_FILE",
             Self::Aborted(..) => "SEARCH_ABORTED",
@@ -162,7 +183,9 @@ impl SearchError {
             | Self::Failed(tool, _)
             | Self::NotSearchable(tool, ..)
             | Self::Aborted(tool)
-            | Self::RawOutputOverflow(tool, _) => *tool,
+            | Self::RawOutputOverflow(tool, _)
+            | Self::PatternTooLong { tool, .. }
+            | Self::CompiledTooLarge { tool, .. } => *tool,
         }
     }
 }
@@ -249,6 +272,7 @@ pub struct GrepMatch {
 /// Lists the files under `search_root` matching `pattern`, oldest modification first.
 ///
 /// # Errors
+/// [`SearchError::PatternTooLong`] for a glob over [`MAX_PATTERN_BYTES`],
 /// [`SearchError::InvalidPattern`] for a glob that does not parse, [`SearchError::Failed`] for an
 /// unreadable `search_root`, [`SearchError::Aborted`] when `cancelled` fires and
 /// [`SearchError::RawOutputOverflow`] when the paths exceed `max_output_bytes`.
@@ -279,6 +303,8 @@ pub fn glob(opts: &GlobOptions<'_>) -> Result<Vec<String>, SearchError> {
 /// Searches the files under `search_root` (or the single file it names) for `pattern`.
 ///
 /// # Errors
+/// [`SearchError::PatternTooLong`] for a regex or include over [`MAX_PATTERN_BYTES`],
+/// [`SearchError::CompiledTooLarge`] for a regex that compiles past [`REGEX_SIZE_LIMIT`],
 /// [`SearchError::InvalidPattern`] for a regex or include glob that does not compile,
 /// [`SearchError::Failed`] for an unreadable `search_root`, [`SearchError::Aborted`] when
 /// `cancelled` fires and [`SearchError::RawOutputOverflow`] when the matches exceed
@@ -289,22 +315,7 @@ pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
     if shared.should_stop() {
         return Err(SearchError::Aborted(tool));
     }
-    let matcher = RegexMatcherBuilder::new()
-        // Same matcher settings as ripgrep's defaults; the line terminator also enables the
-        // searcher's whole-buffer fast path instead of line-by-line matching.
-        .multi_line(true)
-        .octal(false)
-        .line_terminator(Some(b'\n'))
-        .build(opts.pattern)
-        .map_err(|err| {
-            // grep-regex reports errors against its wrapped pattern (`(?:…)`); parse the
-            // original so the message points into what the model wrote, as ripgrep does.
-            let detail = match regex_syntax::Parser::new().parse(opts.pattern) {
-                Err(original) => original.to_string(),
-                Ok(_) => err.to_string(),
-            };
-            SearchError::InvalidPattern(tool, detail)
-        })?;
+    let matcher = pattern::regex_matcher(opts.pattern)?;
     let overrides = match opts.include {
         Some(include) => include_overrides(opts.workdir, include)?,
         None => Override::empty(),
@@ -348,6 +359,7 @@ pub fn grep(opts: &GrepOptions<'_>) -> Result<Vec<GrepMatch>, SearchError> {
 fn glob_overrides(workdir: &Path, pattern: &str) -> Result<Override, SearchError> {
     let tool = SearchTool::Glob;
     let invalid = |err: ignore::Error| SearchError::InvalidPattern(tool, err.to_string());
+    pattern::check_length(tool, PatternArg::Pattern, pattern)?;
     let mut builder = OverrideBuilder::new(workdir);
     builder.add(pattern).map_err(invalid)?;
     for dir in VCS_DIRS {
@@ -363,6 +375,7 @@ fn glob_overrides(workdir: &Path, pattern: &str) -> Result<Override, SearchError
 fn include_overrides(workdir: &Path, include: &str) -> Result<Override, SearchError> {
     let invalid =
         |err: ignore::Error| SearchError::InvalidPattern(SearchTool::Grep, err.to_string());
+    pattern::check_length(SearchTool::Grep, PatternArg::Include, include)?;
     let mut builder = OverrideBuilder::new(workdir);
     builder.add(include).map_err(invalid)?;
     builder.build().map_err(invalid)
