@@ -150,7 +150,7 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::REPLAY_SESSION => {
             spawn(state, id, async move {
                 let p: ReplaySessionParams = params(raw, true)?;
-                replay_session(&task_state, p)
+                replay_session(&task_state, p).await
             });
         }
         "workspace/executeCommand" => {
@@ -440,13 +440,18 @@ fn list_sessions(
     Ok(session::list(&opened.sessions_dir, host.root(), params.all))
 }
 
-fn replay_session(
+async fn replay_session(
     state: &ServerState,
     params: ReplaySessionParams,
 ) -> Result<ReplaySessionResult, ErrorObject> {
     let host = state.host()?;
     let opened = state.opened.get().ok_or_else(|| ErrorObject::internal("no session"))?;
     let path = if params.session_id == opened.log.id() {
+        // A read-only call's result may still be queued (batched durability writes it just
+        // after the answer): the live session's replay includes every call already answered.
+        if let Err(err) = opened.log.flush().await {
+            tracing::warn!(%err, "cannot flush the session log before its replay");
+        }
         opened.log.log_path().to_path_buf()
     } else {
         let key = session::workspace_key_of(host.root());
