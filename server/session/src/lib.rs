@@ -25,6 +25,7 @@ mod blob;
 mod durability;
 mod error;
 mod large_strings;
+mod lines;
 mod paths;
 mod repair;
 mod replay;

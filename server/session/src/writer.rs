@@ -19,18 +19,17 @@
 //! appends fail with `WriterClosed`): an fsync error leaves the page cache in an unknown state, so
 //! continuing would risk acknowledging lines that never reach the disk. Reopen to continue.
 
-use crate::base64;
-use crate::blob::{BlobStore, blob_reference, parse_blob_reference};
+use crate::blob::BlobStore;
 use crate::durability::{Durability, SYNC_WINDOW};
 use crate::error::SessionError;
 use crate::large_strings::{self, LARGE_STRING_BYTES};
+use crate::lines::{externalize_images, validate_event};
 use crate::paths::{
     BLOB_DIR_NAME, LOG_FILE_NAME, TORN_FILE_NAME, create_private_dir_all, now_ms,
     open_private_append, sync_dir, validate_session_id, workspace_key,
 };
 use crate::scan::{FS_CHANGE, FS_OBSERVED, TOOL_CALL, TOOL_RESULT, scan};
 use crate::view::{SessionView, build_view};
-use serde::Deserialize;
 use serde_json::Value;
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -327,50 +326,6 @@ impl Writer {
                 return;
             }
         }
-    }
-}
-
-/// Replaces the base64 `data` of image blocks in a `tool/result`'s `content` by a blob reference,
-/// storing the decoded bytes first (so a reference in a synced line always has its blob). Data
-/// that is not canonical base64 stays inline: storing it would not round-trip byte-exactly.
-fn externalize_images(data: &mut Value, blobs: &BlobStore) -> Result<(), SessionError> {
-    let Some(blocks) = data.get_mut("content").and_then(Value::as_array_mut) else {
-        return Ok(());
-    };
-    for block in blocks {
-        if block.get("type").and_then(Value::as_str) != Some("image") {
-            continue;
-        }
-        let Some(Value::String(text)) = block.get_mut("data") else { continue };
-        if parse_blob_reference(text).is_some() {
-            continue;
-        }
-        if let Some(bytes) = base64::decode_canonical(text) {
-            *text = blob_reference(&blobs.put_bytes(&bytes)?);
-        }
-    }
-    Ok(())
-}
-
-/// Checks that `data` has the shape readers expect for `kind`, so an append can never make the
-/// log unreadable.
-fn validate_event(kind: &str, data: &Value, ignorable: bool) -> Result<(), SessionError> {
-    let invalid = |e: serde_json::Error| SessionError::InvalidEvent {
-        kind: kind.to_owned(),
-        detail: e.to_string(),
-    };
-    match kind {
-        TOOL_CALL => ToolCallEvent::deserialize(data).map(drop).map_err(invalid),
-        TOOL_RESULT => ToolResultEvent::deserialize(data).map(drop).map_err(invalid),
-        FS_OBSERVED => FsObservedEvent::deserialize(data).map(drop).map_err(invalid),
-        FS_CHANGE => FsChangeEvent::deserialize(data).map(drop).map_err(invalid),
-        _ if ignorable => Ok(()),
-        _ => Err(SessionError::InvalidEvent {
-            kind: kind.to_owned(),
-            detail:
-                "unknown event types must be marked ignorable, or readers could not load the log"
-                    .to_owned(),
-        }),
     }
 }
 
