@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
+use crate::server::proc_number;
 
 use crate::mcp;
 
@@ -41,13 +42,6 @@ fn call_at_once(mcp: &mut Mcp, name: &str, arguments: Value) -> Value {
     let took = started.elapsed();
     assert!(took < AT_ONCE, "{name} {arguments} took {took:?}: {result}");
     result
-}
-
-/// A field of /proc/<pid>/<file> (`VmHWM:` of status, `rchar:` of io), as a number.
-fn proc_number(pid: u32, file: &str, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap();
-    let line = text.lines().find(|l| l.starts_with(field)).unwrap();
-    line[field.len()..].trim().trim_end_matches(" kB").trim().parse().unwrap()
 }
 
 /// A sparse file: `head`, zeros up to `size` bytes, then `tail`.

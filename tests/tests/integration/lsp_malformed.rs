@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
+use crate::server::proc_number;
 
 use serde_json::{Value, json};
 use server::{Env, frame, is_response, ms, wait_response};
@@ -729,23 +730,12 @@ fn malformed_bodies_get_exact_codes_and_the_connection_survives() {
     report.finish("body-level corpus", 200);
 }
 
-/// Peak resident set of a process (`VmHWM`), in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn a_one_gib_body_is_drained_without_buffering() {
     let env = Env::new();
     let mut client = env.start(json!({}));
     assert!(client.request("toolhost/listTools", json!({})).is_ok());
-    let before = peak_rss_kib(client.pid());
+    let before = proc_number(client.pid(), "status", "VmHWM:");
     let total: usize = 1 << 30;
     let start = Instant::now();
     client.write_raw(format!("Content-Length: {total}\r\n\r\n").as_bytes()).unwrap();
@@ -758,7 +748,7 @@ fn a_one_gib_body_is_drained_without_buffering() {
     let drained = start.elapsed();
     let next = client.request("toolhost/listTools", json!({}));
     assert!(next.is_ok(), "{next:?}");
-    let after = peak_rss_kib(client.pid());
+    let after = proc_number(client.pid(), "status", "VmHWM:");
     println!(
         "1 GiB body drained in {:.2} s; peak RSS {before} KiB → {after} KiB (+{} KiB)",
         drained.as_secs_f64(),

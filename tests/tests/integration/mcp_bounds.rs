@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
+use crate::server::proc_number;
 
 use crate::mcp;
 
@@ -16,17 +17,6 @@ use std::time::{Duration, Instant};
 
 /// The size of the requests of the issue (30 MB).
 const BIG: usize = 30 * 1024 * 1024;
-
-/// A field of `/proc/<pid>/status`, in KiB.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
 
 /// One request line.
 fn line(id: Value, method: &str, params: Value) -> Vec<u8> {
@@ -80,7 +70,7 @@ fn six_queued_30_mb_requests_keep_peak_rss_bounded_and_rss_falls_back_afterwards
         mcp.call("write", json!({"file_path": "warm.txt", "content": "w".repeat(64 * 1024)}));
     assert_eq!(warm["isError"], false, "{warm}");
     let pid = mcp.child.id();
-    let baseline = status_kib(pid, "VmRSS:");
+    let baseline = proc_number(pid, "status", "VmRSS:");
 
     // Six writes of 30 MB each, sent at once: each is taken, recorded (its content in the blob
     // store) and run while the others wait.
@@ -107,11 +97,11 @@ fn six_queued_30_mb_requests_keep_peak_rss_bounded_and_rss_falls_back_afterwards
     }
     let stdin = writer.join().unwrap();
     let elapsed = started.elapsed();
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = proc_number(pid, "status", "VmHWM:");
     // Memory goes back once nothing waits.
-    let mut after = status_kib(pid, "VmRSS:");
+    let mut after = proc_number(pid, "status", "VmRSS:");
     let fell_back = wait_until(Duration::from_secs(10), || {
-        after = status_kib(pid, "VmRSS:");
+        after = proc_number(pid, "status", "VmRSS:");
         after < baseline + 64 * 1024
     });
     println!(

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
+use crate::server::proc_number;
 
 use crate::mcp;
 
@@ -421,16 +422,6 @@ fn oversized_lines_are_refused_and_skipped_without_ending_the_connection() {
     assert!(reply.get("result").is_some(), "{reply}");
 }
 
-fn rss_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn a_client_that_never_reads_cannot_grow_the_server_without_bound() {
     let env = Env::new();
@@ -441,7 +432,7 @@ fn a_client_that_never_reads_cannot_grow_the_server_without_bound() {
     mcp.initialize("never-reads");
     mcp.call("read", json!({"file_path": "big.txt"}));
     let pid = mcp.child.id();
-    let baseline = rss_kib(pid, "VmRSS:");
+    let baseline = proc_number(pid, "status", "VmRSS:");
 
     // 3000 requests ≈ 480 MB of answers; nobody reads them while they are sent.
     const REQUESTS: usize = 3000;
@@ -463,7 +454,7 @@ fn a_client_that_never_reads_cannot_grow_the_server_without_bound() {
         stdin
     });
     std::thread::sleep(Duration::from_secs(4));
-    let stalled_rss = rss_kib(pid, "VmRSS:");
+    let stalled_rss = proc_number(pid, "status", "VmRSS:");
     assert!(mcp.child.try_wait().unwrap().is_none(), "the server died");
     // Back-pressure: with its queues full the server stopped reading requests.
     assert!(!writer.is_finished(), "the server took every request without anyone reading");
@@ -480,7 +471,7 @@ fn a_client_that_never_reads_cannot_grow_the_server_without_bound() {
     }
     let stdin = writer.join().unwrap();
     drop(stdin);
-    let peak = rss_kib(pid, "VmHWM:");
+    let peak = proc_number(pid, "status", "VmHWM:");
     println!(
         "never-reading client: baseline {baseline} KiB, while stalled {stalled_rss} KiB, peak {peak} KiB; \
          {REQUESTS} answers drained in {:.1} s",

@@ -6,6 +6,7 @@
 
 use crate::mcp;
 use crate::server;
+use crate::server::proc_number;
 
 use mcp::{Mcp, error_code_of, text_of};
 use serde_json::{Value, json};
@@ -16,17 +17,6 @@ use std::time::Duration;
 const HUGE: usize = 10 * 1024 * 1024;
 /// The peak resident memory the server must stay under.
 const PEAK_LIMIT_KIB: u64 = 100 * 1024;
-
-/// A field of `/proc/<pid>/status`, in KiB.
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
 
 /// A call that must fail with `SEARCH_PATTERN_TOO_LARGE`; its message.
 fn refused(mcp: &mut Mcp, tool: &str, arguments: Value) -> String {
@@ -51,7 +41,7 @@ fn huge_and_exploding_patterns_are_refused_within_100_mib() {
     let warm = mcp.call("grep", json!({"pattern": "hello"}));
     assert_eq!(warm["isError"], false, "{warm}");
     let pid = mcp.child.id();
-    let baseline = status_kib(pid, "VmHWM:");
+    let baseline = proc_number(pid, "status", "VmHWM:");
 
     let huge = "a".repeat(HUGE);
     let text = refused(&mut mcp, "grep", json!({"pattern": huge}));
@@ -59,7 +49,7 @@ fn huge_and_exploding_patterns_are_refused_within_100_mib() {
         text.contains(&format!("grep pattern is {HUGE} bytes, over the limit of 65536")),
         "{text}"
     );
-    let after_grep = status_kib(pid, "VmHWM:");
+    let after_grep = proc_number(pid, "status", "VmHWM:");
 
     let text = refused(&mut mcp, "glob", json!({"pattern": format!("**/{huge}")}));
     assert!(text.contains("glob pattern is 10485763 bytes, over the limit of 65536"), "{text}");
@@ -71,8 +61,8 @@ fn huge_and_exploding_patterns_are_refused_within_100_mib() {
     let text = refused(&mut mcp, "grep", json!({"pattern": r"\w{1000}{1000}"}));
     assert!(text.contains("compiles to more than the regex engine's limit of 16777216"), "{text}");
 
-    let peak = status_kib(pid, "VmHWM:");
-    let rss = status_kib(pid, "VmRSS:");
+    let peak = proc_number(pid, "status", "VmHWM:");
+    let rss = proc_number(pid, "status", "VmRSS:");
     println!(
         "pattern bounds: VmHWM {baseline} KiB after warm-up, {after_grep} KiB after the 10 MiB \
          grep pattern, {peak} KiB at the end (VmRSS {rss} KiB)"

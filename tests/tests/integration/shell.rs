@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
+use crate::server::proc_number;
 
 use serde_json::{Value, json};
 use server::{Env, call_ok, is_response, pid_exists, raw_request, wait_response};
@@ -223,22 +224,13 @@ fn cancelling_a_call_kills_its_whole_group() {
     assert!(wait_gone(&seconds, Duration::from_secs(5)).is_empty(), "cancelled command survived");
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn two_gib_of_output_keep_the_server_small_and_the_spill_bounded() {
     let env = Env::new();
     let mut client = env.start(json!({}));
     // Warm up: the first call loads what every call needs.
     bash(&mut client, "yes | head -c 1M");
-    let before = peak_rss_kib(client.pid());
+    let before = proc_number(client.pid(), "status", "VmHWM:");
     let mut client_timeout = client.timeout;
     client_timeout = client_timeout.max(Duration::from_secs(120));
     client.timeout = client_timeout;
@@ -247,7 +239,7 @@ fn two_gib_of_output_keep_the_server_small_and_the_spill_bounded() {
         "bash",
         json!({"command": "yes | head -c 2G", "description": "flood", "timeoutMs": 120000}),
     );
-    let after = peak_rss_kib(client.pid());
+    let after = proc_number(client.pid(), "status", "VmHWM:");
     let growth_mib = (after.saturating_sub(before)) as f64 / 1024.0;
     eprintln!("RSS peak before {before} KiB, after {after} KiB: growth {growth_mib:.1} MiB");
     assert!(growth_mib < 16.0, "RSS grew by {growth_mib:.1} MiB");

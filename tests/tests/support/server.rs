@@ -343,3 +343,14 @@ pub fn pid_exists(pid: u32) -> bool {
 pub fn ms(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
+
+/// A number of `/proc/<pid>/<file>`: the first word after `field` (`VmHWM:` and `VmRSS:` of
+/// `status`, in KiB; `rchar:` of `io`, in bytes).
+pub fn proc_number(pid: u32, file: &str, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no number for {field} in /proc/{pid}/{file}"))
+}
