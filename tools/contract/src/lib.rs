@@ -4,7 +4,7 @@
 //! the argument-violation wording and the standard terms every published schema is put in
 //! ([`standard_schema`]), the lossless snapshot, and the capability traits the host implements
 //! (workspace aside): events, change history, review, questions and session state, skills,
-//! language servers, the blob cache and the spill store; and the shape of the configuration
+//! language servers, the blob cache, the spill store and nested calls of a program; and the shape of the configuration
 //! section each crate owns ([`config::Section`]).
 //!
 //! A tool body returns only its canonical value; the Native text and the presentation metadata
@@ -21,6 +21,7 @@ mod future;
 pub mod history;
 pub mod interact;
 pub mod lsp;
+pub mod nested;
 mod registrar;
 pub mod regular_file;
 pub mod review;
@@ -42,6 +43,7 @@ pub use interact::{
     QuestionsHandle, ResourceBase, SkillCatalog, SkillEntry, SkillsHandle, UserQuestions,
     answers_of,
 };
+pub use nested::{ExposedTool, NestedCall, NestedCalls, NestedCallsHandle, NestedOutcome};
 pub use registrar::{Disposer, RESERVED_NAME, Registrar, ToolDef, UnknownToolResolver};
 pub use review::{ReviewGate, ReviewHandle, ReviewRequest, ReviewVerdict};
 pub use schema::{CompiledSchema, argument_violations};
