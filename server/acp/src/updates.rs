@@ -323,6 +323,7 @@ mod tests {
             call_id: "call_1".into(),
             tool: "edit".into(),
             caller: None,
+            parent_call_id: None,
             status,
             kind,
             title: "Edit a.txt".into(),

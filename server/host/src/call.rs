@@ -213,7 +213,11 @@ impl Host {
         // Undeclared bulk and oversized arguments never reach the card, the log or the tool.
         let arguments = crate::arguments::screen(registry, &name, arguments);
         let presentation = registry.present_call(&name, &arguments);
-        let origin = || CallOrigin::new(&call_id, &name).with_caller(caller.as_deref());
+        let origin = || {
+            CallOrigin::new(&call_id, &name)
+                .with_caller(caller.as_deref())
+                .with_parent(parent.as_deref())
+        };
         // A child runs under its parent's permit; a call cancelled while it waits runs nothing.
         let _permit = if under_parent {
             None

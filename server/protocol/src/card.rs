@@ -287,6 +287,10 @@ pub struct Card {
     /// (`claude-code`, `codex-mcp-client`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The call this one ran under: a program's `run_code` call for its nested calls, a
+    /// `subagent` call for its child's calls. Clients draw such a card inside its parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
     pub status: CardStatus,
     pub kind: CardKind,
     pub title: String,
@@ -419,15 +423,21 @@ pub struct CallOrigin<'a> {
     pub call_id: &'a str,
     pub tool: &'a str,
     pub caller: Option<&'a str>,
+    pub parent: Option<&'a str>,
 }
 
 impl<'a> CallOrigin<'a> {
     pub fn new(call_id: &'a str, tool: &'a str) -> Self {
-        CallOrigin { call_id, tool, caller: None }
+        CallOrigin { call_id, tool, caller: None, parent: None }
     }
 
     pub fn with_caller(mut self, caller: Option<&'a str>) -> Self {
         self.caller = caller;
+        self
+    }
+
+    pub fn with_parent(mut self, parent: Option<&'a str>) -> Self {
+        self.parent = parent;
         self
     }
 }
@@ -444,6 +454,7 @@ pub fn build(
         call_id: origin.call_id.to_owned(),
         tool: origin.tool.to_owned(),
         caller: origin.caller.map(str::to_owned),
+        parent_call_id: origin.parent.map(str::to_owned),
         status: CardStatus::Pending,
         kind: CardKind::Generic,
         title: presentation.title.clone(),

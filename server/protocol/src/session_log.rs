@@ -95,6 +95,34 @@ pub struct ToolResultEvent {
     pub renderer_version: u32,
 }
 
+/// `tool/code-dispatch-start` (ignorable): a program's nested call started. The nested call has
+/// its own `tool/call` and `tool/result` records (id `subCallId`, parent `parentCallId`); these two
+/// events keep the program's view of it: what it asked, in submission order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeDispatchStartEvent {
+    pub root_call_id: String,
+    pub parent_call_id: String,
+    /// `<parentCallId>:code:<n>`, n counting the program's calls from 1.
+    pub sub_call_id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// `tool/code-dispatch` (ignorable): a program's nested call settled, with the content it
+/// rendered (the program itself received the call's canonical value, which is never logged).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeDispatchEvent {
+    pub root_call_id: String,
+    pub parent_call_id: String,
+    pub sub_call_id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub is_error: bool,
+    pub content: Vec<ContentBlock>,
+}
+
 /// `fs/observed` (ignorable): the observation ledger recorded a file version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FsObservedEvent {

@@ -18,8 +18,8 @@ use toolhost_protocol::lsp_ext::{
 };
 use toolhost_protocol::session_log::{
     AgentCompactionEvent, AgentEndEvent, AgentMessageEvent, AgentRunEvent, AgentUsageEvent,
-    Envelope, FsChangeEvent, FsObservedEvent, RevertJournal, SessionHeader, ToolCallEvent,
-    ToolResultEvent,
+    CodeDispatchEvent, CodeDispatchStartEvent, Envelope, FsChangeEvent, FsObservedEvent,
+    RevertJournal, SessionHeader, ToolCallEvent, ToolResultEvent,
 };
 use toolhost_protocol::{DiffMeta, ToolExecutionResult};
 
@@ -73,6 +73,8 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("Envelope", schema_of::<Envelope>()),
         ("ToolCallEvent", schema_of::<ToolCallEvent>()),
         ("ToolResultEvent", schema_of::<ToolResultEvent>()),
+        ("CodeDispatchStartEvent", schema_of::<CodeDispatchStartEvent>()),
+        ("CodeDispatchEvent", schema_of::<CodeDispatchEvent>()),
         ("FsObservedEvent", schema_of::<FsObservedEvent>()),
         ("FsChangeEvent", schema_of::<FsChangeEvent>()),
         ("RevertJournal", schema_of::<RevertJournal>()),

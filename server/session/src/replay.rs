@@ -37,8 +37,9 @@ pub fn replay_cards(
                     is_error: result.is_error,
                     meta: result.meta.as_ref(),
                 };
-                let origin =
-                    CallOrigin::new(&call.call_id, &call.name).with_caller(call.caller.as_deref());
+                let origin = CallOrigin::new(&call.call_id, &call.name)
+                    .with_caller(call.caller.as_deref())
+                    .with_parent(call.parent_call_id.as_deref());
                 let card = card::build(origin, &call.presentation, root, outcome);
                 let version = result.renderer_version;
                 let stale = version != 0
@@ -52,7 +53,9 @@ pub fn replay_cards(
             }
             None => ReplayedCall {
                 card: card::build(
-                    CallOrigin::new(&call.call_id, &call.name).with_caller(call.caller.as_deref()),
+                    CallOrigin::new(&call.call_id, &call.name)
+                        .with_caller(call.caller.as_deref())
+                        .with_parent(call.parent_call_id.as_deref()),
                     &call.presentation,
                     root,
                     CardOutcome::Pending,

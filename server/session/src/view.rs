@@ -28,6 +28,8 @@ pub struct CallRecord {
     pub presentation: CallPresentation,
     /// Who made the call, when it was another program (an MCP client).
     pub caller: Option<String>,
+    /// The call this one ran under (a program's or a subagent's call).
+    pub parent_call_id: Option<String>,
     /// Large strings of the call (an argument, or the presentation's copy of one) that were kept
     /// as blobs and could not be read back — the blob is gone or damaged — as JSON pointers into
     /// the `tool/call` data (`/arguments/content`). They read as `""`; everything else of the
@@ -145,6 +147,7 @@ pub(crate) fn build_view(
                     arguments: call.arguments,
                     presentation,
                     caller: call.caller,
+                    parent_call_id: call.parent_call_id,
                     strings_not_kept,
                     result: None,
                 });
@@ -164,6 +167,7 @@ pub(crate) fn build_view(
                         arguments: Value::Null,
                         presentation: CallPresentation::generic(&result.name),
                         caller: None,
+                        parent_call_id: None,
                         strings_not_kept: Vec::new(),
                         result: Some(result),
                     }),

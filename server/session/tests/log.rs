@@ -123,6 +123,7 @@ fn round_trip_reopen_restores_events_and_ledger() {
             arguments: json!({}),
             presentation: toolhost_protocol::card::legacy::presentation("read", &json!({})),
             caller: None,
+            parent_call_id: None,
             strings_not_kept: Vec::new(),
             result: None,
         });
