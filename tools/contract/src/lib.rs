@@ -4,7 +4,7 @@
 //! the argument-violation wording and the standard terms every published schema is put in
 //! ([`standard_schema`]), the lossless snapshot, and the capability traits the host implements
 //! (workspace aside): events, change history, review, questions and session state, skills,
-//! language servers, the blob cache, the spill store and nested calls of a program; and the shape of the configuration
+//! language servers, the blob cache, the spill store, nested calls of a program and background tasks; and the shape of the configuration
 //! section each crate owns ([`config::Section`]).
 //!
 //! A tool body returns only its canonical value; the Native text and the presentation metadata
@@ -29,6 +29,7 @@ mod schema;
 mod snapshot;
 pub mod spill;
 pub mod standard_schema;
+pub mod tasks;
 pub mod tool;
 
 pub use cache::{BlobCache, BlobCacheHandle, MemoryBlobCache};
@@ -48,6 +49,7 @@ pub use registrar::{Disposer, RESERVED_NAME, Registrar, ToolDef, UnknownToolReso
 pub use review::{ReviewGate, ReviewHandle, ReviewRequest, ReviewVerdict};
 pub use schema::{CompiledSchema, argument_violations};
 pub use snapshot::{SnapshotError, lossless_value, to_lossless_value};
+pub use tasks::{BackgroundTasks, TaskControl, TaskEnd, TaskWork, TasksHandle};
 pub use tool::{RawTool, Tool};
 
 /// Re-exported so tool crates name one version of these.
