@@ -10,7 +10,9 @@
 // Shift+Enter is a new line), Stop (Esc), New chat and the mode picked; the extension sends the
 // transcript's exchanges as they stream, which the page places, keeping what a person unfolded
 // and following the end of the transcript while it is scrolled there. A tool line of the
-// transcript scrolls its card into view.
+// transcript scrolls its card into view. A card made under another one (a program's nested call)
+// goes into its parent's child list, whose "N calls" toggle opens and closes it; each child card
+// has the buttons of a top-level card and sends its own call id.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -38,9 +40,9 @@
     return template.content;
   }
 
-  /** @param {string} callId */
+  /** A card anywhere in the feed: at the top or inside its parent's child list. */
   function findCard(callId) {
-    for (const el of feed.children) {
+    for (const el of feed.querySelectorAll('article[data-call-id]')) {
       if (el instanceof HTMLElement && el.dataset.callId === callId) {
         return el;
       }
@@ -48,41 +50,152 @@
     return undefined;
   }
 
-  /** Keeps a card's "Native text" disclosure state across updates. */
-  function openState(el) {
-    const details = el.querySelector('details.native');
-    return details instanceof HTMLDetailsElement && details.open;
+  /** A card's own elements matching `selector`, not those of the child cards drawn inside it. */
+  function own(card, selector) {
+    return Array.from(card.querySelectorAll(selector)).filter((e) => e.closest('article[data-call-id]') === card);
   }
 
-  /** Whether a card's terminal output is expanded ("Show all N lines" pressed). */
-  function expandedState(el) {
-    const output = el.querySelector('.term-output');
-    return output instanceof HTMLElement && output.classList.contains('expanded');
-  }
-
-  /** What a person opened in a card that is drawn again (a running MCP card with more progress):
-   * its folded texts shown whole, by position, and its named disclosures (`data-fold`). */
-  function foldState(el) {
+  /** What a person changed in a card that is drawn again: its "Native text" disclosure, its
+   * terminal output expanded ("Show all N lines"), its folded texts shown whole (by position) and
+   * named disclosures (`data-fold`, a running MCP card), and its child list open or closed. */
+  function viewState(card) {
+    const details = own(card, 'details.native')[0];
+    const output = own(card, '.term-output')[0];
+    const children = own(card, 'details.card-children')[0];
     return {
-      texts: Array.from(el.querySelectorAll('.fold-text')).map((t) => t.classList.contains('expanded')),
-      details: Array.from(el.querySelectorAll('details[data-fold]'))
+      open: details instanceof HTMLDetailsElement && details.open,
+      expanded: output instanceof HTMLElement && output.classList.contains('expanded'),
+      texts: own(card, '.fold-text').map((t) => t.classList.contains('expanded')),
+      details: own(card, 'details[data-fold]')
         .filter((d) => d instanceof HTMLDetailsElement)
         .map((d) => [d.dataset.fold, d.open]),
+      children: children instanceof HTMLDetailsElement ? children.open : undefined,
     };
   }
 
-  function restoreFolds(el, state) {
-    el.querySelectorAll('.fold-text').forEach((t, i) => {
+  function restoreView(card, state) {
+    const details = own(card, 'details.native')[0];
+    if (state.open && details instanceof HTMLDetailsElement) {
+      details.open = true;
+    }
+    const output = own(card, '.term-output')[0];
+    if (state.expanded && output instanceof HTMLElement) {
+      setExpanded(output, true);
+    }
+    own(card, '.fold-text').forEach((t, i) => {
       if (state.texts[i] && t instanceof HTMLElement) {
         setFolded(t, true);
       }
     });
     for (const [name, open] of state.details) {
-      const d = Array.from(el.querySelectorAll('details[data-fold]')).find((x) => x instanceof HTMLElement && x.dataset.fold === name);
+      const d = own(card, 'details[data-fold]').find((x) => x instanceof HTMLElement && x.dataset.fold === name);
       if (d instanceof HTMLDetailsElement) {
         d.open = open;
       }
     }
+    const children = own(card, 'details.card-children')[0];
+    if (state.children !== undefined && children instanceof HTMLDetailsElement) {
+      children.open = state.children;
+    }
+  }
+
+  /** A card and the cards inside it. */
+  function cardsIn(card) {
+    return [card, ...card.querySelectorAll('article[data-call-id]')].filter((c) => c instanceof HTMLElement);
+  }
+
+  /** The list a parent card shows its children in (the calls a program made): made, like
+   * cardHtml.ts's `childrenHtml`, when its first child arrives. */
+  function childList(parent) {
+    const list = own(parent, '.child-list')[0];
+    if (list instanceof HTMLElement) {
+      return list;
+    }
+    const details = document.createElement('details');
+    details.className = 'card-children';
+    details.dataset.childrenOf = parent.dataset.callId;
+    details.open = true;
+    const summary = document.createElement('summary');
+    summary.className = 'children-summary';
+    const made = document.createElement('div');
+    made.className = 'child-list';
+    made.setAttribute('role', 'group');
+    made.setAttribute('aria-label', `calls made by ${own(parent, '.card-tool')[0]?.textContent ?? 'this call'}`);
+    details.append(summary, made);
+    parent.append(details);
+    return made;
+  }
+
+  /** A parent's "N calls · K failed" in its child list's toggle and its header. */
+  function countChildren(parent, label, failed) {
+    const summary = own(parent, 'summary.children-summary')[0];
+    if (summary) {
+      summary.textContent = label;
+    }
+    let pill = own(parent, '.children-count')[0];
+    const header = own(parent, '.card-header')[0];
+    if (!pill && header) {
+      pill = document.createElement('span');
+      header.append(pill);
+    }
+    if (pill) {
+      pill.className = `pill children-count${failed ? ' has-failed' : ''}`;
+      pill.textContent = label;
+    }
+  }
+
+  /** A parent drawn with its children: the copies of them drawn at the top while the parent was
+   * not known yet go. */
+  function adopt(fresh) {
+    const inside = new Set(cardsIn(fresh));
+    if (inside.size < 2) {
+      return;
+    }
+    const ids = new Set([...inside].map((c) => c.dataset.callId));
+    for (const el of feed.querySelectorAll('article[data-call-id]')) {
+      if (el instanceof HTMLElement && ids.has(el.dataset.callId) && !inside.has(el) && el.isConnected) {
+        el.remove();
+      }
+    }
+  }
+
+  /** Places a card (and the cards inside it): in place of its earlier drawing, keeping what a
+   * person opened in it and in its children, else new — a top-level card at the top, a child at
+   * the end of its parent's list (a parent the page does not have: at the top). */
+  function placeCard(message, node) {
+    const fresh = node.firstElementChild;
+    if (!(fresh instanceof HTMLElement)) {
+      return;
+    }
+    decorate(node);
+    const existing = findCard(message.callId);
+    const parent = typeof message.parentCallId === 'string' ? findCard(message.parentCallId) : undefined;
+    const list = parent ? childList(parent) : feed;
+    if (existing && existing.parentElement === list) {
+      const states = new Map(cardsIn(existing).map((c) => [c.dataset.callId, viewState(c)]));
+      const hadFocus = existing.contains(document.activeElement);
+      existing.replaceWith(node);
+      for (const card of cardsIn(fresh)) {
+        const state = states.get(card.dataset.callId);
+        if (state) {
+          restoreView(card, state);
+        }
+      }
+      if (hadFocus) {
+        fresh.focus();
+      }
+    } else {
+      existing?.remove();
+      if (list === feed) {
+        feed.prepend(node);
+      } else {
+        list.append(node);
+      }
+    }
+    if (parent) {
+      countChildren(parent, String(message.parentLabel ?? ''), message.parentFailed === true);
+    }
+    adopt(fresh);
   }
 
   /** Shows a folded text whole, or only its beginning. */
@@ -146,33 +259,7 @@
       return;
     }
     if (message.type === 'upsert') {
-      const node = fragment(message.html);
-      const fresh = node.firstElementChild;
-      const existing = findCard(message.callId);
-      if (fresh) {
-        decorate(node);
-      }
-      if (existing && fresh) {
-        const wasOpen = openState(existing);
-        const wasExpanded = expandedState(existing);
-        const folds = foldState(existing);
-        const hadFocus = existing.contains(document.activeElement);
-        existing.replaceWith(node);
-        const details = fresh.querySelector('details.native');
-        if (wasOpen && details instanceof HTMLDetailsElement) {
-          details.open = true;
-        }
-        const output = fresh.querySelector('.term-output');
-        if (wasExpanded && output instanceof HTMLElement) {
-          setExpanded(output, true);
-        }
-        restoreFolds(fresh, folds);
-        if (hadFocus && fresh instanceof HTMLElement) {
-          fresh.focus();
-        }
-      } else {
-        feed.prepend(node);
-      }
+      placeCard(message, fragment(message.html));
     } else if (message.type === 'stopRefused') {
       stopping.delete(message.callId);
       const stop = findCard(message.callId)?.querySelector('button[data-action="stop"]');
@@ -339,6 +426,12 @@
     const card = findCard(callId);
     if (!card) {
       return;
+    }
+    // a nested call: open the child lists it is in
+    for (let list = card.closest('details.card-children'); list; list = list.parentElement?.closest('details.card-children') ?? null) {
+      if (list instanceof HTMLDetailsElement) {
+        list.open = true;
+      }
     }
     card.scrollIntoView({ block: 'nearest' });
     card.focus({ preventScroll: true });
@@ -705,7 +798,8 @@
     if (!(active instanceof HTMLElement) || !feed.contains(active)) {
       return;
     }
-    const cards = Array.from(feed.querySelectorAll('article[data-call-id]'));
+    // the cards a person sees: not those in a closed child list
+    const cards = Array.from(feed.querySelectorAll('article[data-call-id]')).filter((c) => !c.closest('details.card-children:not([open])'));
     const current = active.closest('article[data-call-id]');
     const index = current ? cards.indexOf(current) : -1;
     let next;

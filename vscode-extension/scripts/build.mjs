@@ -1,7 +1,8 @@
 // Bundles with esbuild.
 //   node scripts/build.mjs               dist/extension.js (development: sourcemaps)
 //   node scripts/build.mjs --production  dist/extension.js (minified, what the .vsix ships)
-//   node scripts/build.mjs --tests       out/test/*.test.js (unit tests, no `vscode`)
+//   node scripts/build.mjs --tests       out/test/*.test.js (unit tests, no `vscode`; jsdom, which
+//                                        loads files of its own, from node_modules)
 //   node scripts/build.mjs --e2e         e2e/test-extension/dist/*.js (companion test extension)
 import * as esbuild from 'esbuild';
 import * as fs from 'node:fs';
@@ -26,7 +27,7 @@ async function main() {
     const dir = path.join(root, 'test');
     const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f));
     fs.rmSync(path.join(root, 'out/test'), { recursive: true, force: true });
-    await esbuild.build({ ...common, entryPoints, outdir: path.join(root, 'out/test'), sourcemap: 'inline', external: ['vscode'] });
+    await esbuild.build({ ...common, entryPoints, outdir: path.join(root, 'out/test'), sourcemap: 'inline', external: ['vscode', 'jsdom'] });
     return;
   }
   if (args.has('--e2e')) {

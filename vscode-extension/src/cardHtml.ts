@@ -10,7 +10,9 @@
 // servers provide through the bridge (`mcp`) by mcpCard.ts, the web tools' cards (`fetch`:
 // web_search's sources and web_fetch's page, as buttons that open the URL in the browser) by
 // webCard.ts; a kind without a view here (a tool's own kind), data of the wrong shape, or a failed
-// web card (its error is its text) is drawn as generic: its Native text. Pure: no `vscode` import.
+// web card (its error is its text) is drawn as generic: its Native text. A card with calls made
+// under it (a `run_code` program) draws them inside, as child cards under an "N calls" toggle, and
+// counts them (and the failed ones) in its header. Pure: no `vscode` import.
 
 import { lineHtml, parseAnsi } from './ansi';
 import { dataCardHtml, isDataView, type DataView } from './dataCards';
@@ -18,6 +20,7 @@ import { escapeHtml } from './html';
 import { mcpCardHtml, mcpDataOf, mcpTitleHtml } from './mcpCard';
 import type { Card, Hunk, ReadView, SearchView, TerminalView } from './cards';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './cards';
+import { childrenLabel, parentIdOf, type CardNode } from './cardTree';
 import { isRevertible } from './revert';
 import { collapseLines, COLLAPSED_LINES, exitPills } from './terminal';
 import { webCardHtml, webDataOf } from './webCard';
@@ -340,8 +343,41 @@ export function cardActions(card: Card): CardAction[] {
   return actions;
 }
 
-/** One card as an `<article>` of the feed. */
-export function renderCard(card: Card): string {
+/** The calls made under a card (a `run_code` program's nested calls, a subagent's calls): the
+ * "N calls" toggle (a disclosure, open at first) over the child cards, oldest first, each drawn
+ * like a top-level card with all its actions. media/panel.js builds the same shell when a parent's
+ * first child arrives live, and keeps a person's open/closed choice when the parent is redrawn. */
+export function childrenHtml(parent: Card, children: readonly CardNode[]): string {
+  if (children.length === 0) {
+    return '';
+  }
+  const label = childrenLabel(children.map((c) => c.card));
+  return (
+    `<details class="card-children"${attr('data-children-of', parent.callId)} open>` +
+    `<summary class="children-summary">${escapeHtml(label)}</summary>` +
+    `<div class="child-list" role="group"${attr('aria-label', `calls made by ${parent.tool}`)}>` +
+    children.map(renderCardNode).join('') +
+    `</div></details>`
+  );
+}
+
+/** The header's count of the calls made under a card (and of those that failed). */
+function childrenCountHtml(children: readonly CardNode[]): string {
+  if (children.length === 0) {
+    return '';
+  }
+  const failed = children.some((c) => c.card.status === 'failed');
+  return `<span class="pill children-count${failed ? ' has-failed' : ''}">${escapeHtml(childrenLabel(children.map((c) => c.card)))}</span>`;
+}
+
+/** A card with the cards made under it, drawn inside it (cardTree.ts). */
+export function renderCardNode(node: CardNode): string {
+  return renderCard(node.card, node.children);
+}
+
+/** One card as an `<article>` of the feed; `children`: the calls made under it, drawn inside it.
+ * A card made under another one says so (`data-parent-call-id`), wherever it is drawn. */
+export function renderCard(card: Card, children: readonly CardNode[] = []): string {
   const view = cardView(card);
   const { body, nativeShown } = bodyHtml(card, view);
   const native = nativeShown ? '' : nativeHtml(card.text, true, card.status === 'failed');
@@ -355,18 +391,21 @@ export function renderCard(card: Card): string {
   const caller = cardCaller(card);
   const mcp = view === 'mcp' ? mcpDataOf(card) : undefined;
   const title = mcp ? mcpTitleHtml(mcp) : escapeHtml(card.title);
+  const parentId = parentIdOf(card);
   return (
-    `<article class="card status-${escapeHtml(card.status)} view-${view}"${attr('data-call-id', card.callId)}` +
+    `<article class="card status-${escapeHtml(card.status)} view-${view}${parentId === undefined ? '' : ' child-card'}"${attr('data-call-id', card.callId)}` +
     `${attr('data-status', card.status)}${attr('data-kind', card.kind)}${attr('data-view', view)}` +
-    `${caller === undefined ? '' : attr('data-caller', caller)} tabindex="0"${attr('aria-labelledby', headerId)}` +
+    `${caller === undefined ? '' : attr('data-caller', caller)}${parentId === undefined ? '' : attr('data-parent-call-id', parentId)}` +
+    ` tabindex="0"${attr('aria-labelledby', headerId)}` +
     `${card.status === 'pending' ? ' aria-busy="true"' : ''}>` +
     `<header class="card-header"${attr('id', headerId)}${attr('title', titleLine(card))}>${statusIcon(card)}` +
     `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +
     `<span class="card-title">${title}</span>` +
     `<span class="card-sep"> · </span><span class="card-status">${escapeHtml(card.status)}</span>` +
-    `${callerHtml(card)}${statsHtml(card)}</header>` +
+    `${callerHtml(card)}${statsHtml(card)}${childrenCountHtml(children)}</header>` +
     `<div class="card-body">${body}</div>${native}` +
     (actions ? `<div class="actions" role="toolbar"${attr('aria-label', 'card actions')}>${actions}</div>` : '') +
+    childrenHtml(card, children) +
     `</article>`
   );
 }

@@ -1,9 +1,12 @@
 // The panel's model: live cards (upserted by callId as `toolhost/card` notifications arrive,
 // pending → completed/failed), the live output of running terminal and MCP calls (appended from
 // `toolhost/callOutput` until the final card replaces it) and, optionally, a replayed session
-// shown instead of them. Pure: no `vscode` import.
+// shown instead of them. Every card is kept flat, a program's nested calls (`parentCallId`) too:
+// find, Revert and Stop reach a child card by its own call id; `tree()` is what the panel draws.
+// Pure: no `vscode` import.
 
 import type { Card } from './cards';
+import { cardTree, type CardNode } from './cardTree';
 import { appendLive, LIVE_OUTPUT_MAX, takesLiveOutput, withLiveOutput, type LiveOutput } from './terminal';
 
 export type StoreEvent =
@@ -45,15 +48,30 @@ export class CardStore {
     }
   }
 
+  /** Keeps the newest `maxCards` top-level cards: the calls made under a card (a program's nested
+   * calls, up to thousands) go with it rather than counting on their own, so a long program does
+   * not push out the cards before it, and a parent never loses its first children. */
   private trim(): void {
-    if (this.live.length > this.maxCards) {
-      const dropped = this.live.splice(0, this.live.length - this.maxCards);
-      for (const card of dropped) {
-        this.outputs.delete(card.callId);
-      }
-      if (!this.replayState) {
-        this.emit({ type: 'remove', callIds: dropped.map((c) => c.callId) });
-      }
+    if (this.live.length <= this.maxCards) {
+      return;
+    }
+    const roots = cardTree(this.live);
+    if (roots.length <= this.maxCards) {
+      return;
+    }
+    const gone = new Set<string>();
+    const stack = roots.slice(0, roots.length - this.maxCards);
+    for (let node = stack.pop(); node; node = stack.pop()) {
+      gone.add(node.card.callId);
+      stack.push(...node.children);
+    }
+    const dropped = this.live.filter((c) => gone.has(c.callId));
+    this.live = this.live.filter((c) => !gone.has(c.callId));
+    for (const card of dropped) {
+      this.outputs.delete(card.callId);
+    }
+    if (!this.replayState) {
+      this.emit({ type: 'remove', callIds: dropped.map((c) => c.callId) });
     }
   }
 
@@ -139,6 +157,12 @@ export class CardStore {
   /** The cards on show, oldest first. */
   visible(): Card[] {
     return this.replayState ? [...this.replayState.cards] : [...this.live];
+  }
+
+  /** The cards on show as trees (cardTree.ts): the top-level cards oldest first, each with the
+   * calls made under it. */
+  tree(): CardNode[] {
+    return cardTree(this.replayState ? this.replayState.cards : this.live);
   }
 
   liveCards(): Card[] {

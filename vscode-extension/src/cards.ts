@@ -115,6 +115,10 @@ export interface Card {
    * `clientInfo.name` (e.g. `claude-code`) for calls that came through `toolhost mcp`, attached to
    * this server. The title line of `rendered` then ends with ` · <caller>`. */
   caller?: string | null;
+  /** The call this one ran under: a `run_code` program's call for its nested calls (ids
+   * `<parent>:code:<n>`), a `subagent` call for its child's calls. The panel draws the card inside
+   * its parent's card (cardTree.ts), or at the top when that card is not there. */
+  parentCallId?: string | null;
   locations: CardLocation[];
   hunks?: Hunk[] | null;
   stats?: Stats | null;
@@ -211,6 +215,10 @@ export function asCard(raw: unknown): Card | undefined {
   // editor's own call.
   if (cardCaller(card) === undefined) {
     delete out.caller;
+  }
+  // A parent is a call id or nothing.
+  if (typeof card.parentCallId !== 'string' || card.parentCallId === '') {
+    delete out.parentCallId;
   }
   // Live progress is the store's own, never the server's.
   delete out.progress;

@@ -1,6 +1,7 @@
 // The toolhost panel: a webview view (own activity-bar container) showing the card store, newest
-// first. The host renders card HTML (cardHtml.ts) and posts it — a running terminal card again on
-// every piece of live output; media/panel.js places it and turns clicks and keys into action
+// first. The host renders card HTML (cardHtml.ts) and posts it (cardMessages.ts) — a running
+// terminal card again on every piece of live output, a program's nested call into its parent's
+// card; media/panel.js places it and turns clicks and keys into action
 // messages (Stop, open a spilled output file, Revert, open a web card's source in the browser, …).
 // Above the cards: the forms of the open questions (`toolhost/askUser`), the summaries of the open
 // reviews (review mode) with their buttons, and the session's todo list (the latest todo card's,
@@ -9,7 +10,8 @@
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
-import { makeNonce, PANEL_STYLESHEETS, renderCard, renderPage, replayBanner } from './cardHtml';
+import { makeNonce, PANEL_STYLESHEETS, renderPage } from './cardHtml';
+import { resetMessage, storeMessage } from './cardMessages';
 import type { CardStore } from './cardStore';
 import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
 import type { ChatController } from './chatView';
@@ -69,12 +71,10 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       chat.onDidChange((change) => this.chatChanged(change?.key)),
       { dispose: () => clearTimeout(this.chatTimer) },
       store.onChange((event) => {
-        if (event.type === 'upsert') {
-          void this.post({ type: 'upsert', callId: event.card.callId, html: renderCard(event.card) });
-        } else if (event.type === 'remove') {
-          void this.post({ type: 'remove', callIds: event.callIds });
-        } else {
+        if (event.type === 'reset') {
           void this.postReset();
+        } else {
+          void this.post(storeMessage(store, event));
         }
         this.updateTodos();
       }),
@@ -174,21 +174,8 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
-  private cardsHtml(): string {
-    return this.store
-      .visible()
-      .reverse()
-      .map((card) => renderCard(card))
-      .join('');
-  }
-
-  private bannerHtml(): string {
-    const replay = this.store.replay;
-    return replay ? replayBanner(replay.sessionId, replay.cards.length) : '';
-  }
-
   private async postReset(): Promise<void> {
-    await this.post({ type: 'reset', html: this.cardsHtml(), banner: this.bannerHtml() });
+    await this.post(resetMessage(this.store));
     await this.post({ type: 'reviews', html: this.reviewsHtml });
     await this.post({ type: 'questions', forms: this.questionForms });
     await this.post({ type: 'todos', html: this.todosHtml });
@@ -205,13 +192,14 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     this.view = view;
     const media = vscode.Uri.joinPath(this.extensionUri, 'media');
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    const reset = resetMessage(this.store);
     view.webview.html = renderPage({
       cspSource: view.webview.cspSource,
       nonce: makeNonce((n) => crypto.randomBytes(n)),
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'panel.js')).toString(),
       styleUris: PANEL_STYLESHEETS.map((name) => view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'styles', `${name}.css`)).toString()),
-      cardsHtml: this.cardsHtml(),
-      bannerHtml: this.bannerHtml(),
+      cardsHtml: reset.html,
+      bannerHtml: reset.banner,
       reviewsHtml: this.reviewsHtml,
       questionsHtml: this.questionForms.map((f) => f.html).join(''),
       todosHtml: this.todosHtml,

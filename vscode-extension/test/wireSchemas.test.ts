@@ -86,7 +86,7 @@ describe('wire types against docs/schemas', () => {
 
   it('the card and hunk fields are the ones the extension knows (a new field fails here first)', () => {
     const card = loadSchema('Card');
-    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'hunks', 'kind', 'locations', 'read', 'rendered', 'search', 'stats', 'status', 'terminal', 'text', 'title', 'tool']);
+    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'hunks', 'kind', 'locations', 'parentCallId', 'read', 'rendered', 'search', 'stats', 'status', 'terminal', 'text', 'title', 'tool']);
     // `caller`: an optional name (or null), the MCP client's, for calls made through toolhost mcp
     assert.ok(!(card.required as string[]).includes('caller'));
     assert.deepEqual((card.properties as Record<string, Record<string, unknown>>).caller?.type, ['string', 'null']);
@@ -94,6 +94,10 @@ describe('wire types against docs/schemas', () => {
     assertValid(validate, fixtures.mcpEditCard, 'a card with a caller');
     assertValid(validate, { ...fixtures.editCard, caller: null }, 'caller: null');
     assert.equal(validate({ ...fixtures.editCard, caller: 3 }), false, 'caller must be a string');
+    // `parentCallId`: the call a nested call ran under (a run_code program's), optional
+    assert.ok(!(card.required as string[]).includes('parentCallId'));
+    assertValid(validate, { ...fixtures.editCard, callId: 'call_prog:code:3', parentCallId: 'call_prog' }, 'a nested call');
+    assert.equal(validate({ ...fixtures.editCard, parentCallId: 3 }), false, 'parentCallId must be a string');
     const hunk = def(card, 'Hunk');
     assert.deepEqual(propertyNames(hunk), ['header', 'lines', 'newLines', 'newStart', 'oldLines', 'oldStart', 'path', 'preview']);
     assert.deepEqual(hunk.required, ['path', 'oldStart', 'oldLines', 'newStart', 'newLines', 'lines']);

@@ -1,0 +1,84 @@
+// What the panel posts to its page when the card store changes: the feed's HTML (top-level cards
+// newest first, each with the calls made under it drawn inside) and, for one card that changed,
+// its HTML and where it goes. A card made under another one names its parent and the parent's new
+// "N calls" label, so media/panel.js puts it in the parent's child list (or at the top when the
+// page has no such parent) and updates the parent's counts without drawing the parent again — a
+// program may make a thousand calls. A parent drawn again (its final card) comes with all its
+// children; the page then drops any copy of them it had drawn at the top before the parent was
+// known. Pure: no `vscode` import, so `node --test` covers it (and drives the page with it).
+
+import { renderCardNode, replayBanner } from './cardHtml';
+import type { CardStore, StoreEvent } from './cardStore';
+import { cardTree, childrenLabel, type CardNode } from './cardTree';
+import type { Card } from './cards';
+
+export type CardMessage =
+  | {
+      type: 'upsert';
+      callId: string;
+      html: string;
+      /** The card it goes inside; absent: a top-level card. */
+      parentCallId?: string;
+      /** The parent's "N calls · K failed" after this change. */
+      parentLabel?: string;
+      /** Whether any of the parent's children failed (its count is drawn as a failure). */
+      parentFailed?: boolean;
+    }
+  | { type: 'remove'; callIds: string[] }
+  | { type: 'reset'; html: string; banner: string };
+
+/** The feed's HTML: the top-level cards, newest first, each with its children inside. */
+export function feedHtml(cards: readonly Card[]): string {
+  return cardTree(cards)
+    .reverse()
+    .map((node) => renderCardNode(node))
+    .join('');
+}
+
+/** The message that places `card` (just upserted) among `cards` (the cards on show). One walk of
+ * the tree finds the card's node and the node it hangs under. */
+export function upsertMessage(cards: readonly Card[], card: Card): CardMessage {
+  let found: { node: CardNode; parent: CardNode | undefined } | undefined;
+  const stack: { node: CardNode; parent: CardNode | undefined }[] = cardTree(cards).map((node) => ({ node, parent: undefined }));
+  while (!found) {
+    const at = stack.pop();
+    if (!at) {
+      break;
+    }
+    if (at.node.card.callId === card.callId) {
+      found = at;
+    }
+    stack.push(...at.node.children.map((child) => ({ node: child, parent: at.node })));
+  }
+  const node = found?.node ?? { card, children: [] };
+  const message: CardMessage = { type: 'upsert', callId: card.callId, html: renderCardNode(node) };
+  const parent = found?.parent;
+  if (parent) {
+    const siblings = parent.children.map((c) => c.card);
+    message.parentCallId = parent.card.callId;
+    message.parentLabel = childrenLabel(siblings);
+    message.parentFailed = siblings.some((c) => c.status === 'failed');
+  }
+  return message;
+}
+
+/** The page's message for a change of the store. */
+export function storeMessage(store: CardStore, event: StoreEvent): CardMessage {
+  if (event.type === 'upsert') {
+    return upsertMessage(store.visible(), event.card);
+  }
+  if (event.type === 'remove') {
+    return { type: 'remove', callIds: event.callIds };
+  }
+  return resetMessage(store);
+}
+
+/** Every card on show (live or a replay) and the banner over them. */
+export function resetMessage(store: CardStore): Extract<CardMessage, { type: 'reset' }> {
+  const replay = store.replay;
+  return {
+    type: 'reset',
+    html: feedHtml(store.visible()),
+    banner: replay ? replayBanner(replay.sessionId, replay.cards.length) : '',
+  };
+}
