@@ -4925,5 +4925,7 @@ test('chat: reasoning, a retry drops the broken attempt, compaction, call failur
   end
 end)
 
+require('nested_cards')(test)
+
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

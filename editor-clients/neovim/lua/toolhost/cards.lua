@@ -3,8 +3,9 @@
 --- (|toolhost.cards.store|) and the live output of running calls (`live`), the cards buffers
 --- (`buffer`), one view per card kind chosen by the card's `kind` (`views`: `diff`, `read`,
 --- `search`, `terminal`, `todo`, `question`, `plan`, `fetch`, `mcp`; any other kind is drawn by
---- `generic`), the full-output buffers (`output`) and what the keys of a cards buffer do
---- (`actions`). This module ties them together when a card or live output arrives.
+--- `generic`), a program's nested calls drawn under its card (`tree`), the full-output buffers
+--- (`output`) and what the keys of a cards buffer do (`actions`). This module ties them together
+--- when a card or live output arrives.
 
 ---@class toolhost.CardLocation
 ---@field path string Absolute path.
@@ -46,6 +47,8 @@
 ---  line of `rendered` then ends with ` · <caller>`.
 ---@field text string
 ---@field rendered string The one plain-text rendering; shown byte for byte.
+---@field parentCallId? string the call this one ran under (a `run_code` program's, for its nested
+---  calls `<parent>:code:<n>`; a subagent's): drawn under that card (|toolhost.cards.tree|)
 ---@field locations toolhost.CardLocation[]
 ---@field hunks? toolhost.Hunk[]
 ---@field stats? {additions: integer, deletions: integer}
@@ -61,7 +64,8 @@
 ---  (|toolhost.cards.terminal|) also 'command', 'meta', 'more', 'output', 'running', 'exit-ok', 'exit-error', 'exit-warn';
 ---  of a todo, question or plan view also 'counts', 'todo-done', 'todo-active', 'todo-pending', 'question',
 ---  'answer', 'option', 'waiting', 'approved', 'error', 'md-heading', 'md-code', 'md-quote'; of an MCP
----  card's view also 'section' (`structured:`) and 'json'
+---  card's view also 'section' (`structured:`) and 'json'; the count of a program's nested calls
+---  'children'
 ---@field hunk? toolhost.Hunk the hunk of a diff line (of a `file` line: that file's first hunk)
 ---@field line? integer for diff lines: the line in the new file (nil in a preview hunk)
 
@@ -76,6 +80,8 @@
 ---@field role? toolhost.LineRole the line's role when it is not read off `rendered` (terminal
 ---  cards, cards drawn from their data, the pinned todo list)
 ---@field pinned? boolean a line of the todo list pinned at the top (|toolhost.cards.todo|)
+---@field depth? integer how deep the card is nested: 0 a top-level card, 1 a call made under it, …
+---@field indent? integer the bytes of tree marks in front of the line (a nested call's lines)
 
 ---@class toolhost.LiveOutput
 ---@field text string the `toolhost/callOutput` text received so far (its tail, see LIVE_CAP)

@@ -3,6 +3,7 @@
 
 local buffer = require('toolhost.cards.buffer')
 local store = require('toolhost.cards.store')
+local tree = require('toolhost.cards.tree')
 local views = require('toolhost.cards.views')
 
 local M = {}
@@ -46,7 +47,8 @@ function M.jump(buf)
 end
 
 --- The call that <C-c> in a cards buffer and |:ToolhostStop| stop: the pending card under the
---- cursor of cards buffer `buf`, else the newest pending card of `client_id`, else of any client.
+--- cursor of cards buffer `buf` (a nested call drawn under its program: that call), else the
+--- newest pending top-level card of `client_id`, else of any client.
 ---@param buf? integer
 ---@param row? integer 1-based cursor line in `buf`
 ---@param client_id? integer
@@ -64,8 +66,10 @@ function M.call_to_stop(buf, row, client_id)
     end
   end
   for _, id in ipairs(ids) do
+    local s = store.store(id)
     for _, card in ipairs(store.list(id)) do
-      if card.status == 'pending' then
+      -- a program's nested call stops with the program: stop the call at the top
+      if card.status == 'pending' and not tree.drawn_parent(card, s.by_id) then
         return id, card.callId
       end
     end

@@ -1,14 +1,16 @@
 --- toolhost.cards.buffer: The cards buffers: `toolhost://cards/<session>` (a client's cards as they
 --- arrive, newest first, with the session's todo list pinned at the top) and
 --- `toolhost://replay/<session>` (a session's cards rebuilt from its log). Each line knows the card
---- it belongs to, so the keys of the buffer act on the card under the cursor, and the cursor stays
---- on its card while live output and new cards redraw the buffer.
+--- it belongs to, so the keys of the buffer act on the card under the cursor — on a program's
+--- nested call drawn under its card, that call — and the cursor stays on its card while live
+--- output and new cards redraw the buffer. Each card is a fold holding its nested calls.
 
 local highlights = require('toolhost.cards.highlights')
 local live = require('toolhost.cards.live')
 local store = require('toolhost.cards.store')
 local text = require('toolhost.cards.text')
 local todo = require('toolhost.cards.todo')
+local tree = require('toolhost.cards.tree')
 local views = require('toolhost.cards.views')
 
 local M = {}
@@ -31,9 +33,65 @@ local redraw_due = {}
 --- but several calls (and servers) may run at once, and each redraw rewrites the whole buffer.
 local REDRAW_MS = 50
 
+--- A card's lines and their roles: as its view draws it, else its `rendered` (roles nil: read
+--- off `rendered` by |toolhost.cards.views| when highlighting).
+---@param card toolhost.Card
+---@param client_id? integer
+---@param pinned_id? string
+---@return string[] lines
+---@return toolhost.LineRole[]? roles
+local function card_lines(card, client_id, pinned_id)
+  local vlines, roles = views.draw(card, { live = live.get(client_id, card.callId), pinned_id = pinned_id })
+  if vlines and roles then
+    return vlines, roles
+  end
+  return text.split(card.rendered or ''), nil
+end
+
+--- Adds a card and, under it, the calls made under it (|toolhost.cards.tree|): each line after
+--- its tree marks (`first` on the card's first line, `rest` on the others), the count line, then
+--- each child with its own marks one level deeper.
+---@param node toolhost.CardNode
+---@param ctx {lines: string[], info: toolhost.LineInfo[], client_id?: integer, pinned_id?: string}
+---@param first string
+---@param rest string
+---@param depth integer
+local function add_node(node, ctx, first, rest, depth)
+  local card = node.card
+  local vlines, roles = card_lines(card, ctx.client_id, ctx.pinned_id)
+  for idx, l in ipairs(vlines) do
+    local mark = idx == 1 and first or rest
+    table.insert(ctx.lines, mark .. l)
+    table.insert(ctx.info, {
+      card = card,
+      index = idx,
+      role = roles and roles[idx] or nil,
+      depth = depth,
+      indent = #mark,
+    })
+  end
+  if #node.children == 0 then
+    return
+  end
+  -- The count line belongs to the parent: the keys act on it there.
+  table.insert(ctx.lines, rest .. '  ' .. tree.label(node.children))
+  table.insert(ctx.info, {
+    card = card,
+    index = #vlines + 1,
+    role = { role = 'children' },
+    depth = depth,
+    indent = #rest,
+  })
+  for i, child in ipairs(node.children) do
+    local cfirst, crest = tree.marks(rest, i == #node.children)
+    add_node(child, ctx, cfirst, crest, depth + 1)
+  end
+end
+
 --- The lines a cards buffer shows: the latest todo list pinned at the top
 --- (|toolhost.cards.todo|), then each card as its view draws it (|toolhost.cards.views|; the
---- generic view: its `rendered`), one blank line between cards.
+--- generic view: its `rendered`), one blank line between cards; the calls made under a card (a
+--- program's nested calls) indented under it (|toolhost.cards.tree|).
 ---@param cards toolhost.Card[] newest first
 ---@param client_id? integer the client whose live output running terminal cards show
 ---@return string[] lines
@@ -48,24 +106,13 @@ function M.lines(cards, client_id)
       table.insert(info, { card = pinned, index = idx, role = roles[idx], pinned = true })
     end
   end
-  for _, card in ipairs(cards) do
+  local ctx = { lines = lines, info = info, client_id = client_id, pinned_id = pinned and pinned.callId or nil }
+  for _, node in ipairs(tree.build(cards)) do
     if #lines > 0 then
       table.insert(lines, '')
       table.insert(info, false)
     end
-    local vlines, roles =
-      views.draw(card, { live = live.get(client_id, card.callId), pinned_id = pinned and pinned.callId or nil })
-    if vlines and roles then
-      for idx, l in ipairs(vlines) do
-        table.insert(lines, l)
-        table.insert(info, { card = card, index = idx, role = roles[idx] })
-      end
-    else
-      for idx, l in ipairs(text.split(card.rendered or '')) do
-        table.insert(lines, l)
-        table.insert(info, { card = card, index = idx })
-      end
-    end
+    add_node(node, ctx, '', '', 0)
   end
   return lines, info
 end
@@ -76,6 +123,72 @@ end
 ---@return string
 local function row_key(li)
   return li.pinned and '\0pinned' or li.card.callId
+end
+
+--- The fold level of line `lnum` of the current cards buffer ('foldexpr'): each card is a fold
+--- that starts at its title line and holds the calls made under it, each of them a fold one level
+--- deeper; so `zc` on a program's card folds it with its nested calls, on a nested call only that.
+---@param lnum integer
+---@return string
+function M.fold_level(lnum)
+  local li = (line_info[vim.api.nvim_get_current_buf()] or {})[lnum]
+  if not li or li.pinned then
+    return '0'
+  end
+  local level = (li.depth or 0) + 1
+  return li.index == 1 and ('>' .. level) or tostring(level)
+end
+
+--- The cards whose fold is closed in a window showing `buf`, by window: a redraw replaces every
+--- line, and the folds a person closed must stay closed on the same cards.
+---@param buf integer
+---@param info toolhost.LineInfo[] what the buffer shows now
+---@return table<integer, string[]>
+local function closed_folds(buf, info)
+  local out = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.wo[win].foldmethod == 'expr' then
+      vim.api.nvim_win_call(win, function()
+        for row, li in ipairs(info) do
+          if li and not li.pinned and li.index == 1 and vim.fn.foldclosed(row) == row then
+            out[win] = out[win] or {}
+            table.insert(out[win], li.card.callId)
+          end
+        end
+      end)
+    end
+  end
+  return out
+end
+
+--- Closes again the folds of `closed` (|closed_folds|) on the cards' new title lines.
+---@param buf integer
+---@param info toolhost.LineInfo[]
+---@param closed table<integer, string[]>
+local function reclose_folds(buf, info, closed)
+  if next(closed) == nil then
+    return
+  end
+  local rows = {}
+  for row, li in ipairs(info) do
+    if li and not li.pinned and li.index == 1 then
+      rows[li.card.callId] = row
+    end
+  end
+  for win, ids in pairs(closed) do
+    if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf then
+      vim.api.nvim_win_call(win, function()
+        vim.cmd('normal! zx')
+        -- innermost first: closing a parent first would hide its children's title lines
+        for i = #ids, 1, -1 do
+          local row = rows[ids[i]]
+          if row then
+            vim.cmd(('silent! %dfoldclose'):format(row))
+          end
+        end
+      end)
+    end
+  end
 end
 
 --- Fills a cards buffer and its highlights.
@@ -94,6 +207,9 @@ function M.render(buf, cards, client_id)
     local li = old_info[pos[1]]
     cursors[win] = { pos = pos, key = li and row_key(li) or nil, index = li and li.index or nil }
   end
+  local closed = closed_folds(buf, old_info)
+  -- before the lines change: 'foldexpr' reads it while Neovim updates the folds
+  line_info[buf] = info
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -116,7 +232,7 @@ function M.render(buf, cards, client_id)
     end
     pcall(vim.api.nvim_win_set_cursor, win, { math.max(math.min(row, #lines), 1), cur.pos[2] })
   end
-  line_info[buf] = info
+  reclose_folds(buf, info, closed)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   local layouts = {}
   for row, li in ipairs(info) do
@@ -133,9 +249,11 @@ function M.render(buf, cards, client_id)
       vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
     end
     if li and li.index == 1 then
-      for _, span in ipairs(views.title_spans(li.card, lines[row])) do
-        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, span[1], {
-          end_col = span[2],
+      -- a nested call's title comes after its tree marks
+      local indent = li.indent or 0
+      for _, span in ipairs(views.title_spans(li.card, lines[row]:sub(indent + 1))) do
+        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, span[1] + indent, {
+          end_col = span[2] + indent,
           hl_group = span[3],
           priority = 110,
         })
@@ -237,6 +355,11 @@ local function show(buf)
   vim.wo.wrap = false
   vim.wo.number = false
   vim.wo.relativenumber = false
+  -- each card a fold (with its nested calls), all open at first
+  vim.wo.foldmethod = 'expr'
+  vim.wo.foldexpr = "v:lua.require'toolhost.cards.buffer'.fold_level(v:lnum)"
+  vim.wo.foldlevel = 99
+  vim.wo.foldenable = true
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
 end
 

@@ -74,6 +74,7 @@ M.ROLE_GROUPS = {
   ['md-code'] = 'ToolhostPlanCode',
   ['md-quote'] = 'ToolhostPlanQuote',
   section = 'ToolhostCardInfo',
+  children = 'ToolhostCardInfo',
 }
 
 M.define_highlights()
