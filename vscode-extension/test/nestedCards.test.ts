@@ -14,7 +14,7 @@ import { CardStore } from '../src/cardStore';
 import { cardTree, childrenLabel } from '../src/cardTree';
 import { asCard, type Card } from '../src/cards';
 import { revertArguments } from '../src/revert';
-import { editCard, grepCard, pendingEditCard, readCard } from './fixtures';
+import { bashPendingCard, editCard, grepCard, pendingEditCard, readCard } from './fixtures';
 
 const PARENT = 'call_prog';
 
@@ -239,5 +239,26 @@ describe('nested calls: the panel page (media/panel.js in jsdom)', () => {
     // the same buttons as the top-level card of its kind
     const buttons = (html: string) => [...html.matchAll(/data-action="([a-zA-Z]+)"/g)].map((m) => m[1]);
     assert.deepEqual(buttons(childEdit?.outerHTML ?? ''), buttons(renderCard(editCard)));
+  });
+
+  it('a card drawn again keeps what a person opened in it, at the top and as a child (live terminal output)', () => {
+    const store = new CardStore();
+    const p = page(store);
+    const lines = Array.from({ length: 30 }, (_, i) => `line ${i}`).join('\n') + '\n';
+    const nested = { ...bashPendingCard, callId: `${PARENT}:code:1`, parentCallId: PARENT };
+    store.upsert(bashPendingCard);
+    store.upsert(program);
+    store.upsert(nested);
+    for (const callId of [bashPendingCard.callId, nested.callId]) {
+      store.appendOutput(callId, lines);
+      p.click(p.article(callId)?.querySelector('button[data-local="toggleOutput"]'));
+      store.appendOutput(callId, 'more\n');
+      assert.ok(p.article(callId)?.querySelector('.term-output')?.classList.contains('expanded'), `${callId} still expanded`);
+      assert.match(p.article(callId)?.querySelector('.term-text')?.textContent ?? '', /more$/);
+    }
+    // the program drawn again (its final card) keeps its child's output expanded
+    store.upsert(programDone);
+    assert.ok(p.article(nested.callId)?.querySelector('.term-output')?.classList.contains('expanded'));
+    assert.deepEqual(p.childrenOf(PARENT), [nested.callId]);
   });
 });
