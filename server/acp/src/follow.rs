@@ -1,19 +1,25 @@
 //! A run's calls as ACP tool calls while they happen: each started call becomes a tool call (the
 //! todo list excepted: it is the plan), a running command's output follows live, and the
-//! finished card closes the tool call.
+//! finished card closes the tool call. Calls made under a followed call (a `run_code` program's
+//! nested calls, a subagent's calls) are followed too: they reach the host's listeners, not the
+//! run, and carry their parent in `_meta.toolhost.parentCallId`.
 
 use crate::client::ClientLine;
 use crate::live::LiveOutput;
 use crate::updates;
 use agent_client_protocol::v1::schema::SessionUpdate;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use toolhost_host::Host;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use toolhost_host::agent::RunUpdate;
-use toolhost_protocol::card::CardKind;
+use toolhost_host::{Host, HostListener};
+use toolhost_protocol::card::{Card, CardKind, CardStatus};
 
 /// Follows the calls of one session's runs.
 pub struct CallFollower {
+    inner: Arc<Following>,
+}
+
+struct Following {
     host: Arc<Host>,
     line: Arc<ClientLine>,
     /// The running commands whose output is followed.
@@ -22,12 +28,48 @@ pub struct CallFollower {
 
 impl CallFollower {
     pub fn new(host: Arc<Host>, line: Arc<ClientLine>) -> Self {
-        Self { host, line, live: Mutex::new(HashMap::new()) }
+        let inner = Arc::new(Following { host, line, live: Mutex::new(HashMap::new()) });
+        inner.host.add_listener(Arc::new(NestedCalls(Arc::downgrade(&inner))));
+        CallFollower { inner }
     }
 
     /// A call of the run started or ended: its tool call (or the plan), and a command's live
     /// output in between.
     pub fn update(&self, update: RunUpdate) {
+        self.inner.update(update);
+    }
+}
+
+/// Hears the host's cards for the calls made under a followed call (weakly: the host outlives
+/// the session).
+struct NestedCalls(Weak<Following>);
+
+impl HostListener for NestedCalls {
+    fn card(&self, card: &Card) {
+        let Some(following) = self.0.upgrade() else { return };
+        let Some(parent) = card.parent_call_id.as_deref() else { return };
+        let followed = following
+            .line
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(parent);
+        if !followed {
+            return;
+        }
+        let update = if card.status == CardStatus::Pending {
+            RunUpdate::CallStarted { card: card.clone() }
+        } else {
+            let text = card.text.clone();
+            let is_error = card.status == CardStatus::Failed;
+            RunUpdate::CallFinished { card: card.clone(), text, is_error }
+        };
+        following.update(update);
+    }
+}
+
+impl Following {
+    fn update(&self, update: RunUpdate) {
         match update {
             RunUpdate::CallStarted { card } => {
                 self.line

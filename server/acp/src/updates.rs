@@ -155,6 +155,16 @@ pub fn started(root: &str, card: &Card) -> ToolCall {
         .status(ToolCallStatus::Pending)
         .content(content(root, card))
         .locations(locations(card))
+        .meta(parent_meta(card))
+}
+
+/// `_meta.toolhost.parentCallId` of a call made under another (a program's nested call), so a
+/// client that knows it can draw the call inside its parent's; others show it as a call.
+fn parent_meta(card: &Card) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let parent = card.parent_call_id.as_ref()?;
+    let mut meta = serde_json::Map::new();
+    meta.insert("toolhost".to_owned(), serde_json::json!({"parentCallId": parent}));
+    Some(meta)
 }
 
 /// The update a finished call sends: its status and final content.
@@ -178,6 +188,7 @@ pub fn replayed(root: &str, card: &Card) -> ToolCall {
         .content(content(root, card))
         .locations(locations(card))
         .raw_output(card.data.clone())
+        .meta(parent_meta(card))
 }
 
 /// The session's plan from a todo card (`todo_write`'s list).

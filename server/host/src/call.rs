@@ -24,7 +24,7 @@
 //! The call runs as a task of its own: a caller that goes away (a cancelled request drops the
 //! handle) cancels the call, whose body is still awaited to its end and logged.
 
-use crate::calls::Lane;
+use crate::calls::{Heritage, Lane};
 use crate::host::{CallOutcome, Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
 use serde_json::Value;
@@ -171,14 +171,26 @@ impl Drop for CallHandle {
 impl Host {
     /// Starts a call (see the module doc for what the host does around the pipeline). Fails only
     /// when a call with the same id is already running.
-    pub fn call(self: &Arc<Self>, request: CallRequest) -> Result<CallHandle, HostError> {
+    pub fn call(self: &Arc<Self>, mut request: CallRequest) -> Result<CallHandle, HostError> {
         let call_id = request.call_id.clone().unwrap_or_else(new_call_id);
+        // A call made under another (a program's nested call) is made by the same caller: it
+        // inherits what its request does not say itself.
+        if let Some(parent) = request.parent.as_deref().and_then(|p| self.calls().heritage(p)) {
+            request.caller = request.caller.or(parent.caller);
+            request.asker = request.asker.or(parent.asker);
+            request.agent = request.agent.or(parent.agent);
+        }
+        let heritage = Heritage {
+            caller: request.caller.clone(),
+            asker: request.asker.clone(),
+            agent: request.agent,
+        };
         // A child of a call that still runs goes under its parent's permit; a child that outlived
         // its parent (a background subagent's) takes its own turn like any call.
         let under_parent = request.parent.as_deref().is_some_and(|p| self.calls().running(p));
         let (token, listed) = self
             .calls()
-            .enter(&call_id, request.parent.as_deref(), request.cancel.as_ref())
+            .enter(&call_id, request.parent.as_deref(), request.cancel.as_ref(), heritage)
             .ok_or_else(|| HostError::DuplicateCall(call_id.clone()))?;
         let (started_tx, started_rx) = oneshot::channel();
         let host = Arc::clone(self);

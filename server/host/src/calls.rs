@@ -12,15 +12,32 @@
 //! A call cancelled while it runs gives its permit back at once, not when its body returns: a
 //! body stuck in the kernel must not hold up its lane.
 
+use crate::permissions::AgentCall;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{Notify, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
-use toolhost_contract::CancellationToken;
+use toolhost_contract::{CancellationToken, QuestionsHandle};
+
+/// What a running call hands down to the calls a program makes under it: who asked, who
+/// answers its questions, and the agent's permission mode — a nested call is made by the same
+/// caller as its program, so it is asked about, labelled and permitted the same way.
+#[derive(Clone, Default)]
+pub struct Heritage {
+    pub caller: Option<String>,
+    pub asker: Option<QuestionsHandle>,
+    pub agent: Option<AgentCall>,
+}
+
+/// One running call.
+struct Running {
+    token: CancellationToken,
+    heritage: Heritage,
+}
 
 #[derive(Default)]
 struct Inner {
-    calls: Mutex<HashMap<String, CancellationToken>>,
+    calls: Mutex<HashMap<String, Running>>,
     active: AtomicUsize,
     idle: Notify,
     /// The lane of calls whose request names none (the editor's, a CLI call's).
@@ -107,6 +124,7 @@ impl CallTable {
         call_id: &str,
         parent: Option<&str>,
         cancel: Option<&CancellationToken>,
+        heritage: Heritage,
     ) -> Option<(CancellationToken, Listed)> {
         let mut calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if calls.contains_key(call_id) {
@@ -114,10 +132,10 @@ impl CallTable {
         }
         let token = match (cancel, parent.and_then(|p| calls.get(p))) {
             (Some(cancel), _) => cancel.child_token(),
-            (None, Some(parent)) => parent.child_token(),
+            (None, Some(parent)) => parent.token.child_token(),
             (None, None) => CancellationToken::new(),
         };
-        calls.insert(call_id.to_owned(), token.clone());
+        calls.insert(call_id.to_owned(), Running { token: token.clone(), heritage });
         self.inner.active.fetch_add(1, Ordering::SeqCst);
         Some((token, Listed { table: self.clone(), call_id: call_id.to_owned() }))
     }
@@ -148,20 +166,26 @@ impl CallTable {
     /// Cancels running call `call_id` (and so its children); `false` when it is not running.
     pub fn cancel(&self, call_id: &str) -> bool {
         let calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls.get(call_id).map(CancellationToken::cancel).is_some()
+        calls.get(call_id).map(|running| running.token.cancel()).is_some()
     }
 
     /// Cancels every running call.
     pub fn cancel_all(&self) {
         let calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        for token in calls.values() {
-            token.cancel();
+        for running in calls.values() {
+            running.token.cancel();
         }
     }
 
     /// Whether call `call_id` runs now.
     pub fn running(&self, call_id: &str) -> bool {
         self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner).contains_key(call_id)
+    }
+
+    /// What running call `call_id` hands down to calls made under it.
+    pub fn heritage(&self, call_id: &str) -> Option<Heritage> {
+        let calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.get(call_id).map(|running| running.heritage.clone())
     }
 
     /// How many calls run now.
@@ -188,13 +212,16 @@ mod tests {
     #[test]
     fn a_child_is_cancelled_with_its_parent_but_not_the_other_way() {
         let table = CallTable::default();
-        let (parent, _p) = table.enter("p", None, None).unwrap();
-        let (child, _c) = table.enter("c", Some("p"), None).unwrap();
-        assert!(table.enter("p", None, None).is_none(), "ids are unique while running");
+        let (parent, _p) = table.enter("p", None, None, Heritage::default()).unwrap();
+        let (child, _c) = table.enter("c", Some("p"), None, Heritage::default()).unwrap();
+        assert!(
+            table.enter("p", None, None, Heritage::default()).is_none(),
+            "ids are unique while running"
+        );
         assert!(table.running("c"));
         assert!(table.cancel("c"));
         assert!(child.is_cancelled() && !parent.is_cancelled());
-        let (second, _c2) = table.enter("c2", Some("p"), None).unwrap();
+        let (second, _c2) = table.enter("c2", Some("p"), None, Heritage::default()).unwrap();
         table.cancel("p");
         assert!(second.is_cancelled());
         assert_eq!(table.active(), 3);

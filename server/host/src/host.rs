@@ -7,16 +7,18 @@ use crate::config::Config;
 use crate::events::{CallWatchers, HostEventSink, HostListener, Listeners};
 use crate::history::{Recovery, SessionHistory};
 use crate::interaction::{PlanModeGuard, RunCompleteGuard, SessionInteraction};
+use crate::nested::HostNestedCalls;
 use crate::permissions::{AgentPermissions, QuestionApproval};
 use crate::questions::SessionQuestions;
 use crate::review::{SessionReview, SessionReviewHandle};
+use crate::tasks::ShellTasks;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_contract::{
     BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle, MemoryBlobCache,
-    QuestionsHandle, ReviewHandle, SkillsHandle,
+    NestedCallsHandle, QuestionsHandle, ReviewHandle, SkillsHandle, TasksHandle,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost};
 use toolhost_protocol::card::Card;
@@ -117,6 +119,8 @@ pub struct Host {
     mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
     /// The permission modes of the own agent's running calls (docs/agent.md).
     agent_permissions: Arc<AgentPermissions>,
+    /// Where a program's nested calls reach this host.
+    nested: Arc<HostNestedCalls>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -254,6 +258,13 @@ impl Host {
         };
         capabilities.insert(cache);
         let mcp = mcp_bridge(config, &registry, &options.roots, &questions);
+        // A program's nested calls run on the host once it is shared (`share`).
+        let nested = Arc::new(HostNestedCalls::default());
+        capabilities.insert::<NestedCallsHandle>(nested.clone());
+        if let Some(shell) = &shell {
+            let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
+            capabilities.insert(tasks);
+        }
         // The own agent's permission modes: its calls may ask first, on the question channel.
         let agent_permissions = Arc::new(AgentPermissions::new(Arc::clone(&review)));
         registry.add_pre_execute(agent_permissions.clone());
@@ -287,6 +298,7 @@ impl Host {
             questions,
             mcp,
             agent_permissions,
+            nested,
         })
     }
 
@@ -321,6 +333,11 @@ impl Host {
     }
 
     /// The running calls.
+    /// Where a program's nested calls reach this host (attached by `share`).
+    pub(crate) fn nested_calls(&self) -> &Arc<HostNestedCalls> {
+        &self.nested
+    }
+
     pub(crate) fn calls(&self) -> &CallTable {
         &self.calls
     }

@@ -8,7 +8,8 @@
 //! trust rule ([`config`]), review ([`review`]), the question channel ([`questions`]), plan mode
 //! and the structured run ([`interaction`]), the change history and revert's recovery
 //! ([`history`]), skills ([`skills`]), events and listeners ([`events`]), the workspace watcher
-//! ([`watcher`]), and the own agent on a host ([`agent`], [`subagent`]).
+//! ([`watcher`]), the own agent on a host ([`agent`], [`subagent`]), a program's nested calls
+//! ([`nested`]) and tools' background tasks ([`tasks`]).
 //!
 //! Front ends (`toolhost serve`, `toolhost mcp`, `toolhost acp`, the CLI) live in the binary and
 //! reach tools only through a host; nothing here knows LSP, MCP or ACP wire formats.
@@ -22,6 +23,7 @@ pub mod events;
 pub mod history;
 pub mod host;
 pub mod interaction;
+pub mod nested;
 pub mod open;
 pub mod permissions;
 pub mod questions;
@@ -29,6 +31,7 @@ pub mod review;
 pub mod session;
 pub mod skills;
 pub mod subagent;
+pub mod tasks;
 pub mod watcher;
 
 pub use call::{CallHandle, CallRequest};

@@ -55,6 +55,7 @@ pub fn open_host(
 /// only when `[agent]` can reach a model.
 pub fn share(host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
     let host = Arc::new(host);
+    host.nested_calls().attach(&host);
     crate::subagent::install(&host, &config.agent)?;
     Ok(host)
 }

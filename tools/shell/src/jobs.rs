@@ -268,10 +268,33 @@ impl JobRegistry {
     where
         F: std::future::Future<Output = (JobStatus, String, String)> + Send + 'static,
     {
+        self.start_reporting_task(kind, label, cx, |stop, _| work(stop))
+    }
+
+    /// Starts a task that reports its output so far: `work` also gets a setter for the text
+    /// `job_output` shows while it runs (a program's logs so far); its final output replaces it.
+    pub fn start_reporting_task<F>(
+        &self,
+        kind: &str,
+        label: &str,
+        cx: &ToolContext,
+        work: impl FnOnce(CancellationToken, Arc<dyn Fn(String) + Send + Sync>) -> F,
+    ) -> Result<String, ToolError>
+    where
+        F: std::future::Future<Output = (JobStatus, String, String)> + Send + 'static,
+    {
         let (id, job) = self.admit(kind, label, true, cx)?;
         let events = cx.capability::<EventsHandle>();
         let session = cx.session_id().map(str::to_owned);
-        let running = work(job.stop.clone());
+        let progress: Arc<dyn Fn(String) + Send + Sync> = {
+            let job = Arc::downgrade(&job);
+            Arc::new(move |text| {
+                if let Some(job) = job.upgrade() {
+                    lock(&job.output).task = Some(text);
+                }
+            })
+        };
+        let running = work(job.stop.clone(), progress);
         tokio::spawn(async move {
             let (status, detail, output) = running.await;
             lock(&job.output).task = Some(output);
