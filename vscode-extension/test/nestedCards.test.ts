@@ -4,7 +4,9 @@
 // program's final card), with an unknown parent, in a replay, and the child cards' buttons.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { JSDOM } from 'jsdom';
@@ -13,6 +15,7 @@ import { resetMessage, storeMessage, upsertMessage } from '../src/cardMessages';
 import { CardStore } from '../src/cardStore';
 import { cardTree, childrenLabel } from '../src/cardTree';
 import { asCard, type Card } from '../src/cards';
+import type { CallToolResult } from '../src/protocol';
 import { revertArguments } from '../src/revert';
 import { bashPendingCard, editCard, grepCard, pendingEditCard, readCard } from './fixtures';
 
@@ -260,5 +263,72 @@ describe('nested calls: the panel page (media/panel.js in jsdom)', () => {
     store.upsert(programDone);
     assert.ok(p.article(nested.callId)?.querySelector('.term-output')?.classList.contains('expanded'));
     assert.deepEqual(p.childrenOf(PARENT), [nested.callId]);
+  });
+});
+
+const bin = process.env.TOOLHOST_BIN;
+
+describe('nested calls of a real run_code program (TOOLHOST_BIN)', { skip: !bin && 'TOOLHOST_BIN not set' }, () => {
+  it('grep, three reads and an edit: child cards in the replayed panel; Revert undoes the edit alone', (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolhost-nested-'));
+    try {
+      const ws = path.join(dir, 'ws');
+      const sessions = path.join(dir, 'sessions');
+      fs.mkdirSync(ws, { recursive: true });
+      fs.writeFileSync(path.join(ws, 'a.txt'), 'a\nTODO one\n');
+      fs.writeFileSync(path.join(ws, 'b.txt'), 'b\nTODO two\n');
+      fs.writeFileSync(path.join(ws, 'c.txt'), 'c\n');
+      const tools = JSON.parse(execFileSync(bin ?? '', ['tools', '--json', '--workspace', ws], { encoding: 'utf8' })) as { tools: { name: string }[] };
+      if (!tools.tools.some((tool) => tool.name === 'run_code')) {
+        t.skip('this server has no run_code tool');
+        return;
+      }
+      const where = ['--workspace', ws, '--session-dir', sessions];
+      const call = (tool: string, args: unknown): CallToolResult => {
+        let out: string;
+        try {
+          out = execFileSync(bin ?? '', ['call', tool, JSON.stringify(args), '--json', ...where, '--session', 'nested'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        } catch (err) {
+          out = String((err as { stdout?: string }).stdout ?? ''); // the tool failed: its JSON is still there
+        }
+        return JSON.parse(out) as CallToolResult;
+      };
+      const code = [
+        "await tools.grep({ pattern: 'TODO' });",
+        "for (const f of ['a.txt', 'b.txt', 'c.txt']) await tools.read({ file_path: f });",
+        "await tools.edit({ file_path: 'b.txt', old_string: 'TODO two', new_string: 'DONE two' });",
+        "return 'ok';",
+      ].join('\n');
+      const run = call('run_code', { code, description: 'fix one TODO' });
+      assert.equal(run.result.isError, false, JSON.stringify(run.result));
+      assert.equal(fs.readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'b\nDONE two\n');
+      const replayed = execFileSync(bin ?? '', ['replay', 'nested', '--json', ...where], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => asCard(JSON.parse(l)))
+        .filter((c): c is Card => c !== undefined);
+      const children = replayed.filter((c) => c.parentCallId === run.callId);
+      assert.deepEqual(children.map((c) => c.tool), ['grep', 'read', 'read', 'read', 'edit']);
+      for (const c of children) {
+        assert.match(c.callId, new RegExp(`^${run.callId}:code:\\d+$`));
+      }
+      const edit = children[4]!;
+      // the panel: the program with its five calls inside; Revert on the nested edit sends its id
+      const store = new CardStore();
+      const p = page(store);
+      store.showReplay('nested', replayed);
+      assert.deepEqual(p.top(), [run.callId]);
+      assert.deepEqual(p.childrenOf(run.callId), children.map((c) => c.callId));
+      assert.equal(p.article(run.callId)?.querySelector('.children-count')?.textContent, '5 calls');
+      p.click(p.article(edit.callId)?.querySelector('button[data-action="revert"]'));
+      const sent = p.posted.find((m) => m.action === 'revert');
+      assert.equal(sent?.callId, edit.callId);
+      const reverted = call('revert', revertArguments(String(sent?.callId), false));
+      assert.equal(reverted.result.isError, false, JSON.stringify(reverted.result));
+      assert.equal(fs.readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'b\nTODO two\n', 'b.txt as before the program');
+      assert.equal(reverted.card.title, `Revert ${edit.callId}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

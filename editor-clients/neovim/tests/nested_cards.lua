@@ -176,4 +176,79 @@ return function(test)
       vim.cmd('silent! bwipeout! ' .. buf)
     end
   end)
+
+  test('nested calls: a real run_code program, live and replayed; u reverts its nested edit alone', function()
+    local ws, sessions = H.workspace({ ['a.txt'] = 'a\nTODO one\n', ['b.txt'] = 'b\nTODO two\n', ['c.txt'] = 'c\n' })
+    H.setup(sessions)
+    vim.cmd.edit(ws .. '/a.txt')
+    local c = H.client()
+    local names = require('toolhost.client').tool_names(c)
+    if not vim.tbl_contains(names, 'run_code') then
+      H.skip('the server has no `run_code` tool yet')
+    end
+    local cards = require('toolhost.cards')
+    local code = table.concat({
+      "await tools.grep({ pattern: 'TODO' });",
+      "for (const f of ['a.txt', 'b.txt', 'c.txt']) await tools.read({ file_path: f });",
+      "await tools.edit({ file_path: 'b.txt', old_string: 'TODO two', new_string: 'DONE two' });",
+      "return 'ok';",
+    }, '\n')
+    local run = H.call('run_code', { code = code, description = 'fix one TODO' }, c)
+    H.eq(run.card.status, 'completed', 'the program: ' .. run.card.rendered)
+    H.eq(H.read(ws .. '/b.txt'), 'b\nDONE two\n', 'the nested edit wrote b.txt')
+    local children
+    H.wait(function()
+      children = {}
+      local s = cards.store(c.id)
+      for _, id in ipairs(s.order) do -- oldest first
+        local card = s.by_id[id]
+        if card.parentCallId == run.callId and card.status ~= 'pending' then
+          table.insert(children, card)
+        end
+      end
+      return #children == 5
+    end, 'the program’s five nested cards')
+    H.eq(vim.tbl_map(function(card)
+      return card.tool
+    end, children), { 'grep', 'read', 'read', 'read', 'edit' }, 'in the order the program made them')
+    for _, card in ipairs(children) do
+      H.check(vim.startswith(card.callId, run.callId .. ':code:'), 'a nested call id: ' .. card.callId)
+    end
+    local edit = children[5]
+    local buf = assert(require('toolhost').cards())
+    local live = H.buf_text(buf)
+    local prog_row = row_of(buf, run.callId)
+    H.check(live:find('\n  5 calls\n', 1, true) ~= nil, 'the count line:\n' .. live)
+    local edit_row = row_of(buf, edit.callId)
+    H.check(edit_row > prog_row and vim.startswith(vim.fn.getline(edit_row), '  └ edit '), vim.fn.getline(edit_row))
+
+    -- the replay draws the same
+    local session = require('toolhost.client').state(c.id).session_id
+    vim.cmd('Toolhost replay ' .. session)
+    local rbuf
+    H.wait(function()
+      rbuf = vim.fn.bufnr('toolhost://replay/' .. session)
+      return rbuf ~= -1 and vim.api.nvim_buf_line_count(rbuf) > 1
+    end, 'replay buffer')
+    H.eq(H.buf_text(rbuf), live, 'the replay equals the live cards buffer')
+    vim.cmd('silent! bwipeout! ' .. rbuf)
+
+    -- `u` on the nested edit's line reverts that call alone
+    buf = assert(require('toolhost').cards())
+    vim.api.nvim_win_set_cursor(0, { row_of(buf, edit.callId) + 1, 0 })
+    local before = #cards.store(c.id).order
+    vim.cmd('Toolhost revert')
+    local revert
+    H.wait(function()
+      for _, card in ipairs(cards.list(c.id)) do
+        if card.tool == 'revert' and card.status ~= 'pending' then
+          revert = card
+        end
+      end
+      return revert ~= nil
+    end, 'the revert card', 30000)
+    H.eq({ revert.status, revert.title }, { 'completed', 'Revert ' .. edit.callId }, 'the revert of the nested edit')
+    H.check(#cards.store(c.id).order > before, 'a new card')
+    H.eq(H.read(ws .. '/b.txt'), 'b\nTODO two\n', 'b.txt as before the program')
+  end)
 end
