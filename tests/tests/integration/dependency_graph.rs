@@ -21,6 +21,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-tools-shell", tools.clone()),
         ("toolhost-tools-interact", tools.clone()),
         ("toolhost-tools-web", tools.clone()),
+        ("toolhost-tools-code", tools.clone()),
         ("toolhost-tools-mcp", tools),
         ("toolhost-session", vec!["toolhost-protocol", "toolhost-contract"]),
         ("toolhost-registry", vec!["toolhost-protocol", "toolhost-contract"]),
@@ -47,6 +48,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-tools-interact",
                 "toolhost-tools-web",
                 "toolhost-tools-mcp",
+                "toolhost-tools-code",
             ],
         ),
         (
