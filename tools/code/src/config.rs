@@ -4,9 +4,24 @@
 use std::time::Duration;
 use toolhost_contract::config::{Dropped, Layer, Section};
 
-/// The limits of one run.
+/// How a model is offered the tools (`[code] mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeMode {
+    /// Every tool as a function, `run_code` not offered.
+    #[default]
+    Native,
+    /// Only `run_code`: the model writes programs over the other tools.
+    Code,
+    /// Every tool and `run_code`.
+    Both,
+}
+
+/// The limits of one run, and how models are offered the tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeConfig {
+    /// `native`, `code` or `both`.
+    pub mode: CodeMode,
     /// CPU time the program's thread may spend (awaiting a tool does not count).
     pub compute: Duration,
     /// Time from the start of the run to its end, waiting included.
@@ -29,6 +44,7 @@ pub struct CodeConfig {
 impl Default for CodeConfig {
     fn default() -> Self {
         CodeConfig {
+            mode: CodeMode::Native,
             compute: Duration::from_millis(60_000),
             wall: Duration::from_millis(600_000),
             memory_bytes: 512 * 1024 * 1024,
@@ -45,6 +61,7 @@ impl Default for CodeConfig {
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CodeSection {
+    mode: Option<CodeMode>,
     compute_ms: Option<u64>,
     wall_ms: Option<u64>,
     memory_mib: Option<u64>,
@@ -67,6 +84,9 @@ impl Section for CodeSection {
     type Settings = CodeConfig;
 
     fn apply(self, config: &mut CodeConfig, _layer: &mut Layer<'_>) {
+        if let Some(mode) = self.mode {
+            config.mode = mode;
+        }
         // Zero would stop every run at once (or allow no call at all); 1 is the smallest limit.
         if let Some(ms) = self.compute_ms {
             config.compute = Duration::from_millis(ms.max(1));
@@ -94,8 +114,9 @@ impl Section for CodeSection {
         }
     }
 
-    /// Every key bounds a run, so each is held to at most what the trusted sources set.
-    /// `declare_max_tools` only changes what the description shows: any value may stay.
+    /// Every limit bounds a run, so each is held to at most what the trusted sources set.
+    /// `mode` and `declare_max_tools` only change how the model is shown the same tools (a
+    /// program's calls go through the same policies as direct ones): any value may stay.
     fn restrict_untrusted(&mut self, applied: &CodeConfig) -> Vec<String> {
         let mut dropped = Dropped::new();
         dropped.cap("code.compute_ms", &mut self.compute_ms, millis(applied.compute));
@@ -152,11 +173,12 @@ mod tests {
     #[test]
     fn the_section_reads_its_keys() {
         let section: CodeSection = toml::from_str(
-            "compute_ms = 5\nwall_ms = 7\nmemory_mib = 16\nstack_kib = 256\n\
+            "mode = \"both\"\ncompute_ms = 5\nwall_ms = 7\nmemory_mib = 16\nstack_kib = 256\n\
              max_output_bytes = 100\nmax_calls = 3\nmax_parallel_calls = 0\n",
         )
         .unwrap();
         let config = apply(section);
+        assert_eq!(config.mode, CodeMode::Both);
         assert_eq!(config.compute, Duration::from_millis(5));
         assert_eq!(config.wall, Duration::from_millis(7));
         assert_eq!(config.memory_bytes, 16 * 1024 * 1024);

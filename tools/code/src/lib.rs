@@ -17,7 +17,7 @@ mod strip;
 mod tool;
 mod vm;
 
-pub use config::{CodeConfig, CodeSection};
+pub use config::{CodeConfig, CodeMode, CodeSection};
 pub use failure::{ERROR_CODE, ERROR_NAME, Failure, FailureKind};
 pub use runner::Progress;
 pub use tool::{

@@ -141,7 +141,9 @@ pub async fn run_program(
     let function_source = to_function_source(code).map_err(|message| {
         crate::failure::Failure::new(FailureKind::Exception, message).into_tool_error(&[])
     })?;
-    let tools = nested.as_ref().map(|n| n.tools()).unwrap_or_default();
+    let mut tools = nested.as_ref().map(|n| n.tools()).unwrap_or_default();
+    // Programs never call run_code itself (the host leaves it out; this keeps it so).
+    tools.retain(|t| t.name != RESERVED_NAME);
     let ran = execute(Run {
         function_source,
         catalog_json: catalog_json(&tools),
@@ -201,7 +203,8 @@ impl Tool for RunCodeTool {
     }
 
     fn description(&self) -> String {
-        let tools = self.tools.as_ref().map(|source| source()).unwrap_or_default();
+        let mut tools = self.tools.as_ref().map(|source| source()).unwrap_or_default();
+        tools.retain(|t| t.name != RESERVED_NAME);
         description(&tools, &self.config)
     }
 
@@ -227,5 +230,24 @@ impl Tool for RunCodeTool {
     fn annotations(&self) -> ToolAnnotations {
         // A program may call any tool, so it may do anything they do.
         ToolAnnotations { destructive: true, open_world: true, ..ToolAnnotations::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_value_schema_allows_logs_and_an_optional_result_only() {
+        let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+        let schema = settings.into_generator().into_root_schema_for::<RunCodeOutput>().to_value();
+        assert_eq!(schema["additionalProperties"], false, "{schema}");
+        assert_eq!(schema["required"], serde_json::json!(["logs"]), "{schema}");
+        assert_eq!(schema["properties"]["logs"]["items"]["type"], "string", "{schema}");
+        let null: RunCodeOutput =
+            serde_json::from_value(serde_json::json!({"logs": [], "result": null})).unwrap();
+        assert_eq!(null.result, Some(Value::Null), "a null result stays a result");
+        let none: RunCodeOutput = serde_json::from_value(serde_json::json!({"logs": []})).unwrap();
+        assert_eq!(none.result, None);
     }
 }
