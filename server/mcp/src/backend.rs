@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_protocol::card::Card;
 use toolhost_protocol::lsp_ext::{CallToolResult, ToolDescriptor};
 
 /// Who makes the calls: the MCP client's `clientInfo`.
@@ -65,6 +66,24 @@ pub trait Backend: Send + Sync + 'static {
     /// there is no such prompt.
     fn prompt(&self, _name: &str) -> Result<Option<String>, String> {
         Ok(None)
+    }
+
+    /// The id of the live session the calls land in, when there is one (its transcript is
+    /// offered as a resource).
+    fn live_session(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    /// The cards of session `id` of this workspace, in log order; `Ok(None)` when there is no
+    /// such session.
+    fn session_cards(&self, _id: &str) -> BoxFuture<'_, Result<Option<Vec<Card>>, BackendError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// A receiver that changes whenever a card of the live session changes (a call starts or
+    /// ends); one whose sender is gone when nothing is live.
+    fn cards_changed(&self) -> BoxFuture<'_, tokio::sync::watch::Receiver<u64>> {
+        Box::pin(async { tokio::sync::watch::channel(0).1 })
     }
 }
 

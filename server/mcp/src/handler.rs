@@ -8,10 +8,14 @@
 //!   failures. A cancelled request (`notifications/cancelled`) cancels the call; rmcp drops its
 //!   answer. When the client sent a `progressToken`, a running call reports progress every
 //!   [`PROGRESS_EVERY`], so clients that time out idle calls keep waiting.
+//! - resources ([`crate::resources`]): a `resource_link` beside every spill path a result names,
+//!   `resources/list`, `resources/templates/list`, `resources/read`, and `resources/subscribe`
+//!   (or a 2026-07-28 `subscriptions/listen` naming the uri) to the live session's transcript.
 
 use crate::backend::{Backend, BackendError, Caller, ToolCall};
 use crate::config::McpConfig;
 use crate::elicit::{McpAsker, Suspended, input_request};
+use crate::resources::Resources;
 use crate::results::{Shape, published_output_schema, shape_for, to_mcp_result};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
@@ -61,6 +65,17 @@ pub struct McpServer {
     /// `logging/setLevel`: the least severe level the client wants as `notifications/message`
     /// (rank of [`rmcp::model::LoggingLevel`]); warnings until it says otherwise.
     log_level: std::sync::atomic::AtomicU8,
+    resources: Resources,
+    /// `resources/subscribe`: the task sending each subscribed uri's updates.
+    subscriptions: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        if let Ok(subscriptions) = self.subscriptions.lock() {
+            subscriptions.values().for_each(tokio::task::AbortHandle::abort);
+        }
+    }
 }
 
 /// Numbers the HTTP sessions of one server in the order they first call, so each agent's cards
@@ -118,6 +133,8 @@ impl McpServer {
             suspended: Suspended::default(),
             numbers: None,
             log_level: std::sync::atomic::AtomicU8::new(WARNING_RANK),
+            resources: Resources::default(),
+            subscriptions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -245,7 +262,11 @@ impl McpServer {
             }
         };
         let result = match outcome {
-            Ok(Ok(done)) => to_mcp_result(&done.result, shape, wrapped, &done.call_id),
+            Ok(Ok(done)) => {
+                let mut result = to_mcp_result(&done.result, shape, wrapped, &done.call_id);
+                self.resources.link(&mut result);
+                result
+            }
             Ok(Err(err)) => {
                 self.warn(&context.peer, err.to_string()).await;
                 CallToolResult::error(vec![McpContent::text(format!("Error: {err}"))])
@@ -347,7 +368,14 @@ impl ServerHandler for McpServer {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
             .build();
+        let mut capabilities = capabilities;
+        if let Some(resources) = capabilities.resources.as_mut() {
+            // Only the live session's transcript is listed, for the server's whole life.
+            resources.list_changed = Some(false);
+        }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -544,23 +572,127 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // Only the tool list changes here.
-        (requested.tools_list_changed == Some(true))
-            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+        // The tool list and session transcripts change here (only the live session's does:
+        // another's subscription simply never fires).
+        let transcripts: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| crate::resources::transcript_id(uri).is_some())
+            .cloned()
+            .collect();
+        let mut accepted = SubscriptionFilter::new();
+        if requested.tools_list_changed == Some(true) {
+            accepted.tools_list_changed = Some(true);
+        }
+        if !transcripts.is_empty() {
+            accepted.resource_subscriptions = Some(transcripts);
+        }
+        (accepted != SubscriptionFilter::new()).then_some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = self.backend.tools_changed();
+        let mut tools = self.backend.tools_changed();
+        let tools_wanted = context.accepted().tools_list_changed == Some(true);
+        let live = self.backend.live_session().await;
+        let uris: Vec<String> = context
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| {
+                live.as_deref().is_some_and(|id| crate::resources::transcript_id(uri) == Some(id))
+            })
+            .cloned()
+            .collect();
+        let mut cards = self.backend.cards_changed().await;
+        let mut cards_open = !uris.is_empty();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
+                changed = tools.changed(), if tools_wanted => {
                     if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
                         return Ok(());
                     }
                 }
+                changed = cards.changed(), if cards_open => {
+                    if changed.is_err() {
+                        cards_open = false;
+                        continue;
+                    }
+                    for uri in &uris {
+                        if context.sink().notify_resource_updated(uri.clone()).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
             }
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let listed = self.resources.list(self.backend.as_ref()).await;
+        Ok(rmcp::model::ListResourcesResult::with_all_items(listed))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(Resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        self.resources.read(self.backend.as_ref(), &request.uri).await.map(Into::into)
+    }
+
+    // Deprecated for 2026-07-28 (`subscriptions/listen`), still what earlier clients send.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.subscribable(self.backend.as_ref(), &request.uri).await?;
+        let Ok(mut subscriptions) = self.subscriptions.lock() else { return Ok(()) };
+        if subscriptions.get(&request.uri).is_some_and(|task| !task.is_finished()) {
+            return Ok(());
+        }
+        let backend = Arc::clone(&self.backend);
+        let (peer, uri) = (context.peer.clone(), request.uri.clone());
+        let task = tokio::spawn(async move {
+            let mut cards = backend.cards_changed().await;
+            while cards.changed().await.is_ok() {
+                let update = rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
+                if peer.notify_resource_updated(update).await.is_err() {
+                    return;
+                }
+            }
+        });
+        subscriptions.insert(request.uri, task.abort_handle());
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if let Some(task) = self.subscriptions.lock().ok().and_then(|mut s| s.remove(&request.uri))
+        {
+            task.abort();
+        }
+        Ok(())
     }
 }
 

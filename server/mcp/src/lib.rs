@@ -11,7 +11,9 @@
 //!   answered; [`gate`]: what the reader may take (ids in flight, bytes waiting, back-pressure);
 //!   [`memory`]: memory given back to the system after large requests;
 //! - [`edges`]: protocol edges screened before rmcp sees a request, for every transport;
-//! - [`http`]: MCP over Streamable HTTP (token, Host and Origin checks, numbered sessions).
+//! - [`http`]: MCP over Streamable HTTP (token, Host and Origin checks, numbered sessions);
+//! - [`resources`]: spilled outputs (`resource_link` beside the path) and session transcripts
+//!   as resources, with subscriptions to the live session's.
 
 pub mod backend;
 pub mod config;
@@ -21,6 +23,7 @@ pub mod gate;
 pub mod handler;
 pub mod http;
 pub mod memory;
+pub mod resources;
 pub mod results;
 pub mod transport;
 

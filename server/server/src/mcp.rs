@@ -8,6 +8,9 @@
 //! - if the editor goes away mid-session, the call in flight fails with a clear message (its
 //!   outcome is unknown) and later calls run standalone, with a note in the new session's log —
 //!   never a hang.
+//!
+//! Both offer the live session's transcript of cards as an MCP resource: the host in this process
+//! tells every card as it happens (a listener), the editor's session is followed by its log.
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,39 @@ pub struct LocalBackend {
     host: Arc<Host>,
     /// Keeps the session (its lock and writer) for the backend's lifetime.
     _opened: OpenedSession,
+    /// Bumped on every card of the session (a call started or ended).
+    cards: watch::Sender<u64>,
+}
+
+/// Counts the host's cards, so subscribers to the transcript hear of each.
+struct CardCounter(watch::Sender<u64>);
+
+impl toolhost_host::HostListener for CardCounter {
+    fn card(&self, _card: &toolhost_protocol::card::Card) {
+        self.0.send_modify(|n| *n += 1);
+    }
+}
+
+/// The cards of the session logged at `log`, in log order (a damaged stretch is stepped over);
+/// `None` when there is no such log.
+fn replay_log(
+    log: &Path,
+    renderer: impl Fn(&str) -> Option<u32>,
+) -> Result<Option<Vec<toolhost_protocol::card::Card>>, BackendError> {
+    if !log.is_file() {
+        return Ok(None);
+    }
+    let view = toolhost_session::read_session_salvaging(log)
+        .map_err(|e| BackendError::Internal(e.to_string()))?;
+    let cards = toolhost_session::replay_cards(&view, &view.header.cwd, renderer);
+    Ok(Some(cards.into_iter().map(|c| c.card).collect()))
+}
+
+/// Where session `id` of the workspace at `root` keeps its log (`None` for an invalid id).
+fn log_of(sessions_dir: &Path, root: &Path, id: &str) -> Option<PathBuf> {
+    let key = session::workspace_key_of(root);
+    let dir = toolhost_session::session_dir(sessions_dir, &key, id).ok()?;
+    Some(dir.join(toolhost_session::LOG_FILE_NAME))
 }
 
 impl LocalBackend {
@@ -44,7 +80,37 @@ impl LocalBackend {
         let host = open_host(config, root, Some(&opened)).map_err(|e| e.to_string())?;
         #[cfg(feature = "test-tools")]
         crate::test_tools::install(&host);
-        Ok(LocalBackend { host, _opened: opened })
+        let cards = watch::Sender::new(0);
+        host.add_listener(Arc::new(CardCounter(cards.clone())));
+        Ok(LocalBackend { host, _opened: opened, cards })
+    }
+
+    /// The cards of session `id`: this process's own session (flushed first, so the last call
+    /// is in it), or another of the workspace from its log.
+    async fn cards_of(
+        &self,
+        id: &str,
+        sessions_dir: &Path,
+    ) -> Result<Option<Vec<toolhost_protocol::card::Card>>, BackendError> {
+        let log = match self.host.session() {
+            Some(live) if live.id() == id => {
+                live.flush().await.map_err(|e| BackendError::Internal(e.to_string()))?;
+                live.log_path().to_path_buf()
+            }
+            _ => match log_of(sessions_dir, self.host.root(), id) {
+                Some(log) => log,
+                None => return Ok(None),
+            },
+        };
+        let host = Arc::clone(&self.host);
+        tokio::task::spawn_blocking(move || {
+            let registry = host.registry();
+            replay_log(&log, |tool| {
+                registry.contains(tool).then(|| registry.renderer_version(tool))
+            })
+        })
+        .await
+        .map_err(|e| BackendError::Internal(e.to_string()))?
     }
 
     pub fn host(&self) -> &Arc<Host> {
@@ -110,6 +176,10 @@ impl Backend for LocalBackend {
 pub struct AttachedBackend {
     client: AttachClient,
     socket: PathBuf,
+    /// The editor's workspace (the folder whose socket this is).
+    root: PathBuf,
+    /// The editor's session, once attached.
+    session: std::sync::Mutex<Option<String>>,
     /// The caller this connection attached as, once it did (the first list or call attaches,
     /// and the client that introduces itself later attaches again before its call).
     attached_as: tokio::sync::Mutex<Option<String>>,
@@ -120,11 +190,13 @@ const UNNAMED_CALLER: &str = "mcp-client";
 
 impl AttachedBackend {
     /// Connects to the socket (`None` when nothing listens there).
-    pub async fn connect(socket: &Path) -> Option<AttachedBackend> {
+    pub async fn connect(socket: &Path, root: &Path) -> Option<AttachedBackend> {
         let client = AttachClient::connect(socket).await.ok()?;
         Some(AttachedBackend {
             client,
             socket: socket.to_owned(),
+            root: root.to_owned(),
+            session: std::sync::Mutex::new(None),
             attached_as: tokio::sync::Mutex::new(None),
         })
     }
@@ -160,6 +232,9 @@ impl AttachedBackend {
             "attached to the editor's toolhost"
         );
         *attached_as = Some(name.to_owned());
+        if let Ok(mut session) = self.session.lock() {
+            session.clone_from(&result.session_id);
+        }
         Ok(())
     }
 
@@ -180,7 +255,7 @@ async fn find_editor(root: &Path) -> Option<AttachedBackend> {
         if !socket.exists() {
             continue;
         }
-        if let Some(attached) = AttachedBackend::connect(&socket).await {
+        if let Some(attached) = AttachedBackend::connect(&socket, dir).await {
             if dir != root {
                 tracing::info!(editor = %dir.display(), "attaching to the editor of an enclosing folder");
             }
@@ -210,7 +285,12 @@ pub struct McpBackend {
     /// `others`, so the editor labels each call with the agent that made it.
     claimed: Mutex<Option<String>>,
     others: tokio::sync::Mutex<std::collections::HashMap<String, Arc<AttachedBackend>>>,
+    /// Bumped whenever the editor's session log grows (its cards changed), once followed.
+    editor_cards: tokio::sync::OnceCell<watch::Sender<u64>>,
 }
+
+/// How often the editor's session log is looked at for new cards while someone follows it.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl McpBackend {
     /// The skills of the workspace, offered as prompts (read afresh on every look-up).
@@ -243,6 +323,7 @@ impl McpBackend {
             clients: Mutex::default(),
             claimed: Mutex::new(None),
             others: tokio::sync::Mutex::default(),
+            editor_cards: tokio::sync::OnceCell::new(),
         });
         if let Some(attached) = attached {
             let mut changes = attached.client.tools_changed();
@@ -363,7 +444,7 @@ impl McpBackend {
         if let Some(other) = others.get(&caller.name).filter(|o| !o.client.is_closed()) {
             return Arc::clone(other);
         }
-        match AttachedBackend::connect(&primary.socket).await {
+        match AttachedBackend::connect(&primary.socket, &primary.root).await {
             Some(other) => {
                 let other = Arc::new(other);
                 others.insert(caller.name.clone(), Arc::clone(&other));
@@ -371,6 +452,36 @@ impl McpBackend {
             }
             None => primary,
         }
+    }
+}
+
+impl McpBackend {
+    /// Follows the editor's session log: the sender is bumped whenever it grows (the editor's
+    /// host writes every call's start and end there), until the editor goes away.
+    async fn follow_editor_log(&self, log: PathBuf) -> &watch::Sender<u64> {
+        self.editor_cards
+            .get_or_init(|| async move {
+                let sender = watch::Sender::new(0);
+                let bump = sender.clone();
+                tokio::spawn(async move {
+                    let size = |log: &Path| std::fs::metadata(log).map(|m| m.len()).unwrap_or(0);
+                    let mut last = size(&log);
+                    // For the process's life (a stat every FOLLOW_EVERY, only while followed).
+                    loop {
+                        tokio::time::sleep(FOLLOW_EVERY).await;
+                        if bump.receiver_count() == 0 {
+                            continue;
+                        }
+                        let now = size(&log);
+                        if now != last {
+                            last = now;
+                            bump.send_modify(|n| *n += 1);
+                        }
+                    }
+                });
+                sender
+            })
+            .await
     }
 }
 
@@ -454,6 +565,51 @@ impl Backend for McpBackend {
     fn prompt(&self, name: &str) -> Result<Option<String>, String> {
         // The same envelope the `skill` tool gives the model.
         self.skills().prompt(name)
+    }
+
+    fn live_session(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            if let Ok(Some(attached)) = self.editor(None).await {
+                return attached.session.lock().ok().and_then(|s| s.clone());
+            }
+            let local = self.local().await.ok()?;
+            local.host.session_id().map(str::to_owned)
+        })
+    }
+
+    fn session_cards(
+        &self,
+        id: &str,
+    ) -> BoxFuture<'_, Result<Option<Vec<toolhost_protocol::card::Card>>, BackendError>> {
+        let id = id.to_owned();
+        Box::pin(async move {
+            if let Ok(Some(attached)) = self.editor(None).await {
+                let Some(log) = log_of(&self.sessions_dir, &attached.root, &id) else {
+                    return Ok(None);
+                };
+                // The editor's registry is in its process: replayed cards keep what was logged.
+                return tokio::task::spawn_blocking(move || replay_log(&log, |_| None))
+                    .await
+                    .map_err(|e| BackendError::Internal(e.to_string()))?;
+            }
+            self.local().await?.cards_of(&id, &self.sessions_dir).await
+        })
+    }
+
+    fn cards_changed(&self) -> BoxFuture<'_, watch::Receiver<u64>> {
+        Box::pin(async move {
+            if let Ok(Some(attached)) = self.editor(None).await {
+                let session = attached.session.lock().ok().and_then(|s| s.clone());
+                let log = session.and_then(|id| log_of(&self.sessions_dir, &attached.root, &id));
+                if let Some(log) = log {
+                    return self.follow_editor_log(log).await.subscribe();
+                }
+            }
+            match self.local().await {
+                Ok(local) => local.cards.subscribe(),
+                Err(_) => watch::channel(0).1,
+            }
+        })
     }
 
     fn client_seen(&self, caller: &Caller, protocol: &str, results: &str) {
