@@ -12,6 +12,11 @@
 //! A request whose id is already in flight is refused here (never handed on, where its answer
 //! would be lost with the first one's). Once a large amount has waited and nothing waits any
 //! more, memory is given back to the system ([`crate::memory`]).
+//!
+//! What the queues held at their fullest ([`QueuePeaks`]) is logged at `debug` under the
+//! [`QUEUE_LOG_TARGET`] target each time the reader starts waiting and when the session ends:
+//! that is the bound the caps promise, measured where it is kept (`TOOLHOST_LOG=
+//! toolhost_mcp::queue=debug`), independent of how busy the machine is.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -32,6 +37,22 @@ const GIVE_BACK_AFTER: usize = 4 * 1024 * 1024;
 /// How often a waiting reader looks again whether the client went away.
 const RECHECK: Duration = Duration::from_millis(20);
 
+/// The tracing target of the queue status lines.
+pub const QUEUE_LOG_TARGET: &str = "toolhost_mcp::queue";
+
+/// The most each queue held at once over the session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueuePeaks {
+    /// Answer bytes queued for the client and not yet written.
+    pub answer_bytes: usize,
+    /// Bytes of lines read and not yet done with.
+    pub line_bytes: usize,
+    /// Requests forwarded and not yet answered.
+    pub in_flight: usize,
+    /// How many times the reader stopped reading until the queues drained.
+    pub stalls: usize,
+}
+
 #[derive(Default)]
 struct Waiting {
     /// Requests in flight: their id's JSON and their line's length.
@@ -40,12 +61,14 @@ struct Waiting {
     bytes: usize,
     /// The most bytes that waited at once since memory was last given back.
     high: usize,
+    peaks: QueuePeaks,
 }
 
 impl Waiting {
     fn hold(&mut self, bytes: usize) {
         self.bytes = self.bytes.saturating_add(bytes);
         self.high = self.high.max(self.bytes);
+        self.peaks.line_bytes = self.peaks.line_bytes.max(self.bytes);
     }
 
     /// Gives `bytes` back; whether memory should now be returned to the system.
@@ -56,6 +79,17 @@ impl Waiting {
             return true;
         }
         false
+    }
+
+    /// What a waiting reader waits for, as the status line says it.
+    fn reason(&self, pending_answers: usize) -> &'static str {
+        if pending_answers > MAX_PENDING_BYTES {
+            "the client to read its answers"
+        } else if self.requests.len() >= MAX_IN_FLIGHT {
+            "requests in flight to be answered"
+        } else {
+            "lines to be done with"
+        }
     }
 
     fn over_budget(&self, bytes: usize) -> bool {
@@ -86,7 +120,20 @@ impl Gate {
         outbox: &Outbox,
         stop: impl Fn(&Waiting) -> bool,
     ) -> Option<MutexGuard<'a, Waiting>> {
+        if stop(&state) && !outbox.is_broken() {
+            state.peaks.stalls += 1;
+        }
+        // Logged when the reader starts waiting and whenever what it waits for changes (the
+        // requests in flight are answered, and then the unread answers hold it).
+        let mut logged = None;
         while stop(&state) && !outbox.is_broken() {
+            let pending = outbox.pending_bytes();
+            state.peaks.answer_bytes = state.peaks.answer_bytes.max(pending);
+            let reason = state.reason(pending);
+            if logged != Some(reason) {
+                logged = Some(reason);
+                log_status(&format!("the reader waits for {reason}"), &state, pending);
+            }
             state = self.changed.wait_timeout(state, RECHECK).ok()?.0;
         }
         Some(state)
@@ -126,7 +173,27 @@ impl Gate {
         let Some(mut state) = self.wait_while(state, outbox, stop) else { return Ok(()) };
         state.requests.insert(key, bytes);
         state.hold(bytes);
+        state.peaks.in_flight = state.peaks.in_flight.max(state.requests.len());
         Ok(())
+    }
+
+    /// An answer was queued: `pending` answer bytes now wait to be written.
+    pub fn answers_queued(&self, pending: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.peaks.answer_bytes = state.peaks.answer_bytes.max(pending);
+        }
+    }
+
+    /// What the queues held at their fullest so far.
+    pub fn peaks(&self) -> QueuePeaks {
+        self.state.lock().map(|s| s.peaks).unwrap_or_default()
+    }
+
+    /// Logs the peaks (at the end of a session).
+    pub fn log_peaks(&self, pending: usize) {
+        if let Ok(state) = self.state.lock() {
+            log_status("the session ended", &state, pending);
+        }
     }
 
     /// Request `id` was answered (or cancelled): its id is free and its bytes given back.
@@ -155,6 +222,25 @@ impl Gate {
     }
 }
 
+/// One queue status line (see the module docs); the numbers are `key=value` words so tests and
+/// people can read them.
+fn log_status(what: &str, state: &Waiting, pending: usize) {
+    let peaks = state.peaks;
+    tracing::debug!(
+        target: QUEUE_LOG_TARGET,
+        "mcp queues: {what}: answers_pending={pending} lines_waiting={} in_flight={} \
+         peak_answer_bytes={} peak_line_bytes={} peak_in_flight={} stalls={} \
+         cap_answer_bytes={MAX_PENDING_BYTES} cap_line_bytes={MAX_WAITING_BYTES} \
+         cap_in_flight={MAX_IN_FLIGHT}",
+        state.bytes,
+        state.requests.len(),
+        peaks.answer_bytes,
+        peaks.line_bytes,
+        peaks.in_flight,
+        peaks.stalls,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -177,6 +263,11 @@ mod tests {
         gate.done(&json!(7));
         assert_eq!(gate.admit(&json!(7), 10, &outbox), Ok(()));
         assert_eq!(gate.waiting_bytes(), 20);
+        let peaks = gate.peaks();
+        assert_eq!((peaks.in_flight, peaks.line_bytes, peaks.stalls), (2, 20, 0));
+        gate.answers_queued(300);
+        gate.answers_queued(100);
+        assert_eq!(gate.peaks().answer_bytes, 300);
     }
 
     #[test]

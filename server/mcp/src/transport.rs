@@ -351,6 +351,12 @@ impl Reader {
     }
 }
 
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        self.gate.log_peaks(self.outbox.pending_bytes());
+    }
+}
+
 impl Transport<RoleServer> for StdioTransport {
     type Error = std::io::Error;
 
@@ -370,6 +376,7 @@ impl Transport<RoleServer> for StdioTransport {
         let result = match serde_json::to_vec(&item) {
             Ok(body) => {
                 self.outbox.send(body);
+                self.gate.answers_queued(self.outbox.pending_bytes());
                 if let Some(id) = answered {
                     self.gate.done(&id);
                 }

@@ -23,7 +23,6 @@ const NEEDS_FIXTURES: &[&str] = &[
     "prompts-get-simple",
     "prompts-get-with-args",
     "prompts-get-with-image",
-    "resources-list",
     "resources-read-binary",
     "resources-read-text",
     "resources-subscribe",
