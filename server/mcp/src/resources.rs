@@ -327,6 +327,68 @@ mod tests {
         assert_eq!(transcript_id("toolhost://spill/x"), None);
     }
 
+    /// A backend with nothing behind it: spills are read without one.
+    struct Nothing(tokio::sync::watch::Sender<u64>);
+
+    impl Backend for Nothing {
+        fn tools(
+            &self,
+        ) -> toolhost_contract::BoxFuture<
+            '_,
+            Result<Vec<toolhost_protocol::lsp_ext::ToolDescriptor>, BackendError>,
+        > {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn call(
+            &self,
+            _call: crate::ToolCall,
+            _cancel: toolhost_contract::CancellationToken,
+        ) -> toolhost_contract::BoxFuture<
+            '_,
+            Result<toolhost_protocol::lsp_ext::CallToolResult, BackendError>,
+        > {
+            Box::pin(async { Err(BackendError::Unavailable("nothing".to_owned())) })
+        }
+        fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+            self.0.subscribe()
+        }
+    }
+
+    fn linked(resources: &Resources, dir: &Path, name: &str, bytes: &[u8]) -> Resource {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let text = format!("(Full grep result stored at: {}. Use read.)", path.display());
+        let mut result = CallToolResult::success(vec![McpContent::text(text)]);
+        resources.link(&mut result);
+        result.content.iter().find_map(|c| c.as_resource_link().cloned()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn linked_spills_read_back_as_text_or_blob_and_large_ones_are_refused() {
+        let dir = std::env::temp_dir().join(format!("toolhost-mcp-res-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (resources, backend) =
+            (Resources::default(), Nothing(tokio::sync::watch::channel(0).0));
+        let text = linked(&resources, &dir, "text.txt", b"all of it\n");
+        assert_eq!((text.mime_type.as_deref(), text.size), (Some("text/plain"), Some(10)));
+        let read = resources.read(&backend, &text.uri).await.unwrap();
+        assert!(matches!(&read.contents[0],
+            ResourceContents::TextResourceContents { text, .. } if text == "all of it\n"));
+        let binary = linked(&resources, &dir, "bin", b"\xff\x00\x01");
+        assert_eq!(binary.mime_type.as_deref(), Some("application/octet-stream"));
+        let read = resources.read(&backend, &binary.uri).await.unwrap();
+        assert!(matches!(&read.contents[0],
+            ResourceContents::BlobResourceContents { blob, .. } if blob == "/wAB"));
+        let big = vec![b'x'; MAX_READ_BYTES as usize + 1];
+        let big = linked(&resources, &dir, "big.txt", &big);
+        let refused = resources.read(&backend, &big.uri).await.unwrap_err();
+        assert_eq!(refused.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(refused.message.contains("over the 8388608-byte limit"), "{}", refused.message);
+        let unknown = resources.read(&backend, "toolhost://spill/other").await.unwrap_err();
+        assert_eq!(unknown.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn binary_files_are_not_text() {
         assert_eq!(mime_of(b"plain text"), "text/plain");
