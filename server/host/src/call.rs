@@ -25,15 +25,17 @@
 //! handle) cancels the call, whose body is still awaited to its end and logged.
 
 use crate::calls::{Heritage, Lane};
+use crate::code::ToolPresentation;
 use crate::host::{CallOutcome, Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use toolhost_contract::{CancellationToken, QuestionsHandle};
+use toolhost_contract::protocol::ToolExecutionResult;
+use toolhost_contract::{CancellationToken, QuestionsHandle, ToolError};
 use toolhost_protocol::card::{self, CallOrigin, Card, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
-use toolhost_registry::CallInput;
+use toolhost_registry::{CallInput, Finalized};
 
 /// What to call, and on whose behalf.
 pub struct CallRequest {
@@ -58,6 +60,9 @@ pub struct CallRequest {
     /// The caller's lane: the calls the barrier orders this one with (see `calls.rs`);
     /// `None` for the host's shared lane (the editor's calls, a CLI call).
     pub lane: Option<Lane>,
+    /// A model's call: the tools its model is offered (a tool it does not see is unknown to
+    /// it); `None` for callers that see every tool (the editor, the CLI, a program).
+    pub presentation: Option<ToolPresentation>,
 }
 
 impl CallRequest {
@@ -73,6 +78,7 @@ impl CallRequest {
             output: None,
             agent: None,
             lane: None,
+            presentation: None,
         }
     }
 
@@ -113,6 +119,11 @@ impl CallRequest {
 
     pub fn in_lane(mut self, lane: Lane) -> Self {
         self.lane = Some(lane);
+        self
+    }
+
+    pub fn offered_as(mut self, presentation: ToolPresentation) -> Self {
+        self.presentation = Some(presentation);
         self
     }
 }
@@ -215,11 +226,23 @@ impl Host {
         token: CancellationToken,
         started: oneshot::Sender<Card>,
     ) -> Result<CallOutcome, HostError> {
-        let CallRequest { name, arguments, caller, asker, parent, output, agent, lane, .. } =
-            request;
+        let CallRequest {
+            name,
+            arguments,
+            caller,
+            asker,
+            parent,
+            output,
+            agent,
+            lane,
+            presentation: offered,
+            ..
+        } = request;
         self.recover().await;
         let registry = self.registry();
-        if !registry.contains(&name) {
+        // A tool the caller's model is not offered is, to that model, no tool at all.
+        let hidden = offered.is_some_and(|p| !p.shows(&name));
+        if !hidden && !registry.contains(&name) {
             registry.resolve_unknown(&name).await;
         }
         // Undeclared bulk and oversized arguments never reach the card, the log or the tool.
@@ -274,7 +297,19 @@ impl Host {
             capabilities: Arc::clone(self.capabilities_handle()),
         };
         let began = std::time::Instant::now();
-        let finalized = registry.dispatch(input).await;
+        let finalized = if hidden {
+            Finalized {
+                result: {
+                    let unknown = ToolError::unknown_tool(&name);
+                    ToolExecutionResult::failure(unknown.message, unknown.info)
+                },
+                additional_contexts: Vec::new(),
+                concludes_turn: false,
+                renderer_version: 0,
+            }
+        } else {
+            registry.dispatch(input).await
+        };
         self.agent_permissions().end(&call_id);
         self.questions().unroute(&call_id);
         self.review().end_call(&call_id);

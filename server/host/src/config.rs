@@ -26,6 +26,7 @@ use toolhost_lsp_host::config::{LspSection, LspServerConfig};
 use toolhost_mcp::config::McpSection;
 use toolhost_protocol::lsp_ext::ReviewSettings;
 use toolhost_registry::SpillSection;
+use toolhost_tools_code::{CodeConfig, CodeSection};
 use toolhost_tools_fs::{FsLimits, LimitsSection};
 use toolhost_tools_interact::{InteractConfig, InteractSection};
 use toolhost_tools_mcp::section::{ServerEntries, ServersSection, server_configs};
@@ -71,6 +72,9 @@ pub struct Config {
     pub web: WebConfig,
     /// `[agent]`: toolhost's own agent — the model, the permission mode, the run's bounds.
     pub agent: AgentSettings,
+    /// `[code]`: how models are offered the tools (`mode`) and the limits of one `run_code`
+    /// program.
+    pub code: CodeConfig,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -95,6 +99,7 @@ impl Default for Config {
             skill_dirs: Vec::new(),
             web: WebConfig::default(),
             agent: AgentSettings::default(),
+            code: CodeConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -165,6 +170,7 @@ pub struct PartialConfig {
     skills: crate::skills::SkillsSection,
     web: WebSection,
     agent: AgentSection,
+    code: CodeSection,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -229,6 +235,7 @@ impl PartialConfig {
             self.skills.restrict_untrusted(&config.skill_dirs),
             self.web.restrict_untrusted(&config.web),
             self.agent.restrict_untrusted(&config.agent),
+            self.code.restrict_untrusted(&config.code),
             trust.into_iter().collect(),
         ];
         for group in dropped.into_iter().flatten() {
@@ -257,6 +264,7 @@ impl PartialConfig {
         self.skills.apply(&mut config.skill_dirs, layer);
         self.web.apply(&mut config.web, layer);
         self.agent.apply(&mut config.agent, layer);
+        self.code.apply(&mut config.code, layer);
     }
 }
 

@@ -3,6 +3,7 @@
 //! about them. Calls run through `crate::call` (the one call path).
 
 use crate::calls::CallTable;
+use crate::code::ToolPresentation;
 use crate::config::Config;
 use crate::events::{CallWatchers, HostEventSink, HostListener, Listeners};
 use crate::history::{Recovery, SessionHistory};
@@ -14,11 +15,13 @@ use crate::review::{SessionReview, SessionReviewHandle};
 use crate::tasks::ShellTasks;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_contract::NestedCalls as _;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_contract::{
     BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle, MemoryBlobCache,
-    NestedCallsHandle, QuestionsHandle, ReviewHandle, SkillsHandle, TasksHandle,
+    NestedCallsHandle, QuestionsHandle, RESERVED_NAME, Registrar, ReviewHandle, SkillsHandle,
+    TasksHandle, ToolDef,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost};
 use toolhost_protocol::card::Card;
@@ -121,6 +124,8 @@ pub struct Host {
     agent_permissions: Arc<AgentPermissions>,
     /// Where a program's nested calls reach this host.
     nested: Arc<HostNestedCalls>,
+    /// How models calling through this host are offered the tools (`[code] mode`).
+    presentation: ToolPresentation,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -261,12 +266,23 @@ impl Host {
         // A program's nested calls run on the host once it is shared (`share`).
         let nested = Arc::new(HostNestedCalls::default());
         capabilities.insert::<NestedCallsHandle>(nested.clone());
+        // `run_code` declares the tools a program may call each time its description is asked
+        // for: the host's tool set as it is then (MCP servers come and go).
+        let program_tools: toolhost_tools_code::ToolSource = {
+            let nested = Arc::clone(&nested);
+            Arc::new(move || nested.tools())
+        };
+        let run_code =
+            toolhost_tools_code::RunCodeTool::new(config.code.clone(), Some(program_tools));
+        let _ = registry.add(ToolDef::reserved(run_code)?)?;
         if let Some(shell) = &shell {
             let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
             capabilities.insert(tasks);
         }
         // The own agent's permission modes: its calls may ask first, on the question channel.
         let agent_permissions = Arc::new(AgentPermissions::new(Arc::clone(&review)));
+        // A program asks nothing itself: each of its nested calls asks in the run's mode.
+        agent_permissions.add_delegating_tool(RESERVED_NAME);
         registry.add_pre_execute(agent_permissions.clone());
         registry.set_approval_channel(Some(Arc::new(QuestionApproval {
             questions: Arc::clone(&questions),
@@ -299,6 +315,7 @@ impl Host {
             mcp,
             agent_permissions,
             nested,
+            presentation: config.code.mode.into(),
         })
     }
 
@@ -333,6 +350,11 @@ impl Host {
     }
 
     /// The running calls.
+    /// How models calling through this host are offered the tools (`[code] mode`).
+    pub fn presentation(&self) -> ToolPresentation {
+        self.presentation
+    }
+
     /// Where a program's nested calls reach this host (attached by `share`).
     pub(crate) fn nested_calls(&self) -> &Arc<HostNestedCalls> {
         &self.nested

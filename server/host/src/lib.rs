@@ -18,6 +18,7 @@ pub mod agent;
 pub mod arguments;
 pub mod call;
 mod calls;
+pub mod code;
 pub mod config;
 pub mod events;
 pub mod history;

@@ -13,7 +13,9 @@ use crate::call::CallRequest;
 use crate::host::Host;
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock, Weak};
-use toolhost_contract::{BoxFuture, ExposedTool, NestedCall, NestedCalls, NestedOutcome};
+use toolhost_contract::{
+    BoxFuture, ExposedTool, NestedCall, NestedCalls, NestedOutcome, RESERVED_NAME,
+};
 use toolhost_protocol::session_log::{CodeDispatchEvent, CodeDispatchStartEvent};
 
 /// Event types of a program's nested calls (ignorable: older readers skip them).
@@ -40,8 +42,9 @@ impl HostNestedCalls {
 impl NestedCalls for HostNestedCalls {
     fn tools(&self) -> Vec<ExposedTool> {
         let Some(host) = self.host() else { return Vec::new() };
+        // Every tool but the program tool itself (whose description lists these).
         host.registry()
-            .descriptors()
+            .descriptors_except(Some(RESERVED_NAME))
             .into_iter()
             .map(|d| ExposedTool {
                 name: d.name,

@@ -112,6 +112,7 @@ async fn run_child(
         run_id: None,
         parent: Some(parent),
         mode: None,
+        presentation: None,
     };
     // The child's calls are children of the `subagent` call: listed, cancellable from their
     // cards, and their cards reach every listener of the host like any call's.

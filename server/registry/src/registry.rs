@@ -219,15 +219,29 @@ impl Registry {
 
     /// Name, description and schemas of every tool, sorted by name.
     pub fn descriptors(&self) -> Vec<ToolDescriptor> {
-        let Ok(tools) = self.inner.tools.read() else { return Vec::new() };
-        tools
-            .values()
-            .map(|r| ToolDescriptor {
-                name: r.tool.name().to_owned(),
-                description: r.tool.description(),
-                input_schema: r.tool.input_schema().raw().clone(),
-                output_schema: r.tool.output_schema().raw().clone(),
-                annotations: r.tool.annotations(),
+        self.descriptors_except(None)
+    }
+
+    /// [`Registry::descriptors`] without the tool `except` — whose description is not even
+    /// asked for: the code-mode tool's description lists the other tools' descriptors.
+    pub fn descriptors_except(&self, except: Option<&str>) -> Vec<ToolDescriptor> {
+        // Descriptions are asked for outside the lock: a description may list tools again.
+        let listed: Vec<_> = match self.inner.tools.read() {
+            Ok(tools) => tools
+                .iter()
+                .filter(|(name, _)| Some(name.as_str()) != except)
+                .map(|(_, r)| Arc::clone(&r.tool))
+                .collect(),
+            Err(_) => return Vec::new(),
+        };
+        listed
+            .into_iter()
+            .map(|tool| ToolDescriptor {
+                name: tool.name().to_owned(),
+                description: tool.description(),
+                input_schema: tool.input_schema().raw().clone(),
+                output_schema: tool.output_schema().raw().clone(),
+                annotations: tool.annotations(),
             })
             .collect()
     }

@@ -466,6 +466,7 @@ impl AcpSession {
             run_id: None,
             parent: None,
             mode: Some(Arc::clone(&self.mode)),
+            presentation: None,
         };
         let report = own_agent::run(&self.host, request, &cancel, &mut on_event, on_update).await;
         let outcome = match report.outcome {

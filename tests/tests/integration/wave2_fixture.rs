@@ -322,6 +322,7 @@ async fn write_the_wave2_fixture() {
         run_id: None,
         parent: None,
         mode: None,
+        presentation: None,
     };
     let report =
         own_agent::run(&host, request, &CancellationToken::new(), &mut |_| {}, move |update| {

@@ -32,6 +32,15 @@ impl ToolDef {
         Ok(ToolDef { tool: Arc::new(TypedTool::new(tool)?) })
     }
 
+    /// The code-mode tool (`run_code`, the host registers it): the one tool whose name is
+    /// [`RESERVED_NAME`]; any other name is checked as usual.
+    pub fn reserved<T: Tool>(tool: T) -> Result<Self, RegistrationError> {
+        if tool.name() != RESERVED_NAME {
+            check_name(tool.name())?;
+        }
+        Ok(ToolDef { tool: Arc::new(TypedTool::new(tool)?) })
+    }
+
     /// A raw tool: its output declaration required, its schemas compiled.
     pub fn raw(tool: RawTool) -> Result<Self, RegistrationError> {
         check_name(&tool.name)?;

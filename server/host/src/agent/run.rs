@@ -5,6 +5,7 @@
 
 use crate::call::CallRequest;
 use crate::calls::Lane;
+use crate::code::ToolPresentation;
 use crate::host::{Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
 use serde_json::Value;
@@ -44,6 +45,8 @@ struct HostRunner<'h> {
     /// The run's lane: its own turn's calls are ordered with each other, never with another
     /// run's or the editor's.
     lane: Lane,
+    /// How the model is offered the tools.
+    presentation: ToolPresentation,
     on_update: Box<dyn Fn(RunUpdate) + Send + Sync + 'h>,
 }
 
@@ -58,8 +61,7 @@ impl ToolRunner for HostRunner<'_> {
     fn tools(&self) -> Vec<ToolSpec> {
         // Sorted by name: the same order in every request.
         self.host
-            .registry()
-            .descriptors()
+            .model_tools(self.presentation)
             .into_iter()
             .map(|d| ToolSpec {
                 name: d.name,
@@ -89,7 +91,8 @@ impl ToolRunner for HostRunner<'_> {
                 .child_of(self.parent.clone())
                 .cancelled_by(cancel)
                 .for_agent(AgentCall { mode, depth: self.depth })
-                .in_lane(self.lane.clone());
+                .in_lane(self.lane.clone())
+                .offered_as(self.presentation);
             let failed = |err: HostError| {
                 let mut failed = ToolOutcome::new(format!("Error: {err}"), true);
                 failed.call_id = Some(call_id.clone());
@@ -197,6 +200,8 @@ pub struct RunRequest {
     pub parent: Option<(String, u32)>,
     /// The mode as the caller keeps it (else the run keeps `settings.mode` to itself).
     pub mode: Option<SharedMode>,
+    /// How the run's model is offered the tools (else the host's `[code] mode`).
+    pub presentation: Option<ToolPresentation>,
 }
 
 /// A new run id.
@@ -284,6 +289,7 @@ pub async fn run(
         parent: request.parent.as_ref().map(|(call, _)| call.clone()),
         depth: request.parent.as_ref().map_or(1, |(_, depth)| (*depth).max(1)),
         lane: Lane::new(),
+        presentation: request.presentation.unwrap_or_else(|| host.presentation()),
         on_update: Box::new(on_update),
     };
     let outcome = match ModelClient::new(settings.model_config()) {

@@ -15,6 +15,7 @@ use toolhost_agent::{AgentSettings, PermissionMode};
 use toolhost_contract::CancellationToken;
 use toolhost_host::Host;
 use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate};
+use toolhost_host::code::ToolPresentation;
 use toolhost_host::session;
 use toolhost_protocol::card::CardStatus;
 
@@ -51,6 +52,10 @@ pub struct Args {
     /// The model's context window (compaction starts before it; 0: never).
     #[arg(long, value_name = "TOKENS")]
     context_limit: Option<u64>,
+    /// How the model is offered the tools: native (every tool a function), code (only
+    /// run_code, whose programs call the tools) or both (default: `[code] mode`).
+    #[arg(long, value_name = "MODE")]
+    tools: Option<String>,
     /// End the run with a value valid against this JSON Schema (`structured_output`).
     #[arg(long, value_name = "JSON_SCHEMA")]
     structured_schema: Option<String>,
@@ -103,6 +108,12 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     let mut config = load_config(&root)?;
     // The flags are the run's `[agent]`, and its subagents' too (the host keeps it for them).
     config.agent = settings(config.agent, &args)?;
+    if let Some(tools) = &args.tools {
+        let presentation = ToolPresentation::parse(tools).ok_or_else(|| {
+            Failure::usage(format!("--tools {tools}: expected native, code or both"))
+        })?;
+        config.code.mode = presentation.into();
+    }
     let sessions = sessions_dir(&config, &args.common)?;
     let (id, opened) = session::open_named(&sessions, &root, args.common.session.as_deref())
         .map_err(|e| Failure::env(e.to_string()))?;
@@ -216,6 +227,7 @@ async fn run_headless(host: &Arc<Host>, settings: AgentSettings, task: &str, jso
         run_id: None,
         parent: None,
         mode: None,
+        presentation: None,
     };
     let report = own_agent::run(host, request, &cancel, &mut on_event, on_update).await;
     interrupt.abort();

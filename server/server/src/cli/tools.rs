@@ -1,5 +1,6 @@
 //! `toolhost tools`: every tool with its schemas, the configured MCP servers' tools included
-//! (each server started for the listing, then stopped).
+//! (each server started for the listing, then stopped); with `--typescript`, the declarations
+//! `run_code` programs are written against.
 
 use super::{Common, Failure, load_config, open_host, workspace_root};
 use std::io::Write;
@@ -12,6 +13,9 @@ pub struct Args {
     /// Print `{tools: [{name, description, inputSchema, outputSchema}]}`.
     #[arg(long)]
     json: bool,
+    /// Print the TypeScript declarations `run_code` programs are written against.
+    #[arg(long, conflicts_with = "json")]
+    typescript: bool,
 }
 
 pub async fn run(args: Args) -> Result<u8, Failure> {
@@ -21,10 +25,13 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     host.start_all_mcp_servers();
     let strict = host.mcp_ready().await;
     let tools = host.registry().descriptors();
+    let declarations = args.typescript.then(|| host.program_declarations());
     host.shutdown().await;
     strict.map_err(Failure::env)?;
     let mut stdout = std::io::stdout().lock();
-    if args.json {
+    if let Some(declarations) = declarations {
+        let _ = write!(stdout, "{declarations}");
+    } else if args.json {
         let text = serde_json::to_string_pretty(&ListToolsResult { tools })
             .map_err(|e| Failure::env(e.to_string()))?;
         let _ = writeln!(stdout, "{text}");

@@ -160,6 +160,7 @@ pub(super) async fn prompt(
             run_id: Some(task_run.clone()),
             parent: None,
             mode: None,
+            presentation: None,
         };
         let report = own_agent::run(&host, request, &cancel, &mut on_event, on_update).await;
         if let Ok(outcome) = &report.outcome
