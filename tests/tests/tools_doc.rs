@@ -107,6 +107,10 @@ fn examples() -> Vec<Example> {
         },
         Example { tool: "skill", args: json!({"name": "changelog"}) },
         Example {
+            tool: "run_code",
+            args: json!({"code": "const found = await tools.grep({ pattern: \"greet\", include: \"*.c\" });\nconsole.log(`${found.matches.length} matches`);\nreturn [...new Set(found.matches.map((m) => m.path))];", "description": "Files that mention greet"}),
+        },
+        Example {
             tool: "structured_output",
             args: json!({"summary": "greet says Hi", "files": ["src/greet.c"]}),
         },
