@@ -88,6 +88,9 @@ fn always_object(schema: &Value, defs: &Value) -> bool {
 /// The output schema a tool publishes under `structured`, and whether its values are wrapped as
 /// `{"value": …}`.
 pub fn published_output_schema(schema: &Value) -> (Map<String, Value>, bool) {
+    let mut schema = schema.clone();
+    objects_for_booleans(&mut schema);
+    let schema = &schema;
     let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
     if always_object(schema, &defs)
         && let Value::Object(map) = schema
@@ -111,6 +114,36 @@ pub fn published_output_schema(schema: &Value) -> (Map<String, Value>, bool) {
     wrapper.insert("properties".to_owned(), json!({"value": inner}));
     wrapper.insert("required".to_owned(), json!(["value"]));
     (wrapper, true)
+}
+
+/// Replaces the boolean subschemas of `schema` (`"result": true`: any value) by their object
+/// forms (`{}`, `{"not": {}}`): JSON Schema allows both, but the TypeScript SDK's validator of
+/// `tools/list` rejects a boolean where it expects a property's or an item's schema, and then
+/// the client cannot list any tool. `additionalProperties` keeps its boolean (accepted there).
+fn objects_for_booleans(schema: &mut Value) {
+    fn object_form(value: &mut Value) {
+        match value {
+            Value::Bool(true) => *value = json!({}),
+            Value::Bool(false) => *value = json!({"not": {}}),
+            other => objects_for_booleans(other),
+        }
+    }
+    let Value::Object(map) = schema else { return };
+    for key in ["properties", "$defs", "definitions", "patternProperties"] {
+        if let Some(Value::Object(members)) = map.get_mut(key) {
+            members.values_mut().for_each(object_form);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(branches)) = map.get_mut(key) {
+            branches.iter_mut().for_each(object_form);
+        }
+    }
+    for key in ["items", "not", "if", "then", "else", "contains"] {
+        if let Some(sub) = map.get_mut(key) {
+            object_form(sub);
+        }
+    }
 }
 
 fn mcp_content(blocks: &[ContentBlock]) -> Vec<McpContent> {
@@ -186,6 +219,18 @@ mod tests {
         assert!(wrapped);
         assert_eq!(schema["properties"]["value"]["type"], "array");
         assert_eq!(schema["$defs"]["X"]["type"], "string");
+    }
+
+    #[test]
+    fn boolean_subschemas_are_published_as_objects() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"logs": {"type": "array", "items": true}, "result": true, "never": false}});
+        let (published, wrapped) = published_output_schema(&schema);
+        assert!(!wrapped);
+        assert_eq!(published["properties"]["result"], json!({}));
+        assert_eq!(published["properties"]["never"], json!({"not": {}}));
+        assert_eq!(published["properties"]["logs"]["items"], json!({}));
+        assert_eq!(published["additionalProperties"], json!(false));
     }
 
     #[test]
