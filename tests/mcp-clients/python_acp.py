@@ -269,8 +269,26 @@ async def questions(binary, root, state, config):
     return out
 
 
+async def program(binary, root, state, config):
+    """A prompt whose answer is one run_code program: its nested calls stream as tool calls
+    (each naming its program in _meta), its nested edit asks for permission."""
+    out = {}
+    editor = Editor(root, choices=["allow_once"])
+    async with agent(editor, binary, root, state, config) as (conn, _proc):
+        await start(conn, False)
+        session = await conn.new_session(cwd=root, mcp_servers=[])
+        response = await conn.prompt(
+            session_id=session.session_id, prompt=[text_block("fix a.txt with a program")]
+        )
+        out["stop"] = response.stop_reason
+        await settle(editor)
+        out["live"] = editor.drain()
+        out["permissions"] = editor.permissions
+    return out
+
+
 async def main(binary, root, state, config, scenario):
-    run = {"task": task, "modes": modes, "questions": questions}[scenario]
+    run = {"task": task, "modes": modes, "questions": questions, "program": program}[scenario]
     out = await asyncio.wait_for(run(binary, root, state, config), 120)
     print(json.dumps(out))
 

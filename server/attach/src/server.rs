@@ -329,8 +329,11 @@ async fn answer(
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         methods::LIST_TOOLS => {
-            serde_json::to_value(ListToolsResult { tools: host.registry().descriptors() })
-                .map_err(|e| ErrorObject::internal(e.to_string()))
+            // Listed for an agent's model: as the host's `[code] mode` offers them.
+            serde_json::to_value(ListToolsResult {
+                tools: host.model_tools(host.mcp_presentation()),
+            })
+            .map_err(|e| ErrorObject::internal(e.to_string()))
         }
         methods::CALL_TOOL => {
             let p: CallToolParams = serde_json::from_value(params).map_err(invalid)?;
@@ -357,6 +360,8 @@ async fn answer(
                 .by(who)
                 .asked_through(p.can_ask.then_some(asker))
                 .following(Some(live));
+            let request =
+                if p.model_facing { request.offered_as(host.mcp_presentation()) } else { request };
             let handle =
                 host.call(request).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
             let outcome =

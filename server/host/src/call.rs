@@ -25,9 +25,9 @@
 //! handle) cancels the call, whose body is still awaited to its end and logged.
 
 use crate::calls::{Heritage, Lane};
-use crate::code::ToolPresentation;
 use crate::host::{CallOutcome, Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
+use crate::presentation::ToolPresentation;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};

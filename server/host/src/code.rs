@@ -6,72 +6,39 @@
 //! every tool whatever the mode. A model's direct call of a tool its mode hides is answered as a
 //! call of an unknown tool (`UNKNOWN_TOOL`), as if the tool did not exist.
 
-use crate::host::Host;
-use serde::{Deserialize, Serialize};
-use toolhost_contract::{ExposedTool, NestedCallsHandle, RESERVED_NAME};
+use crate::host::{Host, HostError};
+use crate::nested::HostNestedCalls;
+use crate::presentation::ToolPresentation;
+use std::sync::Arc;
+use toolhost_contract::{
+    ExposedTool, NestedCalls as _, NestedCallsHandle, RESERVED_NAME, Registrar as _, ToolDef,
+};
 use toolhost_protocol::lsp_ext::ToolDescriptor;
-use toolhost_tools_code::CodeMode;
+use toolhost_tools_code::{CodeConfig, RunCodeTool, ToolSource};
 
-/// How a model is offered the tools.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolPresentation {
-    /// Every tool as a function, `run_code` not offered.
-    #[default]
-    Native,
-    /// Only `run_code`: the model writes programs over the other tools.
-    Code,
-    /// Every tool and `run_code`.
-    Both,
-}
-
-impl ToolPresentation {
-    /// Whether a model offered tools this way sees the tool `name`.
-    pub fn shows(self, name: &str) -> bool {
-        match self {
-            ToolPresentation::Native => name != RESERVED_NAME,
-            ToolPresentation::Code => name == RESERVED_NAME,
-            ToolPresentation::Both => true,
-        }
+/// Registers `run_code` on a host that is about to be shared, and gives it the nested-call
+/// capability its programs call through (connected to the host by the caller once it is
+/// shared: `HostNestedCalls::attach`).
+pub(crate) fn install(
+    host: &mut Host,
+    config: &CodeConfig,
+) -> Result<Arc<HostNestedCalls>, HostError> {
+    let nested = Arc::new(HostNestedCalls::default());
+    let handle: NestedCallsHandle = nested.clone();
+    if !host.insert_capability(handle) {
+        return Err(HostError::Internal("the host's capabilities are already shared".to_owned()));
     }
-
-    /// Parses `native`, `code` or `both`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "native" => Some(ToolPresentation::Native),
-            "code" => Some(ToolPresentation::Code),
-            "both" => Some(ToolPresentation::Both),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolPresentation::Native => "native",
-            ToolPresentation::Code => "code",
-            ToolPresentation::Both => "both",
-        }
-    }
-}
-
-impl From<CodeMode> for ToolPresentation {
-    fn from(mode: CodeMode) -> Self {
-        match mode {
-            CodeMode::Native => ToolPresentation::Native,
-            CodeMode::Code => ToolPresentation::Code,
-            CodeMode::Both => ToolPresentation::Both,
-        }
-    }
-}
-
-impl From<ToolPresentation> for CodeMode {
-    fn from(presentation: ToolPresentation) -> Self {
-        match presentation {
-            ToolPresentation::Native => CodeMode::Native,
-            ToolPresentation::Code => CodeMode::Code,
-            ToolPresentation::Both => CodeMode::Both,
-        }
-    }
+    // `run_code` declares the tools a program may call each time its description is asked
+    // for: the host's tool set as it is then (MCP servers come and go).
+    let program_tools: ToolSource = {
+        let nested = Arc::clone(&nested);
+        Arc::new(move || nested.tools())
+    };
+    let run_code = RunCodeTool::new(config.clone(), Some(program_tools));
+    let _ = host.registry().add(ToolDef::reserved(run_code)?)?;
+    // A program asks nothing itself: each of its nested calls asks in the run's mode.
+    host.agent_permissions().add_delegating_tool(RESERVED_NAME);
+    Ok(nested)
 }
 
 impl Host {
@@ -94,23 +61,5 @@ impl Host {
             .filter(|tool| tool.name != RESERVED_NAME)
             .collect();
         toolhost_tools_code::declarations::typescript(&tools)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_presentation_shows_its_tools() {
-        let shown = |p: ToolPresentation| -> Vec<&str> {
-            ["read", RESERVED_NAME, "edit"].into_iter().filter(|n| p.shows(n)).collect()
-        };
-        assert_eq!(shown(ToolPresentation::Native), ["read", "edit"]);
-        assert_eq!(shown(ToolPresentation::Code), [RESERVED_NAME]);
-        assert_eq!(shown(ToolPresentation::Both), ["read", RESERVED_NAME, "edit"]);
-        for p in [ToolPresentation::Native, ToolPresentation::Code, ToolPresentation::Both] {
-            assert_eq!(ToolPresentation::parse(p.as_str()), Some(p));
-        }
     }
 }

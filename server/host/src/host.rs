@@ -3,25 +3,22 @@
 //! about them. Calls run through `crate::call` (the one call path).
 
 use crate::calls::CallTable;
-use crate::code::ToolPresentation;
 use crate::config::Config;
 use crate::events::{CallWatchers, HostEventSink, HostListener, Listeners};
 use crate::history::{Recovery, SessionHistory};
 use crate::interaction::{PlanModeGuard, RunCompleteGuard, SessionInteraction};
-use crate::nested::HostNestedCalls;
 use crate::permissions::{AgentPermissions, QuestionApproval};
+use crate::presentation::ToolPresentation;
 use crate::questions::SessionQuestions;
 use crate::review::{SessionReview, SessionReviewHandle};
 use crate::tasks::ShellTasks;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_contract::NestedCalls as _;
 use toolhost_contract::lsp::LspHandle;
 use toolhost_contract::spill::SpillHandle;
 use toolhost_contract::{
     BlobCacheHandle, Capabilities, EventsHandle, HistoryHandle, InteractionHandle, MemoryBlobCache,
-    NestedCallsHandle, QuestionsHandle, RESERVED_NAME, Registrar, ReviewHandle, SkillsHandle,
-    TasksHandle, ToolDef,
+    QuestionsHandle, ReviewHandle, SkillsHandle, TasksHandle,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost};
 use toolhost_protocol::card::Card;
@@ -122,10 +119,9 @@ pub struct Host {
     mcp: Option<Arc<toolhost_tools_mcp::McpBridge>>,
     /// The permission modes of the own agent's running calls (docs/agent.md).
     agent_permissions: Arc<AgentPermissions>,
-    /// Where a program's nested calls reach this host.
-    nested: Arc<HostNestedCalls>,
-    /// How models calling through this host are offered the tools (`[code] mode`).
-    presentation: ToolPresentation,
+    /// How models calling through this host are offered the tools (`[code] mode`; unset: each
+    /// front end's default).
+    presentation: Option<ToolPresentation>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -263,26 +259,16 @@ impl Host {
         };
         capabilities.insert(cache);
         let mcp = mcp_bridge(config, &registry, &options.roots, &questions);
-        // A program's nested calls run on the host once it is shared (`share`).
-        let nested = Arc::new(HostNestedCalls::default());
-        capabilities.insert::<NestedCallsHandle>(nested.clone());
-        // `run_code` declares the tools a program may call each time its description is asked
-        // for: the host's tool set as it is then (MCP servers come and go).
-        let program_tools: toolhost_tools_code::ToolSource = {
-            let nested = Arc::clone(&nested);
-            Arc::new(move || nested.tools())
-        };
-        let run_code =
-            toolhost_tools_code::RunCodeTool::new(config.code.clone(), Some(program_tools));
-        let _ = registry.add(ToolDef::reserved(run_code)?)?;
+        if let Some(shell) = &shell {
+            let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
+            capabilities.insert(tasks);
+        }
         if let Some(shell) = &shell {
             let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
             capabilities.insert(tasks);
         }
         // The own agent's permission modes: its calls may ask first, on the question channel.
         let agent_permissions = Arc::new(AgentPermissions::new(Arc::clone(&review)));
-        // A program asks nothing itself: each of its nested calls asks in the run's mode.
-        agent_permissions.add_delegating_tool(RESERVED_NAME);
         registry.add_pre_execute(agent_permissions.clone());
         registry.set_approval_channel(Some(Arc::new(QuestionApproval {
             questions: Arc::clone(&questions),
@@ -314,8 +300,7 @@ impl Host {
             questions,
             mcp,
             agent_permissions,
-            nested,
-            presentation: config.code.mode.into(),
+            presentation: config.code.mode.map(Into::into),
         })
     }
 
@@ -350,14 +335,16 @@ impl Host {
     }
 
     /// The running calls.
-    /// How models calling through this host are offered the tools (`[code] mode`).
-    pub fn presentation(&self) -> ToolPresentation {
-        self.presentation
+    /// How the own agent's model is offered the tools: `[code] mode`, by default `native`
+    /// (every request carries the tool list, and `run_code`'s declares every tool).
+    pub fn agent_presentation(&self) -> ToolPresentation {
+        self.presentation.unwrap_or(ToolPresentation::Native)
     }
 
-    /// Where a program's nested calls reach this host (attached by `share`).
-    pub(crate) fn nested_calls(&self) -> &Arc<HostNestedCalls> {
-        &self.nested
+    /// How an MCP agent's model is offered the tools: `[code] mode`, by default `both` (the
+    /// agent lists the tools once and picks `run_code` when a program saves it turns).
+    pub fn mcp_presentation(&self) -> ToolPresentation {
+        self.presentation.unwrap_or(ToolPresentation::Both)
     }
 
     pub(crate) fn calls(&self) -> &CallTable {

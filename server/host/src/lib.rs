@@ -27,6 +27,7 @@ pub mod interaction;
 pub mod nested;
 pub mod open;
 pub mod permissions;
+pub mod presentation;
 pub mod questions;
 pub mod review;
 pub mod session;

@@ -51,11 +51,13 @@ pub fn open_host(
 }
 
 /// The host behind an `Arc`, as every front end keeps it (calls run as tasks of their own), with
-/// the tools that need the shared host: `subagent` runs the own agent on it again, so it exists
-/// only when `[agent]` can reach a model.
-pub fn share(host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
+/// the tools that need the shared host: `run_code`, whose programs' nested calls run on it, and
+/// `subagent`, which runs the own agent on it again (so it exists only when `[agent]` can reach
+/// a model).
+pub fn share(mut host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
+    let nested = crate::code::install(&mut host, &config.code)?;
     let host = Arc::new(host);
-    host.nested_calls().attach(&host);
+    nested.attach(&host);
     crate::subagent::install(&host, &config.agent)?;
     Ok(host)
 }

@@ -69,6 +69,10 @@ pub struct CallToolParams {
     /// elicit), so `toolhost/askUser` for it goes back over the socket before the editor.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub can_ask: bool,
+    /// Attach socket only: a model makes the call (an MCP agent's), so a tool the host's
+    /// `[code] mode` does not offer models is unknown to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_facing: bool,
 }
 
 /// Result of `toolhost/callTool` (and of `toolhost call --json`).

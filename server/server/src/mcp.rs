@@ -129,7 +129,7 @@ impl LocalBackend {
 
 impl Backend for LocalBackend {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
-        Box::pin(async move { Ok(self.host.registry().descriptors()) })
+        Box::pin(async move { Ok(self.host.model_tools(self.host.mcp_presentation())) })
     }
 
     fn call(
@@ -145,7 +145,8 @@ impl Backend for LocalBackend {
                 .by(call.caller.map(|c| c.name))
                 .asked_through(call.questions)
                 .following(call.output)
-                .cancelled_by(cancel);
+                .cancelled_by(cancel)
+                .offered_as(self.host.mcp_presentation());
             let handle =
                 self.host.call(request).map_err(|e| BackendError::Internal(e.to_string()))?;
             let outcome =
@@ -530,6 +531,7 @@ impl Backend for McpBackend {
                     arguments: call.arguments.clone(),
                     call_id: Some(call_id.clone()),
                     can_ask: call.questions.is_some(),
+                    model_facing: true,
                 };
                 let result = attached
                     .client

@@ -374,3 +374,44 @@ async fn acp_questions_are_one_form_when_the_client_offers_forms_else_choices() 
     let refused = last_tool_result(&bodies[6]);
     assert!(refused.contains("offers no forms") && refused.contains("a typed answer"), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_code_program_streams_its_nested_calls_as_tool_calls_and_its_edit_asks() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    let program = serde_json::json!({
+        "code": "await tools.read({file_path: 'a.txt'});\nawait tools.edit({file_path: 'a.txt', old_string: 'hello', new_string: 'bye'});\nreturn 'ok';",
+        "description": "Say bye",
+    })
+    .to_string();
+    let model = model_server(move |n, _| match n {
+        0 => Answer::calling(&[("run_code", &program)], None, 100),
+        _ => Answer::answering(&["Done."], 200, 5),
+    })
+    .await;
+    env.write_agent_config(&model.base, "ask");
+    let config = env.config.join("toolhost").join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[code]\nmode = \"both\"\n");
+    std::fs::write(&config, text).unwrap();
+    let out = client(&env, "program");
+    assert_eq!(out["stop"], "end_turn", "{out}");
+    assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "bye\n");
+
+    // The program, then its two nested calls, each ending completed.
+    let live = &out["live"];
+    let seen = calls(live);
+    let titles: Vec<&str> = seen.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(titles.len(), 3, "{seen:?}");
+    assert_eq!(titles[0], "Say bye");
+    assert!(seen.iter().all(|c| c.2 == "completed"), "{seen:?}");
+    let started = of_kind(live, "tool_call");
+    let program_id = started[0]["toolCallId"].as_str().unwrap();
+    for nested in &started[1..] {
+        assert_eq!(nested["_meta"]["toolhost"]["parentCallId"], program_id, "{nested}");
+    }
+    // The program asked nothing itself; its nested edit asked, in the run's `ask` mode.
+    let permissions = out["permissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 1, "{permissions:#?}");
+    assert_eq!(permissions[0]["toolCall"]["content"][0]["type"], "diff", "{permissions:#?}");
+}

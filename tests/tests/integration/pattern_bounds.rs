@@ -18,9 +18,19 @@ const HUGE: usize = 10 * 1024 * 1024;
 /// The peak resident memory the server must stay under.
 const PEAK_LIMIT_KIB: u64 = 100 * 1024;
 
-/// A call that must fail with `SEARCH_PATTERN_TOO_LARGE`; its message.
+/// A call that must fail with `SEARCH_PATTERN_TOO_LARGE`; its message. The answer can leave
+/// before the request's buffers are dropped (the call's task ends after it answered): waits until
+/// the server's resident memory is back near `settled_kib`, so the bound is one request's, not
+/// two requests' that a loaded machine happened to overlap.
 fn refused(mcp: &mut Mcp, tool: &str, arguments: Value) -> String {
+    let pid = mcp.child.id();
+    let settled_kib = proc_number(pid, "status", "VmRSS:") + 8 * 1024;
     let result = mcp.call(tool, arguments);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while proc_number(pid, "status", "VmRSS:") > settled_kib && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(result["isError"], true, "{tool}: {}", text_of(&result));
     assert_eq!(
         error_code_of(&result).as_deref(),

@@ -282,3 +282,28 @@ fn toolhost_mcp_runs_a_program_whose_nested_cards_reach_the_editor() {
     let nested = nested.expect("the nested grep's card reached the editor");
     assert_eq!(nested["params"]["caller"], "claude-code", "{nested}");
 }
+
+#[test]
+fn in_code_mode_toolhost_mcp_offers_only_run_code_and_a_direct_read_is_an_unknown_tool() {
+    let env = workspace();
+    env.write_user_config("[code]\nmode = \"code\"\n");
+    for args in [&["--standalone"][..], &[][..]] {
+        // Standalone (its own host) and attached to an editor's host.
+        let _editor = args.is_empty().then(|| env.start(json!({})));
+        let mut agent = mcp::Mcp::spawn(&env, args);
+        agent.initialize("codex-mcp-client");
+        let names: Vec<_> =
+            agent.tools().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(names, ["run_code"], "{args:?}");
+        // Hidden from the model, the tool is no tool at all: MCP's unknown-tool error.
+        let direct = agent
+            .request("tools/call", json!({"name": "read", "arguments": {"file_path": "a.txt"}}));
+        assert_eq!(direct["error"]["code"], -32602, "{direct}");
+        assert_eq!(direct["error"]["message"], "unknown tool \"read\"", "{direct}");
+        let program = agent.call(
+            "run_code",
+            json!({"code": "return (await tools.read({file_path: 'a.txt'})).lines.length;", "description": "Count lines"}),
+        );
+        assert_eq!(mcp::text_of(&program), "3", "{args:?}: {program}");
+    }
+}

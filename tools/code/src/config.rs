@@ -20,8 +20,10 @@ pub enum CodeMode {
 /// The limits of one run, and how models are offered the tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeConfig {
-    /// `native`, `code` or `both`.
-    pub mode: CodeMode,
+    /// `native`, `code` or `both`; unset, each front end offers its default (the own agent
+    /// `native`: every request carries the tool list; an MCP agent `both`: it lists tools once
+    /// and picks).
+    pub mode: Option<CodeMode>,
     /// CPU time the program's thread may spend (awaiting a tool does not count).
     pub compute: Duration,
     /// Time from the start of the run to its end, waiting included.
@@ -44,7 +46,7 @@ pub struct CodeConfig {
 impl Default for CodeConfig {
     fn default() -> Self {
         CodeConfig {
-            mode: CodeMode::Native,
+            mode: None,
             compute: Duration::from_millis(60_000),
             wall: Duration::from_millis(600_000),
             memory_bytes: 512 * 1024 * 1024,
@@ -85,7 +87,7 @@ impl Section for CodeSection {
 
     fn apply(self, config: &mut CodeConfig, _layer: &mut Layer<'_>) {
         if let Some(mode) = self.mode {
-            config.mode = mode;
+            config.mode = Some(mode);
         }
         // Zero would stop every run at once (or allow no call at all); 1 is the smallest limit.
         if let Some(ms) = self.compute_ms {
@@ -178,7 +180,7 @@ mod tests {
         )
         .unwrap();
         let config = apply(section);
-        assert_eq!(config.mode, CodeMode::Both);
+        assert_eq!(config.mode, Some(CodeMode::Both));
         assert_eq!(config.compute, Duration::from_millis(5));
         assert_eq!(config.wall, Duration::from_millis(7));
         assert_eq!(config.memory_bytes, 16 * 1024 * 1024);

@@ -5,9 +5,9 @@
 
 use crate::call::CallRequest;
 use crate::calls::Lane;
-use crate::code::ToolPresentation;
 use crate::host::{Host, HostError, new_call_id};
 use crate::permissions::AgentCall;
+use crate::presentation::ToolPresentation;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, PoisonError};
 use toolhost_agent::agent::{AgentEvent, BoxFuture, RunOutcome, StopReason};
@@ -289,7 +289,7 @@ pub async fn run(
         parent: request.parent.as_ref().map(|(call, _)| call.clone()),
         depth: request.parent.as_ref().map_or(1, |(_, depth)| (*depth).max(1)),
         lane: Lane::new(),
-        presentation: request.presentation.unwrap_or_else(|| host.presentation()),
+        presentation: request.presentation.unwrap_or_else(|| host.agent_presentation()),
         on_update: Box::new(on_update),
     };
     let outcome = match ModelClient::new(settings.model_config()) {

@@ -15,7 +15,7 @@ use toolhost_agent::{AgentSettings, PermissionMode};
 use toolhost_contract::CancellationToken;
 use toolhost_host::Host;
 use toolhost_host::agent::{self as own_agent, RunRequest, RunUpdate};
-use toolhost_host::code::ToolPresentation;
+use toolhost_host::presentation::ToolPresentation;
 use toolhost_host::session;
 use toolhost_protocol::card::CardStatus;
 
@@ -112,7 +112,7 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
         let presentation = ToolPresentation::parse(tools).ok_or_else(|| {
             Failure::usage(format!("--tools {tools}: expected native, code or both"))
         })?;
-        config.code.mode = presentation.into();
+        config.code.mode = Some(presentation.into());
     }
     let sessions = sessions_dir(&config, &args.common)?;
     let (id, opened) = session::open_named(&sessions, &root, args.common.session.as_deref())

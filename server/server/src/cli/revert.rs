@@ -82,8 +82,13 @@ async fn revert_in_editor(
     if attached.session_id.as_deref() != Some(which) {
         return Err(locked());
     }
-    let params =
-        CallToolParams { name: REVERT.to_owned(), arguments, call_id: None, can_ask: false };
+    let params = CallToolParams {
+        name: REVERT.to_owned(),
+        arguments,
+        call_id: None,
+        can_ask: false,
+        model_facing: false,
+    };
     let body: CallToolResult = client
         .request(methods::CALL_TOOL, &params, &never)
         .await
