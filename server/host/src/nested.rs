@@ -10,6 +10,7 @@
 //! built); it reaches the host once [`crate::share`] attached it.
 
 use crate::call::CallRequest;
+use crate::calls::Lane;
 use crate::host::Host;
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock, Weak};
@@ -75,10 +76,15 @@ impl NestedCalls for HostNestedCalls {
                 arguments: call.arguments.clone(),
             };
             record(&host, DISPATCH_START, json!(start));
+            // The program schedules its own calls (submission order, read-only ones together):
+            // under a running program they take no permit; a background program's calls, made
+            // after its call answered, go in a lane of their own — never the editor's, where a
+            // `job_output` waiting for this very program may hold the barrier.
             let request = CallRequest::new(call.name.clone(), call.arguments.clone())
                 .id(call.call_id.clone())
                 .child_of(Some(call.parent_call_id.clone()))
-                .cancelled_by(call.cancel.clone());
+                .cancelled_by(call.cancel.clone())
+                .in_lane(Lane::new());
             let outcome = host.run(request).await;
             let (outcome, content, is_error) = match outcome {
                 Ok(done) => {

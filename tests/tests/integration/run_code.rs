@@ -307,3 +307,58 @@ fn in_code_mode_toolhost_mcp_offers_only_run_code_and_a_direct_read_is_an_unknow
         assert_eq!(mcp::text_of(&program), "3", "{args:?}: {program}");
     }
 }
+
+#[test]
+fn a_thousand_nested_calls_in_one_program_are_each_a_recorded_call() {
+    let env = workspace();
+    let mut client = env.start(json!({}));
+    let program = r#"
+      let lines = 0;
+      for (let i = 0; i < 1000; i++) {
+        lines += (await tools.read({ file_path: "b.txt" })).lines.length;
+      }
+      return lines;
+    "#;
+    let out = run(&mut client, program, "A thousand reads");
+    assert_eq!(out["result"]["isError"], false, "{out}");
+    assert_eq!(out["result"]["value"]["result"], 1000);
+    let run_id = out["callId"].as_str().unwrap().to_owned();
+    let session = out["sessionId"].as_str().unwrap().to_owned();
+    client.request("toolhost/replaySession", json!({"sessionId": session})).unwrap();
+    let events = env.session_events(&session);
+    let settled = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "tool/code-dispatch" && e["data"]["parentCallId"] == run_id.as_str()
+        })
+        .count();
+    assert_eq!(settled, 1000);
+    let last = format!("{run_id}:code:1000");
+    assert!(events.iter().any(|e| e["type"] == "tool/result" && e["data"]["callId"] == last));
+}
+
+#[test]
+fn a_program_in_the_background_is_a_job_whose_output_job_output_reads() {
+    let env = workspace();
+    let mut client = env.start(json!({}));
+    let program = r#"
+      const found = await tools.grep({ pattern: "TODO" });
+      console.log(`found ${found.matches.length}`);
+      return found.matches.length;
+    "#;
+    let out = client
+        .call_tool(
+            "run_code",
+            json!({"code": program, "description": "Count in the background", "run_in_background": true}),
+        )
+        .unwrap();
+    assert_eq!(out["result"]["isError"], false, "{out}");
+    let job = out["result"]["value"]["result"]["jobId"].as_str().unwrap().to_owned();
+    assert!(job.starts_with("code-"), "{job}");
+    let read = call_ok(&mut client, "job_output", json!({"job_id": job, "wait": true}));
+    let text = read["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("found 3"), "{text}");
+    // Its nested call ran under the program's call, after that call had answered.
+    let run_id = out["callId"].as_str().unwrap();
+    assert!(!children(&mut client, run_id).is_empty(), "the nested grep's card");
+}
