@@ -13,7 +13,7 @@
 //! body stuck in the kernel must not hold up its lane.
 
 use crate::permissions::AgentCall;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{Notify, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
@@ -35,9 +35,15 @@ struct Running {
     heritage: Heritage,
 }
 
+/// How many ended calls' heritage is kept: a background program or subagent makes calls under
+/// its call after that call answered, and they are still made by its caller.
+const RETAINED_HERITAGE: usize = 256;
+
 #[derive(Default)]
 struct Inner {
     calls: Mutex<HashMap<String, Running>>,
+    /// The heritage of the calls that ended last, newest at the back.
+    retained: Mutex<VecDeque<(String, Heritage)>>,
     active: AtomicUsize,
     idle: Notify,
     /// The lane of calls whose request names none (the editor's, a CLI call's).
@@ -108,7 +114,15 @@ pub struct Listed {
 impl Drop for Listed {
     fn drop(&mut self) {
         let inner = &self.table.inner;
-        inner.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.call_id);
+        let ended =
+            inner.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.call_id);
+        if let Some(ended) = ended {
+            let mut retained = inner.retained.lock().unwrap_or_else(PoisonError::into_inner);
+            if retained.len() == RETAINED_HERITAGE {
+                retained.pop_front();
+            }
+            retained.push_back((self.call_id.clone(), ended.heritage));
+        }
         if inner.active.fetch_sub(1, Ordering::SeqCst) == 1 {
             inner.idle.notify_waiters();
         }
@@ -182,10 +196,16 @@ impl CallTable {
         self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner).contains_key(call_id)
     }
 
-    /// What running call `call_id` hands down to calls made under it.
+    /// What call `call_id` hands down to calls made under it: while it runs, or for a while
+    /// after it ended (a background program's calls come after its call answered).
     pub fn heritage(&self, call_id: &str) -> Option<Heritage> {
         let calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls.get(call_id).map(|running| running.heritage.clone())
+        if let Some(running) = calls.get(call_id) {
+            return Some(running.heritage.clone());
+        }
+        drop(calls);
+        let retained = self.inner.retained.lock().unwrap_or_else(PoisonError::into_inner);
+        retained.iter().rev().find(|(id, _)| id == call_id).map(|(_, h)| h.clone())
     }
 
     /// How many calls run now.

@@ -362,3 +362,26 @@ fn a_program_in_the_background_is_a_job_whose_output_job_output_reads() {
     let run_id = out["callId"].as_str().unwrap();
     assert!(!children(&mut client, run_id).is_empty(), "the nested grep's card");
 }
+
+#[test]
+fn a_background_programs_nested_calls_are_still_made_by_its_caller() {
+    let env = workspace();
+    let mut editor = env.start(json!({}));
+    let mut agent = mcp::Mcp::spawn(&env, &[]);
+    agent.initialize("claude-code");
+    let started = agent.call(
+        "run_code",
+        json!({"code": "return (await tools.grep({pattern: 'TODO'})).matches.length;",
+               "description": "Count later", "run_in_background": true}),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    // The nested grep runs after the program's call answered: its card still names the agent.
+    let nested = editor.wait_for(Duration::from_secs(20), |n| {
+        n["method"] == "toolhost/card"
+            && n["params"]["tool"] == "grep"
+            && n["params"]["status"] == "completed"
+    });
+    let nested = nested.expect("the background program's grep");
+    assert_eq!(nested["params"]["caller"], "claude-code", "{nested}");
+    assert!(nested["params"]["parentCallId"].is_string(), "{nested}");
+}
