@@ -44,7 +44,9 @@ pub(crate) fn install(
 impl Host {
     /// The tools a model offered them `presentation`'s way sees, sorted by name.
     pub fn model_tools(&self, presentation: ToolPresentation) -> Vec<ToolDescriptor> {
-        let mut tools = self.registry().descriptors();
+        // Native leaves run_code out before its description (every tool's declaration) is made.
+        let except = (presentation == ToolPresentation::Native).then_some(RESERVED_NAME);
+        let mut tools = self.registry().descriptors_except(except);
         tools.retain(|tool| presentation.shows(&tool.name));
         tools
     }
@@ -52,14 +54,12 @@ impl Host {
     /// The TypeScript declarations of the tools a program may call (`toolhost tools
     /// --typescript`), byte-stable for an unchanged tool set.
     pub fn program_declarations(&self) -> String {
+        // The nested-call capability lists every tool but run_code itself.
         let tools: Vec<ExposedTool> = self
             .capabilities()
             .get::<NestedCallsHandle>()
             .map(|nested| nested.tools())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|tool| tool.name != RESERVED_NAME)
-            .collect();
+            .unwrap_or_default();
         toolhost_tools_code::declarations::typescript(&tools)
     }
 }

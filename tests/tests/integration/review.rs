@@ -8,36 +8,11 @@
 use crate::server;
 
 use serde_json::{Value, json};
-use server::{Env, call_err, call_ok, raw_request, wait_response};
-use std::sync::{Arc, Mutex};
+use server::{Env, call_err, call_ok, raw_request, reviewing_editor, wait_response};
 use std::time::Duration;
-use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
+use toolhost_harness::client::Client;
 
 const TWO_HUNKS: &str = "line 1\nline 2 old\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11 old\nline 12\n";
-
-/// An editor that reviews: every question is kept, and answered with `answer` (or not at all).
-fn reviewing_editor(
-    env: &Env,
-    answer: Option<Value>,
-    delay: Duration,
-) -> (Client, Arc<Mutex<Vec<Value>>>) {
-    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let handler: RequestHandler = {
-        let asked = Arc::clone(&asked);
-        Arc::new(move |method, params| {
-            if method != "toolhost/review" {
-                return Err((-32601, format!("unhandled {method}")));
-            }
-            asked.lock().unwrap().push(params.clone());
-            std::thread::sleep(delay);
-            answer.clone().ok_or((NO_REPLY, String::new()))
-        })
-    };
-    let mut client = env.spawn_with(&[], handler);
-    let capabilities = json!({"experimental": {"toolhost": {"review": true}}});
-    client.initialize(&env.root, json!({}), capabilities).unwrap();
-    (client, asked)
-}
 
 fn set_review(client: &mut Client, params: Value) -> Value {
     client.request("toolhost/setReview", params).unwrap()

@@ -10,10 +10,10 @@ use crate::mcp;
 use crate::server;
 
 use serde_json::{Value, json};
-use server::{Env, call_ok, children_of};
+use server::{Env, call_ok, children_of, reviewing_editor};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost_harness::client::{Client, RequestHandler};
+use toolhost_harness::client::Client;
 
 const PROGRAM: &str = r#"
 const hits = await tools.grep({ pattern: "TODO" });
@@ -147,20 +147,8 @@ fn reverting_a_nested_edit_from_its_child_card_undoes_only_that_edit() {
 
 /// An editor that reviews every change and rejects every hunk.
 fn rejecting_editor(env: &Env) -> (Client, Arc<Mutex<Vec<Value>>>) {
-    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let handler: RequestHandler = {
-        let asked = Arc::clone(&asked);
-        Arc::new(move |method, params| {
-            if method != "toolhost/review" {
-                return Err((-32601, format!("unhandled {method}")));
-            }
-            asked.lock().unwrap().push(params.clone());
-            Ok(json!({"accepted": [], "comment": "not this one"}))
-        })
-    };
-    let mut client = env.spawn_with(&[], handler);
-    let capabilities = json!({"experimental": {"toolhost": {"review": true}}});
-    client.initialize(&env.root, json!({}), capabilities).unwrap();
+    let rejection = json!({"accepted": [], "comment": "not this one"});
+    let (mut client, asked) = reviewing_editor(env, Some(rejection), Duration::ZERO);
     client.request("toolhost/setReview", json!({"mode": "ask"})).unwrap();
     (client, asked)
 }

@@ -255,6 +255,30 @@ pub fn asking_editor(
     (client, asked)
 }
 
+/// An editor that reviews: every question is kept, and answered with `answer` (or not at all).
+pub fn reviewing_editor(
+    env: &Env,
+    answer: Option<Value>,
+    delay: Duration,
+) -> (Client, Arc<Mutex<Vec<Value>>>) {
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let handler: RequestHandler = {
+        let asked = Arc::clone(&asked);
+        Arc::new(move |method, params| {
+            if method != "toolhost/review" {
+                return Err((-32601, format!("unhandled {method}")));
+            }
+            asked.lock().unwrap().push(params.clone());
+            std::thread::sleep(delay);
+            answer.clone().ok_or((NO_REPLY, String::new()))
+        })
+    };
+    let mut client = env.spawn_with(&[], handler);
+    let capabilities = json!({"experimental": {"toolhost": {"review": true}}});
+    client.initialize(&env.root, json!({}), capabilities).unwrap();
+    (client, asked)
+}
+
 /// Answers `toolhost/test/echo` with `{echo: params}`; refuses everything else.
 pub fn echo_handler() -> RequestHandler {
     Arc::new(|method, params| match method {
