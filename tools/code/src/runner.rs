@@ -64,7 +64,8 @@ async fn schedule(run: Run, shared: &Arc<Shared>) -> Result<Option<Value>, Failu
     let (to_vm, vm_inbox) = std::sync::mpsc::channel();
     let setup = VmSetup {
         source: run.function_source,
-        catalog_json: run.catalog_json,
+        prelude: vm::PRELUDE,
+        data_json: run.catalog_json,
         config: run.config.clone(),
         shared: Arc::clone(shared),
         to_host,

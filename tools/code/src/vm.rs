@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use toolhost_contract::tool::panic_message;
 
-const PRELUDE: &str = include_str!("prelude.js");
+/// `run_code`'s prelude: the `tools`, `ToolCallError` and `console` globals.
+pub(crate) const PRELUDE: &str = include_str!("prelude.js");
 
 /// Native stack the thread has beyond the JavaScript stack limit (the parser, host functions,
 /// QuickJS's own frames), so reaching the limit is an exception and never a crash.
@@ -65,7 +66,11 @@ impl Shared {
 /// Everything the thread needs.
 pub(crate) struct VmSetup {
     pub source: String,
-    pub catalog_json: String,
+    /// The program kind's prelude: a function of `(hostLog, hostCall, dataJson)` that installs
+    /// the program's globals and returns `{start, settle, describe}`.
+    pub prelude: &'static str,
+    /// What the prelude is given as its third argument (`run_code`: the tool catalog).
+    pub data_json: String,
     pub config: CodeConfig,
     pub shared: Arc<Shared>,
     pub to_host: tokio::sync::mpsc::UnboundedSender<FromVm>,
@@ -265,8 +270,8 @@ fn drive<'js>(
         options.filename = Some(file.to_owned());
         options
     };
-    let prelude: Function = ctx.eval_with_options(PRELUDE, options("prelude.js"))?;
-    let api: Object = prelude.call((host_log, host_call, setup.catalog_json.as_str()))?;
+    let prelude: Function = ctx.eval_with_options(setup.prelude, options("prelude.js"))?;
+    let api: Object = prelude.call((host_log, host_call, setup.data_json.as_str()))?;
     let start: Function = api.get("start")?;
     let settle: Function = api.get("settle")?;
     let describe: Function = api.get("describe")?;
