@@ -75,6 +75,8 @@ pub struct Config {
     /// `[code]`: how models are offered the tools (`mode`) and the limits of one `run_code`
     /// program.
     pub code: CodeConfig,
+    /// `[workflow]`: the `workflow` and `ralph` tools (the completion check, the round ceiling).
+    pub workflow: crate::workflow_config::WorkflowSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -100,6 +102,7 @@ impl Default for Config {
             web: WebConfig::default(),
             agent: AgentSettings::default(),
             code: CodeConfig::default(),
+            workflow: crate::workflow_config::WorkflowSettings::default(),
             warnings: Vec::new(),
         }
     }
@@ -171,6 +174,7 @@ pub struct PartialConfig {
     web: WebSection,
     agent: AgentSection,
     code: CodeSection,
+    workflow: crate::workflow_config::WorkflowSection,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -236,6 +240,7 @@ impl PartialConfig {
             self.web.restrict_untrusted(&config.web),
             self.agent.restrict_untrusted(&config.agent),
             self.code.restrict_untrusted(&config.code),
+            self.workflow.restrict_untrusted(&config.workflow),
             trust.into_iter().collect(),
         ];
         for group in dropped.into_iter().flatten() {
@@ -265,6 +270,7 @@ impl PartialConfig {
         self.web.apply(&mut config.web, layer);
         self.agent.apply(&mut config.agent, layer);
         self.code.apply(&mut config.code, layer);
+        self.workflow.apply(&mut config.workflow, layer);
     }
 }
 

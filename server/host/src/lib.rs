@@ -9,7 +9,9 @@
 //! and the structured run ([`interaction`]), the change history and revert's recovery
 //! ([`history`]), skills ([`skills`]), events and listeners ([`events`]), the workspace watcher
 //! ([`watcher`]), the own agent on a host ([`agent`], [`subagent`]), a program's nested calls
-//! ([`nested`]) and tools' background tasks ([`tasks`]).
+//! ([`nested`]), tools' background tasks ([`tasks`]), and the orchestration tools `workflow` and
+//! `ralph` ([`workflow`], [`ralph`]: child runs under one call, journaled and resumable, with a
+//! budget).
 //!
 //! Front ends (`toolhost serve`, `toolhost mcp`, `toolhost acp`, the CLI) live in the binary and
 //! reach tools only through a host; nothing here knows LSP, MCP or ACP wire formats.
@@ -29,12 +31,18 @@ pub mod open;
 pub mod permissions;
 pub mod presentation;
 pub mod questions;
+pub mod ralph;
 pub mod review;
 pub mod session;
 pub mod skills;
 pub mod subagent;
 pub mod tasks;
 pub mod watcher;
+pub mod workflow;
+pub mod workflow_answer;
+pub mod workflow_config;
+pub mod workflow_journal;
+pub mod workflow_run;
 
 pub use call::{CallHandle, CallRequest};
 pub use calls::Lane;

@@ -54,12 +54,30 @@ pub struct SubagentArgs {
 #[schemars(crate = "toolhost_contract::schemars")]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum SubagentOutput {
-    /// The child answered: its final content blocks.
+    /// The child answered: its final content blocks, and what its run used.
     #[serde(rename_all = "camelCase")]
-    Foreground { run_id: String, output: Vec<Value> },
+    Foreground {
+        run_id: String,
+        output: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<ChildUsage>,
+    },
     /// The child runs as a background job.
     #[serde(rename_all = "camelCase")]
     Background { job_id: String },
+}
+
+/// What a child run used: its tokens and, with `[agent.price]`, its cost in dollars (a workflow
+/// sums these against its budget).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "toolhost_contract::schemars")]
+#[serde(rename_all = "camelCase")]
+pub struct ChildUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// Registers `subagent` on `host` when `[agent]` can reach a model (its key variable is set, or
@@ -95,6 +113,7 @@ struct ChildEnd {
     answer: Option<String>,
     /// Why the run did not complete (the call fails with it).
     failure: Option<String>,
+    usage: Option<ChildUsage>,
 }
 
 async fn run_child(
@@ -140,7 +159,13 @@ async fn run_child(
         }
         message
     });
-    ChildEnd { run_id: report.run_id, answer, failure }
+    let usage = report.outcome.as_ref().ok().map(|o| ChildUsage {
+        prompt_tokens: o.usage.prompt_tokens,
+        completion_tokens: o.usage.completion_tokens,
+        total_tokens: o.usage.total_tokens,
+        cost: report.cost,
+    });
+    ChildEnd { run_id: report.run_id, answer, failure, usage }
 }
 
 impl Tool for SubagentTool {
@@ -212,7 +237,7 @@ impl Tool for SubagentTool {
             .filter(|a| !a.is_empty())
             .map(|text| vec![json!({"type": "text", "text": text})])
             .unwrap_or_default();
-        Ok(SubagentOutput::Foreground { run_id: end.run_id, output })
+        Ok(SubagentOutput::Foreground { run_id: end.run_id, output, usage: end.usage })
     }
 
     fn render(&self, _args: &SubagentArgs, output: &SubagentOutput) -> Vec<ContentBlock> {
@@ -227,6 +252,16 @@ impl Tool for SubagentTool {
             }
         };
         vec![ContentBlock::text(text)]
+    }
+
+    /// The child's run and what it used, on its card (a workflow's children are compared by it).
+    fn presentation_meta(&self, _args: &SubagentArgs, output: &SubagentOutput) -> Option<Value> {
+        match output {
+            SubagentOutput::Foreground { run_id, usage, .. } => {
+                Some(json!({"runId": run_id, "usage": usage}))
+            }
+            SubagentOutput::Background { .. } => None,
+        }
     }
 
     fn concurrency_safe(&self, _args: &SubagentArgs) -> bool {

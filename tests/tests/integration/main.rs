@@ -62,3 +62,4 @@ mod shell;
 mod untrusted_workspace;
 mod wave2_fixture;
 mod web;
+mod workflow;
