@@ -431,3 +431,65 @@ async fn a_background_workflow_is_a_job_whose_output_is_the_run() {
     let output = last_tool_result(later[2]);
     assert!(output.contains("workflow \"four steps\" completed (2 agents)."), "{output}");
 }
+
+/// Blocks the model server's (synchronous) script until `flag` is set, handing the worker's
+/// other tasks to the runtime meanwhile.
+fn wait_for(flag: &std::sync::atomic::AtomicBool) {
+    tokio::task::block_in_place(|| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !flag.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the condition never came");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn job_output_shows_a_background_workflows_phase_agents_and_tokens() {
+    use std::sync::atomic::AtomicBool;
+    let env = Env::new();
+    let second_asked = Arc::new(AtomicBool::new(false));
+    let progress_read = Arc::new(AtomicBool::new(false));
+    let (asked, read) = (Arc::clone(&second_asked), Arc::clone(&progress_read));
+    let model = model_server(move |_, body| {
+        let prompt = first_prompt(body);
+        let tool_answers =
+            body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        match (prompt.as_str(), tool_answers) {
+            ("watch", 0) => {
+                let script = "phase(\"work\");\nconst a = await agent(\"step 1\");\nlog(\"first done\");\nreturn [a, await agent(\"step 2\")];";
+                let call = json!({"meta": {"name": "watched", "description": "two steps"},
+                                  "script": script, "run_in_background": true});
+                calling("workflow", &call)
+            }
+            ("watch", 1) => {
+                // Read the progress once step 1 has answered and step 2 is running.
+                wait_for(&asked);
+                calling("job_output", &json!({"job_id": "workflow-1"}))
+            }
+            ("watch", 2) => {
+                read.store(true, Ordering::SeqCst);
+                calling("job_output", &json!({"job_id": "workflow-1", "wait": true}))
+            }
+            ("watch", _) => answering("done"),
+            ("step 2", _) => {
+                asked.store(true, Ordering::SeqCst);
+                wait_for(&read);
+                answering("S2")
+            }
+            (child, _) => answering(&format!("S{}", child.trim_start_matches("step "))),
+        }
+    })
+    .await;
+    agent(&env, &model.base, "watch", None).await;
+    let bodies = model.bodies.lock().unwrap().clone();
+    let watch: Vec<&Value> = bodies.iter().filter(|b| first_prompt(b) == "watch").collect();
+    let progress = last_tool_result(watch[2]);
+    assert!(progress.contains("workflow \"watched\" · run wf_"), "{progress}");
+    assert!(progress.contains("phase: work"), "{progress}");
+    assert!(progress.contains("agents: 2 started, 1 finished, 1 running"), "{progress}");
+    assert!(progress.contains("tokens: 305"), "{progress}");
+    assert!(progress.contains("first done"), "the script's logs follow: {progress}");
+    let end = last_tool_result(watch[3]);
+    assert!(end.contains("workflow \"watched\" completed (2 agents)."), "{end}");
+}

@@ -119,6 +119,14 @@ async fn drive(program: Program, shared: &Arc<Shared>) -> Result<Option<Value>, 
             }
             event = from_vm.recv() => match event {
                 Some(FromVm::Call { n, name, arguments }) => {
+                    // What the program logged before this request shows with it.
+                    if let Some(progress) = &program.progress {
+                        let logs = shared.logs();
+                        if logs.len() != published {
+                            published = logs.len();
+                            progress(logs.join("\n"));
+                        }
+                    }
                     let request = Request { n, name, arguments, cancel: run_token.clone() };
                     let fut = (program.dispatch)(request);
                     running.push(async move { (n, fut.await) });
