@@ -493,3 +493,36 @@ async fn job_output_shows_a_background_workflows_phase_agents_and_tokens() {
     let end = last_tool_result(watch[3]);
     assert!(end.contains("workflow \"watched\" completed (2 agents)."), "{end}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ralph_round_that_breaks_the_contract_fails_the_call_with_the_last_good_report() {
+    let env = Env::new();
+    let model = model_server(|_, body| {
+        let prompt = first_prompt(body);
+        if prompt == "try" {
+            return if has_tool_answer(body) {
+                answering("done")
+            } else {
+                calling("ralph", &json!({"objective": "do it", "maxRounds": 3}))
+            };
+        }
+        if prompt.contains("This is round 1 of at most 3") {
+            return answering(&report("continue", &[], &["more"], None));
+        }
+        // `complete` without evidence.
+        answering(&report("complete", &[], &[], None))
+    })
+    .await;
+    agent(&env, &model.base, "try", None).await;
+    let bodies = model.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 4, "two rounds, no check, the parent twice");
+    let text = last_tool_result(bodies.iter().rfind(|b| first_prompt(b) == "try").unwrap());
+    let good: Value = serde_json::from_str(&report("continue", &[], &["more"], None)).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "Error: ralph round 2 failed: a `complete` report needs evidence\nLast good report:\n{}",
+            serde_json::to_string_pretty(&good).unwrap()
+        )
+    );
+}
