@@ -77,7 +77,7 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
                     .id(format!("call_{idx}"));
                 let outcome = host.run(request).await.unwrap();
                 let result = serde_json::to_value(&outcome.finalized.result).unwrap();
-                let card = serde_json::to_value(&outcome.card).unwrap();
+                let card = serde_json::to_value(outcome.card()).unwrap();
                 if review.as_ref().is_some_and(|r| !r.ignore)
                     && !reviewer.asked.load(Ordering::SeqCst)
                 {

@@ -247,8 +247,8 @@ async fn run_examples(root: &Path, port: u16) -> Vec<(String, String)> {
         }
         section.push_str(&format!(
             "\nCard (`kind: {}`), as every client renders it:\n\n```text\n{}\n```\n",
-            outcome.card.kind.as_str(),
-            scrub(&outcome.card.rendered)
+            outcome.card().kind.as_str(),
+            scrub(&outcome.card().rendered)
         ));
         out.push((example.tool.to_owned(), section));
     }

@@ -367,10 +367,11 @@ async fn answer(
             let outcome =
                 handle.finish().await.map_err(|e| ErrorObject::internal(e.to_string()))?;
             let result = CallToolResult {
+                // Built before the fields it is built from move out.
+                card: outcome.card(),
                 session_id: host.session_id().map(str::to_owned),
                 call_id: outcome.call_id,
                 result: outcome.finalized.result,
-                card: outcome.card,
             };
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }

@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolhost_contract::protocol::ToolExecutionResult;
 use toolhost_contract::{CancellationToken, QuestionsHandle, ToolError};
 use toolhost_protocol::card::{self, CallOrigin, Card, CardOutcome};
-use toolhost_protocol::session_log::{ToolCallEvent, ToolResultEvent};
+use toolhost_protocol::session_log::{ToolCallEvent, ToolResultRecord};
 use toolhost_registry::{CallInput, Finalized};
 
 /// What to call, and on whose behalf.
@@ -326,36 +326,38 @@ impl Host {
             "tool call"
         );
         if let Some(log) = self.session() {
-            let event = ToolResultEvent {
-                call_id: call_id.clone(),
-                name: name.clone(),
-                content: finalized.result.content().to_vec(),
+            // Borrowed from the result: a read's page and its presentation are logged, not copied.
+            let event = ToolResultRecord {
+                call_id: &call_id,
+                name: &name,
+                content: finalized.result.content(),
                 is_error: finalized.result.is_error(),
-                error: finalized.result.error().and_then(|e| e.info.clone()),
-                meta: finalized.result.meta().cloned(),
+                error: finalized.result.error().and_then(|e| e.info.as_ref()),
+                meta: finalized.result.meta(),
                 renderer_version: finalized.renderer_version,
             };
             // A mutation's result is synced before it is answered; a read-only call's as
             // `[session] durability` says (by default within a few milliseconds).
             if registry.annotations(&name).read_only {
-                log.append_read_only_result(&event).await?;
+                log.append_read_only_result(event).await?;
             } else {
-                log.append_tool_result(&event).await?;
+                log.append_tool_result(event).await?;
             }
         }
         // Plan approval and a structured value take effect only with a successful result.
         self.interaction().settle(&call_id, !finalized.result.is_error()).await;
-        let card = card::build(
-            origin(),
-            &presentation,
-            self.root_display(),
-            CardOutcome::Done {
-                content: finalized.result.content(),
-                is_error: finalized.result.is_error(),
-                meta: finalized.result.meta(),
-            },
-        );
-        self.listeners().card(&card);
-        Ok(CallOutcome { call_id, finalized, card })
+        let outcome = CallOutcome {
+            call_id,
+            finalized,
+            tool: name,
+            presentation,
+            caller,
+            parent,
+            root: self.root_display().to_owned(),
+        };
+        if self.listeners().any() {
+            self.listeners().card(&outcome.card());
+        }
+        Ok(outcome)
     }
 }

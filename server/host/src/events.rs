@@ -41,6 +41,11 @@ impl Listeners {
         }
     }
 
+    /// Whether anyone listens (so a card is worth building).
+    pub fn any(&self) -> bool {
+        !self.listeners.read().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
     pub fn card(&self, card: &Card) {
         self.each(|l| l.card(card));
     }

@@ -21,7 +21,7 @@ use toolhost_contract::{
     QuestionsHandle, ReviewHandle, SkillsHandle, TasksHandle,
 };
 use toolhost_lsp_host::{FileChange, FileChangeKind, LspHost};
-use toolhost_protocol::card::Card;
+use toolhost_protocol::card::{self, CallOrigin, CallPresentation, Card, CardOutcome};
 use toolhost_registry::{Finalized, Registry, RegistryConfig, SpillPolicy, TempDirSpillStore};
 use toolhost_session::{SessionError, SessionLog};
 use toolhost_workspace::{Ledger, Workspace, WorkspaceConfig, WriteOperation};
@@ -86,11 +86,35 @@ impl toolhost_contract::BlobCache for BlobStoreCache {
     }
 }
 
-/// One call's outcome as clients see it.
+/// One call's outcome as clients see it. Its card is built when asked for ([`CallOutcome::card`]):
+/// a front end that shows none (MCP) never pays for the card of a big result.
 pub struct CallOutcome {
     pub call_id: String,
     pub finalized: Finalized,
-    pub card: Card,
+    pub(crate) tool: String,
+    pub(crate) presentation: CallPresentation,
+    pub(crate) caller: Option<String>,
+    pub(crate) parent: Option<String>,
+    pub(crate) root: String,
+}
+
+impl CallOutcome {
+    /// The call's final card.
+    pub fn card(&self) -> Card {
+        let origin = CallOrigin::new(&self.call_id, &self.tool)
+            .with_caller(self.caller.as_deref())
+            .with_parent(self.parent.as_deref());
+        card::build(
+            origin,
+            &self.presentation,
+            &self.root,
+            CardOutcome::Done {
+                content: self.finalized.result.content(),
+                is_error: self.finalized.result.is_error(),
+                meta: self.finalized.result.meta(),
+            },
+        )
+    }
 }
 
 /// Tools, policies and capabilities for one workspace and session.

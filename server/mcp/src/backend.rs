@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 use toolhost_contract::{BoxFuture, CancellationToken};
+use toolhost_protocol::ToolExecutionResult;
 use toolhost_protocol::card::Card;
-use toolhost_protocol::lsp_ext::{CallToolResult, ToolDescriptor};
+use toolhost_protocol::lsp_ext::ToolDescriptor;
 
 /// Who makes the calls: the MCP client's `clientInfo`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +39,14 @@ pub enum BackendError {
     Internal(String),
 }
 
+/// One call's end as the MCP server needs it: its id and result (no card: MCP clients show
+/// their own, and building the editor's card of a big result is work for nobody).
+#[derive(Debug)]
+pub struct CallDone {
+    pub call_id: String,
+    pub result: ToolExecutionResult,
+}
+
 /// The registry behind the MCP server.
 pub trait Backend: Send + Sync + 'static {
     /// Every tool, sorted by name (clients cache prompts on a stable order).
@@ -49,7 +58,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         call: ToolCall,
         cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>>;
+    ) -> BoxFuture<'_, Result<CallDone, BackendError>>;
 
     /// A receiver that changes whenever the set of tools changes.
     fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64>;

@@ -94,7 +94,7 @@ impl SessionNumbers {
     }
 }
 
-type CallOutcome = Result<toolhost_protocol::lsp_ext::CallToolResult, BackendError>;
+type CallOutcome = Result<crate::backend::CallDone, BackendError>;
 
 /// How this request's client can be asked questions.
 enum Asking {
@@ -263,7 +263,7 @@ impl McpServer {
         };
         let result = match outcome {
             Ok(Ok(done)) => {
-                let mut result = to_mcp_result(&done.result, shape, wrapped, &done.call_id);
+                let mut result = to_mcp_result(done.result, shape, wrapped, &done.call_id);
                 self.resources.link(&mut result);
                 result
             }

@@ -27,7 +27,7 @@ pub mod resources;
 pub mod results;
 pub mod transport;
 
-pub use backend::{Backend, BackendError, Caller, PromptEntry, ToolCall};
+pub use backend::{Backend, BackendError, CallDone, Caller, PromptEntry, ToolCall};
 pub use config::McpConfig;
 pub use handler::McpServer;
 pub use results::ResultsMode;

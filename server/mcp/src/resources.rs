@@ -343,10 +343,8 @@ mod tests {
             &self,
             _call: crate::ToolCall,
             _cancel: toolhost_contract::CancellationToken,
-        ) -> toolhost_contract::BoxFuture<
-            '_,
-            Result<toolhost_protocol::lsp_ext::CallToolResult, BackendError>,
-        > {
+        ) -> toolhost_contract::BoxFuture<'_, Result<crate::backend::CallDone, BackendError>>
+        {
             Box::pin(async { Err(BackendError::Unavailable("nothing".to_owned())) })
         }
         fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {

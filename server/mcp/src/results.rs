@@ -146,38 +146,41 @@ fn objects_for_booleans(schema: &mut Value) {
     }
 }
 
-fn mcp_content(blocks: &[ContentBlock]) -> Vec<McpContent> {
+fn mcp_content(blocks: Vec<ContentBlock>) -> Vec<McpContent> {
     blocks
-        .iter()
+        .into_iter()
         .map(|block| match block {
-            ContentBlock::Text { text } => McpContent::text(text.clone()),
-            ContentBlock::Image { data, mime_type } => {
-                McpContent::image(data.clone(), mime_type.clone())
-            }
+            ContentBlock::Text { text } => McpContent::text(text),
+            ContentBlock::Image { data, mime_type } => McpContent::image(data, mime_type),
         })
         .collect()
 }
 
-/// The MCP result of one call.
+/// The MCP result of one call. Takes the result whole: its text and value move into the
+/// answer rather than being copied (a read's page is tens of kilobytes of each).
 pub fn to_mcp_result(
-    result: &ToolExecutionResult,
+    result: ToolExecutionResult,
     shape: Shape,
     wrapped: bool,
     call_id: &str,
 ) -> CallToolResult {
-    let content = mcp_content(result.content());
     let mut meta = Map::new();
     meta.insert("toolhost/callId".to_owned(), json!(call_id));
-    if result.is_error() {
-        if let Some(info) = result.error().and_then(|e| e.info.as_ref()) {
-            meta.insert("toolhost/error".to_owned(), json!({"code": info.code, "name": info.name}));
+    let (value, content) = match result {
+        ToolExecutionResult::Failure { error, content, .. } => {
+            if let Some(info) = error.info {
+                meta.insert(
+                    "toolhost/error".to_owned(),
+                    json!({"code": info.code, "name": info.name}),
+                );
+            }
+            let mut out = CallToolResult::error(mcp_content(content));
+            out.meta = Some(meta.into());
+            return out;
         }
-        let mut out = CallToolResult::error(content);
-        out.meta = Some(meta.into());
-        return out;
-    }
-    let value = result.value().cloned().unwrap_or(Value::Null);
-    let mut out = CallToolResult::success(content);
+        ToolExecutionResult::Success { value, content, .. } => (value, content),
+    };
+    let mut out = CallToolResult::success(mcp_content(content));
     match shape {
         Shape::Structured => {
             out.structured_content = Some(if wrapped { json!({ "value": value }) } else { value });
@@ -240,10 +243,10 @@ mod tests {
             content: vec![ContentBlock::text("one")],
             meta: None,
         };
-        let structured = to_mcp_result(&ok, Shape::Structured, false, "c1");
+        let structured = to_mcp_result(ok.clone(), Shape::Structured, false, "c1");
         assert_eq!(structured.structured_content, Some(json!({"n": 1})));
         assert_eq!(structured.is_error, Some(false));
-        let text = to_mcp_result(&ok, Shape::Text, false, "c1");
+        let text = to_mcp_result(ok, Shape::Text, false, "c1");
         assert_eq!(text.structured_content, None);
         let meta = serde_json::to_value(&text.meta).unwrap();
         assert_eq!(meta["toolhost/value"], json!({"n": 1}));
@@ -251,7 +254,7 @@ mod tests {
             "cannot read \"a\": not found",
             Some(ErrorInfo::new("FsError", "FS_NOT_FOUND")),
         );
-        let err = to_mcp_result(&failed, Shape::Structured, false, "c2");
+        let err = to_mcp_result(failed, Shape::Structured, false, "c2");
         assert_eq!(err.is_error, Some(true));
         assert_eq!(err.structured_content, None);
         let meta = serde_json::to_value(&err.meta).unwrap();

@@ -95,6 +95,44 @@ pub struct ToolResultEvent {
     pub renderer_version: u32,
 }
 
+/// A [`ToolResultEvent`] borrowed from the call's result: what the host logs when a call ends,
+/// written without first copying the call's content and presentation (a read's page is tens of
+/// kilobytes of text, and its presentation as much again). Serializes exactly as the event does.
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultRecord<'a> {
+    pub call_id: &'a str,
+    pub name: &'a str,
+    pub content: &'a [ContentBlock],
+    pub is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a ErrorInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<&'a Value>,
+    pub renderer_version: u32,
+}
+
+impl ToolResultRecord<'_> {
+    /// Whether any content block is an image (the log keeps those in its blob store).
+    pub fn has_images(&self) -> bool {
+        self.content.iter().any(|block| matches!(block, ContentBlock::Image { .. }))
+    }
+}
+
+impl<'a> From<&'a ToolResultEvent> for ToolResultRecord<'a> {
+    fn from(event: &'a ToolResultEvent) -> Self {
+        ToolResultRecord {
+            call_id: &event.call_id,
+            name: &event.name,
+            content: &event.content,
+            is_error: event.is_error,
+            error: event.error.as_ref(),
+            meta: event.meta.as_ref(),
+            renderer_version: event.renderer_version,
+        }
+    }
+}
+
 /// `tool/code-dispatch-start` (ignorable): a program's nested call started. The nested call has
 /// its own `tool/call` and `tool/result` records (id `subCallId`, parent `parentCallId`); these two
 /// events keep the program's view of it: what it asked, in submission order.

@@ -21,7 +21,7 @@ use toolhost_contract::{BoxFuture, CancellationToken};
 use toolhost_host::config::Config;
 use toolhost_host::session::{self, OpenedSession};
 use toolhost_host::{CallRequest, Host, Lane, new_call_id, open_host};
-use toolhost_mcp::{Backend, BackendError, Caller, ToolCall};
+use toolhost_mcp::{Backend, BackendError, CallDone, Caller, ToolCall};
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallToolParams, CallToolResult, CallerInfo, ListToolsResult,
     ToolDescriptor, methods,
@@ -136,7 +136,7 @@ impl Backend for LocalBackend {
         &self,
         call: ToolCall,
         cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
+    ) -> BoxFuture<'_, Result<CallDone, BackendError>> {
         Box::pin(async move {
             // Each request in a lane of its own: the MCP client schedules its own calls (what it
             // sends at once it meant to overlap), and several agents may share one connection.
@@ -151,12 +151,7 @@ impl Backend for LocalBackend {
                 self.host.call(request).map_err(|e| BackendError::Internal(e.to_string()))?;
             let outcome =
                 handle.finish().await.map_err(|e| BackendError::Internal(e.to_string()))?;
-            Ok(CallToolResult {
-                session_id: self.host.session_id().map(str::to_owned),
-                call_id: outcome.call_id,
-                result: outcome.finalized.result,
-                card: outcome.card,
-            })
+            Ok(CallDone { call_id: outcome.call_id, result: outcome.finalized.result })
         })
     }
 
@@ -514,7 +509,7 @@ impl Backend for McpBackend {
         &self,
         call: ToolCall,
         cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<CallToolResult, BackendError>> {
+    ) -> BoxFuture<'_, Result<CallDone, BackendError>> {
         Box::pin(async move {
             if let Some(attached) = self.editor(call.caller.as_ref()).await? {
                 // Our own call id, so the editor's live output for it finds its way back here.
@@ -539,7 +534,7 @@ impl Backend for McpBackend {
                     .await;
                 attached.client.unwatch(&call_id);
                 return match result {
-                    Ok(result) => Ok(result),
+                    Ok(result) => Ok(CallDone { call_id: result.call_id, result: result.result }),
                     Err(_) if attached.client.is_closed() => {
                         let _ = self.attached();
                         Err(AttachedBackend::lost())

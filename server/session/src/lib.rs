@@ -23,6 +23,7 @@
 mod base64;
 mod blob;
 mod durability;
+mod encoded;
 mod error;
 mod large_strings;
 mod lines;

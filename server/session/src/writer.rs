@@ -21,6 +21,7 @@
 
 use crate::blob::BlobStore;
 use crate::durability::{Durability, SYNC_WINDOW};
+use crate::encoded::{Data, encode_result, encoded_line};
 use crate::error::SessionError;
 use crate::large_strings::{self, LARGE_STRING_BYTES};
 use crate::lines::{externalize_images, validate_event};
@@ -41,7 +42,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 use toolhost_protocol::session_log::{
     Envelope, FsChangeEvent, FsObservedEvent, LOG_VERSION, SessionHeader, ToolCallEvent,
-    ToolResultEvent,
+    ToolResultEvent, ToolResultRecord,
 };
 use toolhost_protocol::{ContentBlock, ErrorInfo};
 
@@ -101,10 +102,17 @@ pub fn outcome_unknown_result(call_id: &str, name: &str) -> ToolResultEvent {
 /// One line to commit.
 struct Item {
     kind: String,
-    data: Value,
+    data: Data,
     ignorable: bool,
     /// Fixed time (repair uses the last event's, so repair is deterministic); else now.
     time: Option<u64>,
+}
+
+impl Item {
+    /// A line of `kind` with `data`, stamped when it is written.
+    fn new(kind: &str, data: Data, ignorable: bool) -> Self {
+        Item { kind: kind.to_owned(), data, ignorable, time: None }
+    }
 }
 
 type AppendReply = oneshot::Sender<Result<u64, SessionError>>;
@@ -157,16 +165,34 @@ impl Writer {
         let mut seq = self.next_seq;
         for mut item in items {
             if item.kind == TOOL_RESULT
-                && let Err(e) = externalize_images(&mut item.data, &self.blobs)
+                && let Data::Value(data) = &mut item.data
+                && let Err(e) = externalize_images(data, &self.blobs)
             {
                 outcomes.push(Err(e));
                 continue;
             }
+            let time = item.time.unwrap_or(now);
+            let data = match item.data {
+                Data::Value(data) => data,
+                Data::Encoded(json) => {
+                    buf.extend_from_slice(&encoded_line(
+                        &item.kind,
+                        seq,
+                        time,
+                        &json,
+                        item.ignorable,
+                    ));
+                    buf.push(b'\n');
+                    outcomes.push(Ok(seq));
+                    seq += 1;
+                    continue;
+                }
+            };
             let mut env = Envelope {
                 kind: item.kind,
                 seq,
-                time: item.time.unwrap_or(now),
-                data: item.data,
+                time,
+                data,
                 externalized: Vec::new(),
                 ignorable: item.ignorable,
             };
@@ -527,7 +553,7 @@ impl SessionLog {
             })?;
             items.push(Item {
                 kind: TOOL_RESULT.to_owned(),
-                data,
+                data: Data::Value(data),
                 ignorable: false,
                 time: Some(last_time),
             });
@@ -597,7 +623,7 @@ impl SessionLog {
         ignorable: bool,
     ) -> Result<u64, SessionError> {
         validate_event(kind, &data, ignorable)?;
-        self.send_append(Item { kind: kind.to_owned(), data, ignorable, time: None }).await
+        self.send_append(Item::new(kind, Data::Value(data), ignorable)).await
     }
 
     /// Appends `tool/call` (when a call starts).
@@ -614,35 +640,32 @@ impl SessionLog {
             kind: TOOL_CALL.to_owned(),
             detail: e.to_string(),
         })?;
-        self.queue.hold(Item { kind: TOOL_CALL.to_owned(), data, ignorable: false, time: None })
+        self.queue.hold(Item::new(TOOL_CALL, Data::Value(data), false))
     }
 
     /// Appends `tool/result` (when a call ends).
-    pub async fn append_tool_result(&self, event: &ToolResultEvent) -> Result<u64, SessionError> {
-        self.append_typed(TOOL_RESULT, event, false).await
+    pub async fn append_tool_result<'a>(
+        &self,
+        event: impl Into<ToolResultRecord<'a>>,
+    ) -> Result<u64, SessionError> {
+        let data = encode_result(&event.into())?;
+        self.send_append(Item::new(TOOL_RESULT, data, false)).await
     }
 
     /// Appends the `tool/result` of a read-only call as the session's [`Durability`] says: with
     /// `every-call` as [`append_tool_result`](Self::append_tool_result); with `batched` it is
     /// written at once and synced within [`SYNC_WINDOW`], and nobody waits (errors of the write
     /// surface on the next awaited append).
-    pub async fn append_read_only_result(
+    pub async fn append_read_only_result<'a>(
         &self,
-        event: &ToolResultEvent,
+        event: impl Into<ToolResultRecord<'a>>,
     ) -> Result<(), SessionError> {
+        let event = event.into();
         if self.durability() == Durability::EveryCall {
             return self.append_tool_result(event).await.map(drop);
         }
-        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
-            kind: TOOL_RESULT.to_owned(),
-            detail: e.to_string(),
-        })?;
-        self.queue.write_soon(Item {
-            kind: TOOL_RESULT.to_owned(),
-            data,
-            ignorable: false,
-            time: None,
-        })
+        let data = encode_result(&event)?;
+        self.queue.write_soon(Item::new(TOOL_RESULT, data, false))
     }
 
     /// Sets what a read-only call's result promises (`[session] durability`).
@@ -689,7 +712,7 @@ impl SessionLog {
             kind: FS_CHANGE.to_owned(),
             detail: e.to_string(),
         })?;
-        self.queue.hold(Item { kind: FS_CHANGE.to_owned(), data, ignorable: true, time: None })
+        self.queue.hold(Item::new(FS_CHANGE, Data::Value(data), true))
     }
 
     /// Enqueues an event without waiting: it is committed with the next batch, before anything
@@ -699,7 +722,7 @@ impl SessionLog {
     /// [`flush`](Self::flush).
     pub fn enqueue(&self, kind: &str, data: Value, ignorable: bool) -> Result<(), SessionError> {
         validate_event(kind, &data, ignorable)?;
-        self.queue.hold(Item { kind: kind.to_owned(), data, ignorable, time: None })
+        self.queue.hold(Item::new(kind, Data::Value(data), ignorable))
     }
 
     /// A `'static` observer closure for `Ledger::with_observer` (same semantics as
@@ -728,7 +751,7 @@ impl SessionLog {
             kind: kind.to_owned(),
             detail: e.to_string(),
         })?;
-        self.send_append(Item { kind: kind.to_owned(), data, ignorable, time: None }).await
+        self.send_append(Item::new(kind, Data::Value(data), ignorable)).await
     }
 
     async fn send_append(&self, item: Item) -> Result<u64, SessionError> {
@@ -740,7 +763,7 @@ impl SessionLog {
 
 fn observed_item(path: &str, version: Option<&str>) -> Item {
     let data = serde_json::json!({ "path": path, "version": version });
-    Item { kind: FS_OBSERVED.to_owned(), data, ignorable: true, time: None }
+    Item::new(FS_OBSERVED, Data::Value(data), true)
 }
 
 fn closed() -> SessionError {

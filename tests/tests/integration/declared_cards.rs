@@ -69,13 +69,13 @@ async fn a_tool_registered_only_here_gets_its_own_card_live_and_on_replay() {
     assert_eq!(pending.status, CardStatus::Pending);
     assert_eq!(pending.locations[0].path, format!("{}/gauges/levels.txt", root.display()));
     assert_eq!(pending.locations[0].line, 7);
-    let done = call.finish().await.unwrap().card;
+    let done = call.finish().await.unwrap().card();
     assert_eq!(done.kind, CardKind::Other("gauge".into()));
     assert_eq!(done.title, "Gauge of disk");
     assert_eq!(done.data, Some(json!({"percent": 40})));
     assert_eq!(done.rendered, "gauge Gauge of disk · completed\nlevel 40");
 
-    let plain = host.run(CallRequest::new("plain", json!({})).id("c2")).await.unwrap().card;
+    let plain = host.run(CallRequest::new("plain", json!({})).id("c2")).await.unwrap().card();
     assert_eq!((&plain.kind, plain.title.as_str()), (&CardKind::Generic, "plain"));
     assert_eq!(plain.rendered, "plain plain · completed\ndone");
 

@@ -83,7 +83,7 @@ async fn a_front_end_of_a_few_lines_gets_pending_and_final_cards_output_stop_and
     }
     assert!(front.stop(&pending));
     let (parent_done, child_done) = (parent.finish().await.unwrap(), child.finish().await.unwrap());
-    for (done, pending) in [(&parent_done.card, &pending), (&child_done.card, &child_pending)] {
+    for (done, pending) in [(&parent_done.card(), &pending), (&child_done.card(), &child_pending)] {
         assert_eq!(done.call_id, pending.call_id);
         assert_eq!(done.status, CardStatus::Failed, "{}", done.rendered);
         assert_eq!(done.caller.as_deref(), Some("test front end"));

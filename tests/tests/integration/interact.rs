@@ -241,7 +241,7 @@ async fn replay_of_todos_questions_and_a_plan_review_shows_the_live_cards() {
         let outcome =
             host.run(CallRequest::new(*tool, args.clone()).id(format!("c{idx}"))).await.unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
-        live.push((outcome.card, text));
+        live.push((outcome.card(), text));
     }
     let kinds: Vec<&str> = live.iter().map(|(c, _)| c.kind.as_str()).collect();
     assert_eq!(

@@ -42,14 +42,14 @@ async fn a_long_bash_of_one_agent_holds_up_neither_the_editor_nor_a_second_agent
     // The editor (the shared lane) reads, and a second agent writes: both finish meanwhile.
     let read = CallRequest::new("read", json!({"file_path": root.join("notes.txt")}));
     let read = host.run(read).await.unwrap();
-    assert_eq!(read.card.status, CardStatus::Completed, "{}", read.card.rendered);
+    assert_eq!(read.card().status, CardStatus::Completed, "{}", read.card().rendered);
     let write = CallRequest::new(
         "write",
         json!({"file_path": root.join("other.txt"), "content": "from the second agent\n"}),
     )
     .in_lane(Lane::new());
     let write = host.run(write).await.unwrap();
-    assert_eq!(write.card.status, CardStatus::Completed, "{}", write.card.rendered);
+    assert_eq!(write.card().status, CardStatus::Completed, "{}", write.card().rendered);
     assert!(host.call_running(&long_card.call_id), "the long bash still runs");
 
     // The first agent's own next call waits for its turn: no pending card while bash runs.
@@ -68,8 +68,8 @@ async fn a_long_bash_of_one_agent_holds_up_neither_the_editor_nor_a_second_agent
         started.await.unwrap()
     };
     assert_eq!(next_card.status, CardStatus::Pending);
-    assert_eq!(next.finish().await.unwrap().card.status, CardStatus::Completed);
-    assert_eq!(long.finish().await.unwrap().card.status, CardStatus::Failed);
+    assert_eq!(next.finish().await.unwrap().card().status, CardStatus::Completed);
+    assert_eq!(long.finish().await.unwrap().card().status, CardStatus::Failed);
 }
 
 #[test]

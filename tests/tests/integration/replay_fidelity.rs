@@ -97,7 +97,7 @@ async fn replayed_cards_and_text_equal_the_live_ones() {
         let outcome =
             host.run(CallRequest::new(*tool, args.clone()).id(format!("c{idx}"))).await.unwrap();
         let text = toolhost_protocol::content::joined_text(outcome.finalized.result.content());
-        live.push((outcome.card, text));
+        live.push((outcome.card(), text));
     }
     let kinds: Vec<bool> =
         live.iter().map(|(c, _)| c.status == toolhost_protocol::CardStatus::Failed).collect();

@@ -304,8 +304,8 @@ async fn write_the_wave2_fixture() {
             Step::Call(id, tool, args) => {
                 let outcome = host.run(CallRequest::new(tool, args).id(id)).await.unwrap();
                 let failed = outcome.finalized.result.is_error();
-                assert_eq!(failed, id == "call_w2_read_missing", "{id}: {:?}", outcome.card.text);
-                live.push(outcome.card);
+                assert_eq!(failed, id == "call_w2_read_missing", "{id}: {:?}", outcome.card().text);
+                live.push(outcome.card());
             }
         }
     }

@@ -80,7 +80,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
     for i in 0..2 {
         let outcome =
             host.run(CallRequest::new("web_fetch", args.clone()).id(format!("f{i}"))).await;
-        cards.push(outcome.unwrap().card);
+        cards.push(outcome.unwrap().card());
     }
     for (card, cached) in cards.iter().zip([false, true]) {
         assert_eq!(card.kind, CardKind::Fetch);
@@ -104,11 +104,11 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
         .run(CallRequest::new("web_fetch", serde_json::json!({ "url": denied })).id("f2"))
         .await
         .unwrap();
-    assert_eq!(outcome.card.status, CardStatus::Failed);
+    assert_eq!(outcome.card().status, CardStatus::Failed);
     let error = outcome.finalized.result.error().unwrap();
     assert_eq!(error.info.as_ref().unwrap().code, "WEB_SSRF_DENIED");
     assert_eq!(ws_hits.load(Ordering::SeqCst), 0, "the untrusted allow entry opened nothing");
-    cards.push(outcome.card);
+    cards.push(outcome.card());
 
     opened.log.flush().await.unwrap();
     let replayed = toolhost_host::session::replay(host.registry(), opened.log.log_path()).unwrap();
@@ -124,7 +124,7 @@ async fn fetch_cards_cache_and_the_trust_rule_in_the_host() {
     let reopened = open_session(&dir.path().join("sessions"), &root, "web").unwrap();
     let host = open_host(&config, &root, Some(&reopened)).unwrap();
     let outcome = host.run(CallRequest::new("web_fetch", args).id("f3")).await.unwrap();
-    assert_eq!(outcome.card.data.unwrap()["cached"], true);
+    assert_eq!(outcome.card().data.unwrap()["cached"], true);
     assert_eq!(open_hits.load(Ordering::SeqCst), 1, "the resumed session fetched nothing");
     host.shutdown().await;
 }

@@ -120,7 +120,7 @@ impl ToolRunner for HostRunner<'_> {
                 }
             }
             (self.on_update)(RunUpdate::CallFinished {
-                card: outcome.card,
+                card: outcome.card(),
                 text: text.clone(),
                 is_error,
             });

@@ -71,10 +71,11 @@ pub async fn run_one_call(
     opened.log.flush().await.map_err(|e| Failure::env(e.to_string()))?;
     print_call(
         CallToolResult {
+            // Built before the fields it is built from move out.
+            card: outcome.card(),
             session_id: host.session_id().map(str::to_owned),
             call_id: outcome.call_id,
             result: outcome.finalized.result,
-            card: outcome.card,
         },
         json,
     )

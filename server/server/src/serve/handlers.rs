@@ -424,10 +424,11 @@ pub(super) async fn run_call(
     let handle = host.call(request).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
     let outcome = handle.finish().await.map_err(|e| ErrorObject::internal(e.to_string()))?;
     Ok(CallToolResult {
+        // Built before the fields it is built from move out.
+        card: outcome.card(),
         session_id: host.session_id().map(str::to_owned),
         call_id: outcome.call_id,
         result: outcome.finalized.result,
-        card: outcome.card,
     })
 }
 
