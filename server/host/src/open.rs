@@ -53,7 +53,8 @@ pub fn open_host(
 /// The host behind an `Arc`, as every front end keeps it (calls run as tasks of their own), with
 /// the tools that need the shared host: `run_code`, whose programs' nested calls run on it, and
 /// `subagent`, which runs the own agent on it again (so it exists only when `[agent]` can reach
-/// a model), and `workflow` and `ralph`, whose children are `subagent` calls.
+/// a model), `workflow` and `ralph`, whose children are `subagent` calls, and `tool_define`
+/// and `tool_undefine`, whose session tools call other tools as `run_code`'s programs do.
 pub fn share(mut host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
     let nested = crate::code::install(&mut host, &config.code)?;
     let host = Arc::new(host);
@@ -61,5 +62,6 @@ pub fn share(mut host: Host, config: &Config) -> Result<Arc<Host>, HostError> {
     crate::subagent::install(&host, &config.agent)?;
     crate::workflow::install(&host, &config.agent, config)?;
     crate::ralph::install(&host, &config.agent, &config.workflow)?;
+    crate::session_tools::install(&host, &config.code)?;
     Ok(host)
 }

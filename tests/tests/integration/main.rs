@@ -58,6 +58,7 @@ mod review;
 mod run_code;
 mod sdk_schemas;
 mod session_log_size;
+mod session_tools;
 mod shell;
 mod untrusted_workspace;
 mod wave2_fixture;

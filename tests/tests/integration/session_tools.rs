@@ -1,0 +1,219 @@
+//! Tools an agent defines for its session (`tool_define`, `tool_undefine`) on the real host, over
+//! the wire: a definition is checked (name, schemas, code), approved by the person on its first
+//! call (asked once), called like any tool (its generic card, its `tools.*` calls as cards
+//! inside it), replayed from the log, registered again with its approval in a resumed session,
+//! and removed; a definition the person rejects never runs; `toolhost mcp` lists a new session
+//! tool to its client after `notifications/tools/list_changed`.
+#![allow(clippy::unwrap_used)]
+
+use crate::mcp;
+use crate::server;
+
+use serde_json::{Value, json};
+use server::{Env, asking_editor, call_err, call_ok};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use toolhost_harness::client::Client;
+
+fn count_lines() -> Value {
+    json!({
+        "name": "count_lines",
+        "description": "Counts the lines of a file.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"file": {"type": "string"}},
+            "required": ["file"],
+        },
+        "output_schema": {
+            "type": "object",
+            "properties": {"file": {"type": "string"}, "lines": {"type": "integer"}},
+            "required": ["file", "lines"],
+        },
+        "code": "const r = await tools.read({ file_path: input.file });\n\
+                 const lines: number = r.lines.length;\n\
+                 return { file: input.file, lines };",
+    })
+}
+
+fn answer(choice: &str) -> Value {
+    json!({"answers": [{"id": "permission", "selected": [choice]}]})
+}
+
+/// The final cards seen so far whose parent is `parent` (a card's last state).
+fn children(client: &mut Client, parent: &str) -> Vec<Value> {
+    client.wait_for(Duration::ZERO, |_| false);
+    let mut out: Vec<Value> = Vec::new();
+    for note in &client.seen {
+        if note["method"] != "toolhost/card" || note["params"]["parentCallId"] != parent {
+            continue;
+        }
+        let card = note["params"].clone();
+        match out.iter_mut().find(|c| c["callId"] == card["callId"]) {
+            Some(seen) => *seen = card,
+            None => out.push(card),
+        }
+    }
+    out
+}
+
+/// `toolhost call <tool> <args> --session <session> --json`: its exit success and its JSON.
+fn cli_call(env: &Env, session: &str, tool: &str, args: Value) -> (bool, Value) {
+    let mut command = Command::new(server::binary());
+    command.current_dir(&env.root).stdin(Stdio::null());
+    for (key, value) in env.env() {
+        command.env(key, value);
+    }
+    let args = args.to_string();
+    let out = command.args(["call", tool, &args, "--session", session, "--json"]).output().unwrap();
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.success(), value)
+}
+
+#[test]
+fn a_session_tool_is_defined_approved_called_replayed_resumed_and_undefined() {
+    let env = Env::new();
+    env.write("a.txt", "one\ntwo\nthree\n");
+    let (mut editor, asked) = asking_editor(&env, json!({}), Some(answer("Allow")));
+
+    let defined = call_ok(&mut editor, "tool_define", count_lines());
+    assert_eq!(defined["result"]["value"], json!({"name": "count_lines", "status": "defined"}));
+    assert!(asked.lock().unwrap().is_empty(), "defining asks nothing");
+
+    // The first call asks the person, then runs; its card is generic, its read a child card.
+    let first = call_ok(&mut editor, "count_lines", json!({"file": "a.txt"}));
+    assert_eq!(first["result"]["value"], json!({"file": "a.txt", "lines": 3}), "{first}");
+    let call_id = first["callId"].as_str().unwrap().to_owned();
+    {
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert_eq!(asked[0]["callId"], call_id.as_str(), "{}", asked[0]);
+        assert!(asked[0].to_string().contains("tools.read"), "the question shows the code");
+    }
+    assert_eq!(first["card"]["kind"], "generic", "{}", first["card"]);
+    assert_eq!(first["card"]["status"], "completed", "{}", first["card"]);
+    let nested = children(&mut editor, &call_id);
+    assert_eq!(nested.len(), 1, "{nested:#?}");
+    assert_eq!(nested[0]["tool"], "read");
+    assert_eq!(nested[0]["callId"], format!("{call_id}:code:1"));
+    assert_eq!(nested[0]["status"], "completed");
+
+    // Approved once for the session.
+    let second = call_ok(&mut editor, "count_lines", json!({"file": "a.txt"}));
+    assert_eq!(second["result"]["value"]["lines"], 3);
+    assert_eq!(asked.lock().unwrap().len(), 1, "asked only before the first use");
+    // Its declared schemas hold: arguments are validated.
+    call_err(&mut editor, "count_lines", json!({"path": "a.txt"}), "INVALID_ARGS");
+
+    // Replay: the definition's card, the tool's card and its child card, from the log.
+    let session = first["sessionId"].as_str().unwrap().to_owned();
+    let replay = editor.request("toolhost/replaySession", json!({"sessionId": session})).unwrap();
+    let cards = replay["cards"].as_array().unwrap();
+    let card_of = |id: &str| cards.iter().find(|c| c["callId"] == id).cloned();
+    let define_card = card_of(defined["callId"].as_str().unwrap()).expect("tool_define's card");
+    assert_eq!(define_card["title"], "Define tool: count_lines", "{define_card}");
+    let replayed = card_of(&call_id).expect("the session tool's card");
+    assert_eq!(replayed["kind"], "generic");
+    assert_eq!(replayed["status"], "completed");
+    assert!(card_of(&format!("{call_id}:code:1")).is_some(), "the nested read's card");
+    let events = env.session_events(&session);
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|k| k.starts_with("agent/tool-"))
+        .collect();
+    assert_eq!(kinds, ["agent/tool-define", "agent/tool-approval"], "{events:#?}");
+    let status = editor.shutdown().unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+
+    // A resumed session has the tool again, approved: it runs without asking anyone.
+    let (ok, resumed) = cli_call(&env, &session, "count_lines", json!({"file": "a.txt"}));
+    assert!(ok, "{resumed}");
+    assert_eq!(resumed["result"]["value"]["lines"], 3, "{resumed}");
+
+    // Undefined, it is an unknown tool, in this process and in the next.
+    let (ok, removed) = cli_call(&env, &session, "tool_undefine", json!({"name": "count_lines"}));
+    assert!(ok, "{removed}");
+    assert_eq!(removed["result"]["value"]["status"], "undefined", "{removed}");
+    let (ok, gone) = cli_call(&env, &session, "count_lines", json!({"file": "a.txt"}));
+    assert!(!ok, "{gone}");
+    assert_eq!(gone["result"]["error"]["info"]["code"], "UNKNOWN_TOOL", "{gone}");
+    let (ok, again) = cli_call(&env, &session, "tool_undefine", json!({"name": "count_lines"}));
+    assert!(!ok);
+    assert_eq!(again["result"]["error"]["info"]["code"], "NOT_DEFINED", "{again}");
+}
+
+#[test]
+fn a_definition_the_person_rejects_never_runs() {
+    let env = Env::new();
+    let (mut editor, asked) = asking_editor(&env, json!({}), Some(answer("Deny")));
+    let note = json!({
+        "name": "write_note",
+        "description": "Writes a note.",
+        "input_schema": {"type": "object"},
+        "output_schema": {"type": "object"},
+        "code": "await tools.write({ file_path: 'note.txt', content: 'x' }); return { ok: true };",
+    });
+    call_ok(&mut editor, "tool_define", note);
+    let refused = call_err(&mut editor, "write_note", json!({}), "DEFINITION_REJECTED");
+    let call_id = refused["callId"].as_str().unwrap().to_owned();
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    // Rejected for the session: not asked again, never run.
+    call_err(&mut editor, "write_note", json!({}), "DEFINITION_REJECTED");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    assert!(!env.root.join("note.txt").exists(), "the body never ran");
+    assert!(children(&mut editor, &call_id).is_empty(), "no nested call");
+    let session = refused["sessionId"].as_str().unwrap().to_owned();
+    editor.shutdown().unwrap();
+    let events = env.session_events(&session);
+    let approval = events.iter().find(|e| e["type"] == "agent/tool-approval").unwrap();
+    assert_eq!(approval["data"]["approved"], false, "{approval}");
+    // Still rejected in a resumed session.
+    let (ok, resumed) = cli_call(&env, &session, "write_note", json!({}));
+    assert!(!ok);
+    assert_eq!(resumed["result"]["error"]["info"]["code"], "DEFINITION_REJECTED", "{resumed}");
+    assert!(!env.root.join("note.txt").exists());
+}
+
+#[test]
+fn a_definition_is_checked_before_it_is_registered() {
+    let env = Env::new();
+    let mut editor = env.start(json!({}));
+    let with = |key: &str, value: Value| {
+        let mut args = count_lines();
+        args[key] = value;
+        args
+    };
+    for (args, code) in [
+        (with("name", json!("Count")), "INVALID_NAME"),
+        (with("name", json!("read")), "INVALID_NAME"),
+        (with("name", json!("tool_define")), "INVALID_NAME"),
+        (with("output_schema", json!({"type": 5})), "INVALID_DEFINITION"),
+        (with("code", json!("return {")), "INVALID_DEFINITION"),
+    ] {
+        call_err(&mut editor, "tool_define", args, code);
+    }
+    call_err(&mut editor, "count_lines", json!({"file": "a.txt"}), "UNKNOWN_TOOL");
+    editor.shutdown().unwrap();
+}
+
+#[test]
+fn toolhost_mcp_lists_a_session_tool_after_tools_list_changed() {
+    let env = Env::new();
+    env.write("a.txt", "one\n");
+    let mut agent = mcp::Mcp::spawn(&env, &["--standalone"]);
+    agent.initialize("claude-code");
+    let defined = agent.call("tool_define", count_lines());
+    assert_eq!(defined["isError"], false, "{defined}");
+    agent
+        .wait_for(Duration::from_secs(10), |m| m["method"] == "notifications/tools/list_changed")
+        .expect("tools/list_changed after the definition");
+    let tool = agent.tools().into_iter().find(|t| t["name"] == "count_lines").expect("listed");
+    assert_eq!(tool["description"], "Counts the lines of a file.");
+    assert_eq!(tool["inputSchema"]["required"], json!(["file"]), "{tool}");
+    // Nobody here can approve it (no editor, no elicitation): it does not run.
+    let refused = agent.call("count_lines", json!({"file": "a.txt"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(mcp::error_code_of(&refused).as_deref(), Some("DEFINITION_NOT_APPROVED"));
+    agent.call("tool_undefine", json!({"name": "count_lines"}));
+    assert!(agent.tools().iter().all(|t| t["name"] != "count_lines"));
+}
