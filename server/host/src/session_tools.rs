@@ -252,7 +252,7 @@ impl Tool for DefineTool {
 
     fn annotations(&self) -> ToolAnnotations {
         // Defining runs nothing: the definition's first call asks the person.
-        ToolAnnotations { read_only: true, ..ToolAnnotations::default() }
+        ToolAnnotations { read_only: true, open_world: false, ..ToolAnnotations::default() }
     }
 }
 
@@ -316,7 +316,7 @@ impl Tool for UndefineTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: true, ..ToolAnnotations::default() }
+        ToolAnnotations { read_only: true, open_world: false, ..ToolAnnotations::default() }
     }
 }
 
