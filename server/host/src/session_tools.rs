@@ -128,6 +128,9 @@ impl SessionTools {
         let disposer = host.registry().register_raw(raw).map_err(|e| {
             ToolError::typed(ERROR_NAME, BAD_DEFINITION, format!("invalid definition: {e}"))
         })?;
+        // Like a `run_code` program, the tool asks nothing itself in the agent's permission
+        // modes (its definition was approved): each of its nested calls asks in the run's mode.
+        host.agent_permissions().add_delegating_tool(&definition.name);
         self.defined
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
