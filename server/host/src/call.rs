@@ -355,9 +355,7 @@ impl Host {
             parent,
             root: self.root_display().to_owned(),
         };
-        if self.listeners().any() {
-            self.listeners().card(&outcome.card());
-        }
+        self.listeners().card_built(|| outcome.card());
         Ok(outcome)
     }
 }

@@ -17,6 +17,14 @@ use toolhost_session::SessionLog;
 pub trait HostListener: Send + Sync {
     /// A call's card: the pending one when it starts, the final one when it ends.
     fn card(&self, card: &Card);
+    /// Whether this listener reads the cards it is given. One that only needs to know a card
+    /// changed says no and gets [`HostListener::card_changed`] instead of a call's final card,
+    /// which is then not built for it (a big read's card costs about what the read does).
+    fn reads_cards(&self) -> bool {
+        true
+    }
+    /// A call's final card changed (for a listener that does not read cards).
+    fn card_changed(&self) {}
     /// Live output of a running call.
     fn call_output(&self, _call_id: &str, _text: &str) {}
     /// A notice of the session (a background job ended).
@@ -41,9 +49,26 @@ impl Listeners {
         }
     }
 
-    /// Whether anyone listens (so a card is worth building).
-    pub fn any(&self) -> bool {
-        !self.listeners.read().unwrap_or_else(PoisonError::into_inner).is_empty()
+    /// Hands a card built by `build` to the listeners that read cards — built once, and only if
+    /// one does — and tells the others it changed.
+    pub fn card_built(&self, build: impl FnOnce() -> Card) {
+        let listeners = self.listeners.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut build = Some(build);
+        let mut card = None;
+        for listener in listeners {
+            if !listener.reads_cards() {
+                listener.card_changed();
+                continue;
+            }
+            if card.is_none()
+                && let Some(build) = build.take()
+            {
+                card = Some(build());
+            }
+            if let Some(card) = &card {
+                listener.card(card);
+            }
+        }
     }
 
     pub fn card(&self, card: &Card) {

@@ -139,9 +139,14 @@ impl Resources {
     /// Adds a `resource_link` beside every spill file the result's text names (files that are
     /// not there, or not regular files, get none).
     pub fn link(&self, result: &mut CallToolResult) {
-        let texts: Vec<String> =
-            result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
-        for path in texts.iter().flat_map(|t| spill_paths(t)) {
+        // The paths first (a read's page is tens of kilobytes of text: not copied to be scanned).
+        let paths: Vec<PathBuf> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text())
+            .flat_map(|t| spill_paths(&t.text))
+            .collect();
+        for path in paths {
             let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
                 continue;
             };

@@ -43,6 +43,12 @@ impl toolhost_host::HostListener for CardCounter {
     fn card(&self, _card: &toolhost_protocol::card::Card) {
         self.0.send_modify(|n| *n += 1);
     }
+    fn reads_cards(&self) -> bool {
+        false
+    }
+    fn card_changed(&self) {
+        self.0.send_modify(|n| *n += 1);
+    }
 }
 
 /// The cards of the session logged at `log`, in log order (a damaged stretch is stepped over);
