@@ -330,21 +330,26 @@ async fn run(
     .await;
     let limit = orchestra.limit();
     let (status, result) = match ran.outcome {
-        Ok(result) => ("completed", result.unwrap_or(Value::Null)),
-        Err(_) if limit.is_some() && !signal.is_cancelled() => ("budget-limited", Value::Null),
+        Ok(result) => ("completed", Ok(result.unwrap_or(Value::Null))),
+        Err(_) if limit.is_some() && !signal.is_cancelled() => ("budget-limited", Ok(Value::Null)),
+        Err(failure) if signal.is_cancelled() => ("cancelled", Err(failure)),
+        Err(failure) => ("failed", Err(failure)),
+    };
+    // The run's end is journaled however it ended.
+    journal::record(
+        &host,
+        journal::END,
+        EndRecord {
+            run_id: orchestra.run_id.clone(),
+            status: status.to_owned(),
+            agents_started: orchestra.agents_started(),
+        },
+    )
+    .await;
+    let result = match result {
+        Ok(result) => result,
         Err(failure) => {
-            let status = if signal.is_cancelled() { "cancelled" } else { "failed" };
-            journal::record(
-                &host,
-                journal::END,
-                EndRecord {
-                    run_id: orchestra.run_id.clone(),
-                    status: status.to_owned(),
-                    agents_started: orchestra.agents_started(),
-                },
-            )
-            .await;
-            let mut message = if signal.is_cancelled() {
+            let mut message = if status == "cancelled" {
                 "workflow run was cancelled".to_owned()
             } else {
                 format!("workflow run failed: {}", failure.message)
@@ -356,16 +361,6 @@ async fn run(
             return Err(ToolError::plain(message));
         }
     };
-    journal::record(
-        &host,
-        journal::END,
-        EndRecord {
-            run_id: orchestra.run_id.clone(),
-            status: status.to_owned(),
-            agents_started: orchestra.agents_started(),
-        },
-    )
-    .await;
     Ok(WorkflowOutput {
         run_id: orchestra.run_id.clone(),
         agents_started: orchestra.agents_started(),
