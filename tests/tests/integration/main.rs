@@ -64,3 +64,4 @@ mod untrusted_workspace;
 mod wave2_fixture;
 mod web;
 mod workflow;
+mod workflow_cards;
