@@ -335,6 +335,8 @@ mod tests {
             tool: "edit".into(),
             caller: None,
             parent_call_id: None,
+            group: None,
+            usage: None,
             status,
             kind,
             title: "Edit a.txt".into(),

@@ -14,7 +14,8 @@
 //!    parent's permit; a cancelled call gives its permit back at once);
 //! 4. the pending card goes to every listener and to the handle;
 //! 5. `tool/call` is recorded (on disk before the body runs, unless the tool is read-only, whose
-//!    start is committed with its result), with the caller and the parent;
+//!    start is committed with its result), with the caller, the parent and the caller's
+//!    group (in the recorded presentation);
 //! 6. for the call's duration: its live output goes to the follower, its questions to its route,
 //!    the review knows its title and caller, the own agent's permission policy knows its mode;
 //! 7. the pipeline runs; `tool/result` is recorded and synced (a read-only call's as
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use toolhost_contract::protocol::ToolExecutionResult;
 use toolhost_contract::{CancellationToken, QuestionsHandle, ToolError};
-use toolhost_protocol::card::{self, CallOrigin, Card, CardOutcome};
+use toolhost_protocol::card::{self, CallOrigin, Card, CardGroup, CardOutcome};
 use toolhost_protocol::session_log::{ToolCallEvent, ToolResultRecord};
 use toolhost_registry::{CallInput, Finalized};
 
@@ -63,6 +64,9 @@ pub struct CallRequest {
     /// A model's call: the tools its model is offered (a tool it does not see is unknown to
     /// it); `None` for callers that see every tool (the editor, the CLI, a program).
     pub presentation: Option<ToolPresentation>,
+    /// Where the caller puts the call among its parent's children (a workflow child's phase and
+    /// label): on its cards and in its `tool/call` record, never in the tool's arguments.
+    pub group: Option<CardGroup>,
 }
 
 impl CallRequest {
@@ -79,6 +83,7 @@ impl CallRequest {
             agent: None,
             lane: None,
             presentation: None,
+            group: None,
         }
     }
 
@@ -124,6 +129,11 @@ impl CallRequest {
 
     pub fn offered_as(mut self, presentation: ToolPresentation) -> Self {
         self.presentation = Some(presentation);
+        self
+    }
+
+    pub fn grouped(mut self, group: Option<CardGroup>) -> Self {
+        self.group = group;
         self
     }
 }
@@ -236,6 +246,7 @@ impl Host {
             agent,
             lane,
             presentation: offered,
+            group,
             ..
         } = request;
         self.recover().await;
@@ -247,7 +258,9 @@ impl Host {
         }
         // Undeclared bulk and oversized arguments never reach the card, the log or the tool.
         let arguments = crate::arguments::screen(registry, &name, arguments);
-        let presentation = registry.present_call(&name, &arguments);
+        let mut presentation = registry.present_call(&name, &arguments);
+        // The caller's grouping travels with the presentation: every card and the log get it.
+        presentation.group = group;
         let origin = || {
             CallOrigin::new(&call_id, &name)
                 .with_caller(caller.as_deref())

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use toolhost_contract::CancellationToken;
 use toolhost_contract::schemars::JsonSchema;
+use toolhost_protocol::card::CardGroup;
 
 /// A run's budget: it stops cleanly once any of these is reached.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -393,10 +394,15 @@ impl Orchestra {
             Some(schema) => workflow_answer::prompt_with_schema(&ask.prompt, schema),
             None => ask.prompt.clone(),
         };
+        // Editors group the run's children by phase and show each one's label (a ralph round's
+        // label is `round <n>`, its check's `check <n>`).
+        let label = ask.label.clone().unwrap_or_else(|| format!("agent {step}"));
+        let group = CardGroup::of(ask.phase.clone(), Some(label));
         let request =
             CallRequest::new(subagent::NAME, json!({"description": description, "prompt": prompt}))
                 .id(call_id.clone())
                 .child_of(Some(self.parent.clone()))
+                .grouped(group)
                 .cancelled_by(cancel.clone())
                 .in_lane(Lane::new());
         let outcome = self.host.run(request).await;

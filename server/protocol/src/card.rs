@@ -15,11 +15,13 @@
 //! kind and carries the meta as `data` for clients that know how to draw it; the rest show the
 //! Native text. Logs written before tools declared their cards replay through [`legacy`].
 
+mod group;
 pub mod legacy;
 mod terminal;
 mod text;
 mod views;
 
+pub use group::{CardGroup, CardUsage};
 pub use terminal::{TerminalCall, TerminalView};
 pub use text::to_text;
 use views::{fill_result_view, preview_hunk, stats_of};
@@ -291,6 +293,14 @@ pub struct Card {
     /// `subagent` call for its child's calls. Clients draw such a card inside its parent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_call_id: Option<String>,
+    /// Where its caller put the call among its parent's children (a workflow child's phase and
+    /// label, a ralph round): clients group a parent's children by phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<CardGroup>,
+    /// What the call used, when its result's meta says (a child agent's tokens and cost, a
+    /// workflow's or ralph's sum over its children).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CardUsage>,
     pub status: CardStatus,
     pub kind: CardKind,
     pub title: String,
@@ -353,6 +363,11 @@ pub struct CallPresentation {
     /// review. A completed card's `data` is the result's meta.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// The group the call's caller put it in (see [`Card::group`]): stamped by the host from
+    /// the call's request, not declared by the tool, and recorded with the rest so replay
+    /// groups cards as the live session did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<CardGroup>,
 }
 
 impl CallPresentation {
@@ -366,6 +381,7 @@ impl CallPresentation {
             preview_is_result: false,
             terminal: None,
             data: None,
+            group: None,
         }
     }
 
@@ -455,6 +471,8 @@ pub fn build(
         tool: origin.tool.to_owned(),
         caller: origin.caller.map(str::to_owned),
         parent_call_id: origin.parent.map(str::to_owned),
+        group: presentation.group.clone(),
+        usage: None,
         status: CardStatus::Pending,
         kind: CardKind::Generic,
         title: presentation.title.clone(),
@@ -487,6 +505,7 @@ pub fn build(
         }
         CardOutcome::Done { content, is_error, meta } => {
             card.text = joined_text(content);
+            card.usage = group::usage_of(meta);
             if is_error {
                 card.status = CardStatus::Failed;
                 // A refused plan or a dismissed question still shows what was asked.
@@ -639,5 +658,30 @@ mod tests {
         assert_eq!(by_agent.caller.as_deref(), Some("claude-code"));
         assert_eq!(by_agent.rendered, "gauge Gauge at 40% · completed · claude-code\n40%");
         assert_eq!(json["kind"], "gauge");
+    }
+
+    #[test]
+    fn a_child_card_carries_its_group_and_its_usage() {
+        let mut presentation = CallPresentation::new(CardKind::Generic, "Subagent: draft · a");
+        presentation.group = CardGroup::of(Some("draft".into()), Some("a".into()));
+        let origin = CallOrigin::new("w:agent:1", "subagent").with_parent(Some("w"));
+        let pending = build(origin, &presentation, "/w", CardOutcome::Pending);
+        assert_eq!(pending.group, presentation.group);
+        assert_eq!(pending.usage, None);
+        let meta = json!({"runId": "r", "usage": {"promptTokens": 300, "completionTokens": 5,
+            "totalTokens": 305}});
+        let content = vec![ContentBlock::text("A")];
+        let done = build(
+            origin,
+            &presentation,
+            "/w",
+            CardOutcome::Done { content: &content, is_error: false, meta: Some(&meta) },
+        );
+        assert_eq!(done.usage, Some(CardUsage { tokens: 305, cost: None }));
+        let json = serde_json::to_value(&done).unwrap_or_default();
+        assert_eq!(json["group"], json!({"phase": "draft", "label": "a"}));
+        assert_eq!(json["usage"], json!({"tokens": 305}));
+        // The plain-text rendering is unchanged: the title already names the phase and label.
+        assert_eq!(done.rendered, "subagent Subagent: draft · a · completed\nA");
     }
 }
