@@ -11,8 +11,9 @@
 // transcript's exchanges as they stream, which the page places, keeping what a person unfolded
 // and following the end of the transcript while it is scrolled there. A tool line of the
 // transcript scrolls its card into view. A card made under another one (a program's nested call)
-// goes into its parent's child list, whose "N calls" toggle opens and closes it; each child card
-// has the buttons of a top-level card and sends its own call id.
+// goes into its parent's child list, whose "N calls" toggle opens and closes it — a workflow's
+// child under its phase's heading there; each child card has the buttons of a top-level card and
+// sends its own call id.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -126,6 +127,27 @@
     return made;
   }
 
+  /** The section of a parent's child list that holds one phase's children (a workflow's): made,
+   * like cardHtml.ts's `phaseHtml`, at the end of the list when the phase's first child arrives. */
+  function phaseList(list, phase) {
+    for (const section of list.children) {
+      if (section instanceof HTMLElement && section.classList.contains('child-phase') && section.dataset.phase === phase) {
+        return section;
+      }
+    }
+    const section = document.createElement('div');
+    section.className = 'child-phase';
+    section.dataset.phase = phase;
+    section.setAttribute('role', 'group');
+    section.setAttribute('aria-label', `phase ${phase}`);
+    const heading = document.createElement('div');
+    heading.className = 'phase-heading';
+    heading.textContent = phase;
+    section.append(heading);
+    list.append(section);
+    return section;
+  }
+
   /** A parent's "N calls · K failed" in its child list's toggle and its header. */
   function countChildren(parent, label, failed) {
     const summary = own(parent, 'summary.children-summary')[0];
@@ -170,7 +192,8 @@
     decorate(node);
     const existing = findCard(message.callId);
     const parent = typeof message.parentCallId === 'string' ? findCard(message.parentCallId) : undefined;
-    const list = parent ? childList(parent) : feed;
+    const children = parent ? childList(parent) : feed;
+    const list = parent && typeof message.phase === 'string' ? phaseList(children, message.phase) : children;
     if (existing && existing.parentElement === list) {
       const states = new Map(cardsIn(existing).map((c) => [c.dataset.callId, viewState(c)]));
       const hadFocus = existing.contains(document.activeElement);

@@ -12,7 +12,9 @@
 // webCard.ts; a kind without a view here (a tool's own kind), data of the wrong shape, or a failed
 // web card (its error is its text) is drawn as generic: its Native text. A card with calls made
 // under it (a `run_code` program) draws them inside, as child cards under an "N calls" toggle, and
-// counts them (and the failed ones) in its header. Pure: no `vscode` import.
+// counts them (and the failed ones) in its header; a `workflow` or `ralph` run's children with a
+// phase go under one heading per phase (cardGroups.ts), each child's header shows its label and
+// its usage, and the run's header its summed usage. Pure: no `vscode` import.
 
 import { lineHtml, parseAnsi } from './ansi';
 import { dataCardHtml, isDataView, type DataView } from './dataCards';
@@ -20,6 +22,7 @@ import { escapeHtml } from './html';
 import { mcpCardHtml, mcpDataOf, mcpTitleHtml } from './mcpCard';
 import type { Card, Hunk, ReadView, SearchView, TerminalView } from './cards';
 import { cardCaller, hunkHeader, isPreviewHunk, titleLine } from './cards';
+import { childSections, usageLabel } from './cardGroups';
 import { childrenLabel, parentIdOf, type CardNode } from './cardTree';
 import { isRevertible } from './revert';
 import { collapseLines, COLLAPSED_LINES, exitPills } from './terminal';
@@ -68,6 +71,20 @@ function statsHtml(card: Card): string {
     `<span class="stats"${attr('aria-label', `${additions} added, ${deletions} removed lines`)}>` +
     `<span class="stat-add">+${additions}</span> <span class="stat-del">−${deletions}</span></span>`
   );
+}
+
+/** A child's label (its caller's `group.label`: `draft 0`, `round 2`) as a pill. */
+function groupLabelHtml(card: Card): string {
+  const label = card.group?.label;
+  return label === undefined ? '' : `<span class="pill card-label"${attr('title', 'label')}>${escapeHtml(label)}</span>`;
+}
+
+/** What the call used (a child agent's, or a run's sum over its children) as a pill. */
+function usageHtml(card: Card): string {
+  if (!card.usage) {
+    return '';
+  }
+  return `<span class="pill card-usage"${attr('title', 'tokens used (and their cost)')}>${escapeHtml(usageLabel(card.usage))}</span>`;
 }
 
 const LINE_CLASS: Record<string, string> = { '+': 'add', '-': 'del', ' ': 'ctx' };
@@ -356,8 +373,21 @@ export function childrenHtml(parent: Card, children: readonly CardNode[]): strin
     `<details class="card-children"${attr('data-children-of', parent.callId)} open>` +
     `<summary class="children-summary">${escapeHtml(label)}</summary>` +
     `<div class="child-list" role="group"${attr('aria-label', `calls made by ${parent.tool}`)}>` +
-    children.map(renderCardNode).join('') +
+    childSections(children)
+      .map((section) => (section.phase === undefined ? renderCardNode(section.node) : phaseHtml(section.phase, section.nodes)))
+      .join('') +
     `</div></details>`
+  );
+}
+
+/** One phase of a run's children: its heading over its children, in the order they came.
+ * media/panel.js builds the same section when the phase's first child arrives live. */
+function phaseHtml(phase: string, nodes: readonly CardNode[]): string {
+  return (
+    `<div class="child-phase"${attr('data-phase', phase)} role="group"${attr('aria-label', `phase ${phase}`)}>` +
+    `<div class="phase-heading">${escapeHtml(phase)}</div>` +
+    nodes.map(renderCardNode).join('') +
+    `</div>`
   );
 }
 
@@ -402,7 +432,7 @@ export function renderCard(card: Card, children: readonly CardNode[] = []): stri
     `<span class="card-tool">${escapeHtml(card.tool)}</span> ` +
     `<span class="card-title">${title}</span>` +
     `<span class="card-sep"> · </span><span class="card-status">${escapeHtml(card.status)}</span>` +
-    `${callerHtml(card)}${statsHtml(card)}${childrenCountHtml(children)}</header>` +
+    `${callerHtml(card)}${groupLabelHtml(card)}${statsHtml(card)}${usageHtml(card)}${childrenCountHtml(children)}</header>` +
     `<div class="card-body">${body}</div>${native}` +
     (actions ? `<div class="actions" role="toolbar"${attr('aria-label', 'card actions')}>${actions}</div>` : '') +
     childrenHtml(card, children) +

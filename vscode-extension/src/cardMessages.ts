@@ -1,12 +1,13 @@
 // What the panel posts to its page when the card store changes: the feed's HTML (top-level cards
 // newest first, each with the calls made under it drawn inside) and, for one card that changed,
 // its HTML and where it goes. A card made under another one names its parent and the parent's new
-// "N calls" label, so media/panel.js puts it in the parent's child list (or at the top when the
-// page has no such parent) and updates the parent's counts without drawing the parent again — a
+// "N calls" label (and, for a workflow's child, its phase), so media/panel.js puts it in the
+// parent's child list — under its phase's heading — (or at the top when the page has no such parent) and updates the parent's counts without drawing the parent again — a
 // program may make a thousand calls. A parent drawn again (its final card) comes with all its
 // children; the page then drops any copy of them it had drawn at the top before the parent was
 // known. Pure: no `vscode` import, so `node --test` covers it (and drives the page with it).
 
+import { phaseOf } from './cardGroups';
 import { renderCardNode, replayBanner } from './cardHtml';
 import type { CardStore, StoreEvent } from './cardStore';
 import { cardTree, childrenLabel, type CardNode } from './cardTree';
@@ -23,6 +24,8 @@ export type CardMessage =
       parentLabel?: string;
       /** Whether any of the parent's children failed (its count is drawn as a failure). */
       parentFailed?: boolean;
+      /** The phase it is grouped under inside its parent (a workflow child's `group.phase`). */
+      phase?: string;
     }
   | { type: 'remove'; callIds: string[] }
   | { type: 'reset'; html: string; banner: string };
@@ -58,6 +61,10 @@ export function upsertMessage(cards: readonly Card[], card: Card): CardMessage {
     message.parentCallId = parent.card.callId;
     message.parentLabel = childrenLabel(siblings);
     message.parentFailed = siblings.some((c) => c.status === 'failed');
+    const phase = phaseOf(card);
+    if (phase !== undefined) {
+      message.phase = phase;
+    }
   }
   return message;
 }

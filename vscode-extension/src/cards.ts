@@ -3,6 +3,7 @@
 // made what the views expect (any kind kept, hunk headers, defaults), with the title line and hunk
 // header `card.rendered` uses. Pure: no `vscode` import, so `node --test` covers it.
 
+import { asGroup, asUsage, type CardGroup, type CardUsage } from './cardGroups';
 import { isIndex, isObject } from './guards';
 
 export type CardStatus = 'pending' | 'completed' | 'failed';
@@ -119,6 +120,13 @@ export interface Card {
    * `<parent>:code:<n>`), a `subagent` call for its child's calls. The panel draws the card inside
    * its parent's card (cardTree.ts), or at the top when that card is not there. */
   parentCallId?: string | null;
+  /** Where the call's caller put it among its parent's children: a `workflow` child's phase and
+   * label, a `ralph` round's label (cardGroups.ts). The panel groups a parent's children by phase
+   * and shows the label on the child's row. */
+  group?: CardGroup | null;
+  /** What the call used (a child agent's tokens and cost; a workflow's or ralph's sum), shown in
+   * the card's header. */
+  usage?: CardUsage | null;
   locations: CardLocation[];
   hunks?: Hunk[] | null;
   stats?: Stats | null;
@@ -219,6 +227,19 @@ export function asCard(raw: unknown): Card | undefined {
   // A parent is a call id or nothing.
   if (typeof card.parentCallId !== 'string' || card.parentCallId === '') {
     delete out.parentCallId;
+  }
+  // A group and a usage are kept only in their shapes: they end up in the page and in sums.
+  const group = asGroup(raw.group);
+  if (group) {
+    out.group = group;
+  } else {
+    delete out.group;
+  }
+  const usage = asUsage(raw.usage);
+  if (usage) {
+    out.usage = usage;
+  } else {
+    delete out.usage;
   }
   // Live progress is the store's own, never the server's.
   delete out.progress;

@@ -86,7 +86,7 @@ describe('wire types against docs/schemas', () => {
 
   it('the card and hunk fields are the ones the extension knows (a new field fails here first)', () => {
     const card = loadSchema('Card');
-    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'hunks', 'kind', 'locations', 'parentCallId', 'read', 'rendered', 'search', 'stats', 'status', 'terminal', 'text', 'title', 'tool']);
+    assert.deepEqual(propertyNames(card), ['callId', 'caller', 'data', 'group', 'hunks', 'kind', 'locations', 'parentCallId', 'read', 'rendered', 'search', 'stats', 'status', 'terminal', 'text', 'title', 'tool', 'usage']);
     // `caller`: an optional name (or null), the MCP client's, for calls made through toolhost mcp
     assert.ok(!(card.required as string[]).includes('caller'));
     assert.deepEqual((card.properties as Record<string, Record<string, unknown>>).caller?.type, ['string', 'null']);
@@ -98,6 +98,13 @@ describe('wire types against docs/schemas', () => {
     assert.ok(!(card.required as string[]).includes('parentCallId'));
     assertValid(validate, { ...fixtures.editCard, callId: 'call_prog:code:3', parentCallId: 'call_prog' }, 'a nested call');
     assert.equal(validate({ ...fixtures.editCard, parentCallId: 3 }), false, 'parentCallId must be a string');
+    // `group` and `usage`: a workflow child's phase and label, what a call used (cardGroups.ts)
+    assert.deepEqual(propertyNames(def(card, 'CardGroup')), ['label', 'phase']);
+    assert.deepEqual(propertyNames(def(card, 'CardUsage')), ['cost', 'tokens']);
+    const workflowChild = { ...fixtures.readCard, callId: 'call_wf:agent:1', parentCallId: 'call_wf', group: { phase: 'draft', label: 'a' }, usage: { tokens: 305, cost: 0.00031 } };
+    assertValid(validate, workflowChild, 'a workflow child');
+    assertValid(validate, asCard(workflowChild), 'asCard(a workflow child)');
+    assert.equal(validate({ ...workflowChild, usage: { cost: 1 } }), false, 'usage needs its tokens');
     const hunk = def(card, 'Hunk');
     assert.deepEqual(propertyNames(hunk), ['header', 'lines', 'newLines', 'newStart', 'oldLines', 'oldStart', 'path', 'preview']);
     assert.deepEqual(hunk.required, ['path', 'oldStart', 'oldLines', 'newStart', 'newLines', 'lines']);
