@@ -138,6 +138,52 @@ function H.client(buf)
   return c
 end
 
+--- Starts tests/model_server.py (with `args`), points the user configuration's `[agent]` at it
+--- (mode auto, a price), runs `fn(record)` — `record` the file of the request bodies, one JSON
+--- line each — and then removes the configuration and stops the model server.
+---@param args string[]
+---@param fn fun(record: string)
+function H.with_model(args, fn)
+  local record = vim.fn.tempname() .. '-bodies.jsonl'
+  local out = ''
+  local cmd = vim.list_extend({ 'python3', H.plugin_dir .. '/tests/model_server.py', '--record', record }, args)
+  local proc = vim.system(cmd, {
+    stdout = function(_, data)
+      out = out .. (data or '')
+    end,
+  })
+  local user_config = vim.env.XDG_CONFIG_HOME .. '/toolhost/config.toml'
+  local ok, err = pcall(function()
+    H.wait(function()
+      return out:find('\n', 1, true)
+    end, 'the model server’s port')
+    local port = assert(tonumber(out:match('^(%d+)')), out)
+    H.check(H.read(user_config) == nil, 'no user config to overwrite at ' .. user_config)
+    H.write(
+      user_config,
+      ('[agent]\nbase_url = "http://127.0.0.1:%d/v1"\napi_key_env = ""\nmode = "auto"\n\n'):format(port)
+        .. '[agent.price]\ninput = 1.0\noutput = 2.0\n'
+    )
+    fn(record)
+  end)
+  os.remove(user_config)
+  proc:kill(9)
+  proc:wait(2000)
+  if not ok then
+    error(err, 0)
+  end
+end
+
+---@param record string
+---@return table[] the request bodies the model server received
+function H.model_requests(record)
+  local out = {}
+  for _, line in ipairs(vim.split(H.read(record) or '', '\n', { trimempty = true })) do
+    table.insert(out, vim.json.decode(line))
+  end
+  return out
+end
+
 --- Calls a tool through the plugin API and waits for the callTool response.
 ---@param tool string
 ---@param args table

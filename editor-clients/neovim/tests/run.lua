@@ -4603,51 +4603,7 @@ test('cards: a kind never heard of is drawn by the generic view, whatever its da
   H.eq({ vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1] }, { path, 3 }, 'its location')
 end)
 
---- Starts tests/model_server.py (with `args`), points the user configuration's `[agent]` at it
---- (mode auto, a price), runs `fn(record)` — `record` the file of the request bodies, one JSON
---- line each — and then removes the configuration and stops the model server.
----@param args string[]
----@param fn fun(record: string)
-local function with_model(args, fn)
-  local record = vim.fn.tempname() .. '-bodies.jsonl'
-  local out = ''
-  local cmd = vim.list_extend({ 'python3', here .. '/model_server.py', '--record', record }, args)
-  local proc = vim.system(cmd, {
-    stdout = function(_, data)
-      out = out .. (data or '')
-    end,
-  })
-  local user_config = vim.env.XDG_CONFIG_HOME .. '/toolhost/config.toml'
-  local ok, err = pcall(function()
-    H.wait(function()
-      return out:find('\n', 1, true)
-    end, 'the model server’s port')
-    local port = assert(tonumber(out:match('^(%d+)')), out)
-    H.check(H.read(user_config) == nil, 'no user config to overwrite at ' .. user_config)
-    H.write(
-      user_config,
-      ('[agent]\nbase_url = "http://127.0.0.1:%d/v1"\napi_key_env = ""\nmode = "auto"\n\n'):format(port)
-        .. '[agent.price]\ninput = 1.0\noutput = 2.0\n'
-    )
-    fn(record)
-  end)
-  os.remove(user_config)
-  proc:kill(9)
-  proc:wait(2000)
-  if not ok then
-    error(err, 0)
-  end
-end
-
----@param record string
----@return table[] the request bodies the model server received
-local function model_requests(record)
-  local out = {}
-  for _, line in ipairs(vim.split(H.read(record) or '', '\n', { trimempty = true })) do
-    table.insert(out, vim.json.decode(line))
-  end
-  return out
-end
+local with_model, model_requests = H.with_model, H.model_requests
 
 test('chat: :Toolhost ask streams the answer, a line per call, the footer; the next prompt continues', function()
   with_model({}, function(record)
@@ -4926,6 +4882,7 @@ test('chat: reasoning, a retry drops the broken attempt, compaction, call failur
 end)
 
 require('nested_cards')(test)
+require('workflow_cards')(test)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

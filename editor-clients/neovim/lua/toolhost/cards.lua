@@ -3,7 +3,8 @@
 --- (|toolhost.cards.store|) and the live output of running calls (`live`), the cards buffers
 --- (`buffer`), one view per card kind chosen by the card's `kind` (`views`: `diff`, `read`,
 --- `search`, `terminal`, `todo`, `question`, `plan`, `fetch`, `mcp`; any other kind is drawn by
---- `generic`), a program's nested calls drawn under its card (`tree`), the full-output buffers
+--- `generic`), a program's nested calls drawn under its card (`tree`; a workflow's children by
+--- phase, with their labels and usage: `groups`), the full-output buffers
 --- (`output`) and what the keys of a cards buffer do (`actions`). This module ties them together
 --- when a card or live output arrives.
 
@@ -49,6 +50,11 @@
 ---@field rendered string The one plain-text rendering; shown byte for byte.
 ---@field parentCallId? string the call this one ran under (a `run_code` program's, for its nested
 ---  calls `<parent>:code:<n>`; a subagent's): drawn under that card (|toolhost.cards.tree|)
+---@field group? {phase?: string, label?: string} where the call's caller put it among its
+---  parent's children (a workflow child's phase and label, a ralph round's `round <n>`): grouped
+---  under a phase heading, the label at the end of its title line (|toolhost.cards.groups|)
+---@field usage? {tokens: integer, cost?: number} what the call used (a child agent's, or a
+---  workflow's or ralph's sum), at the end of its title line
 ---@field locations toolhost.CardLocation[]
 ---@field hunks? toolhost.Hunk[]
 ---@field stats? {additions: integer, deletions: integer}
@@ -82,6 +88,7 @@
 ---@field pinned? boolean a line of the todo list pinned at the top (|toolhost.cards.todo|)
 ---@field depth? integer how deep the card is nested: 0 a top-level card, 1 a call made under it, …
 ---@field indent? integer the bytes of tree marks in front of the line (a nested call's lines)
+---@field suffix? integer the bytes of label and usage at the end of a title line (|toolhost.cards.groups|)
 
 ---@class toolhost.LiveOutput
 ---@field text string the `toolhost/callOutput` text received so far (its tail, see LIVE_CAP)

@@ -5,6 +5,7 @@
 --- nested call drawn under its card, that call — and the cursor stays on its card while live
 --- output and new cards redraw the buffer. Each card is a fold holding its nested calls.
 
+local groups = require('toolhost.cards.groups')
 local highlights = require('toolhost.cards.highlights')
 local live = require('toolhost.cards.live')
 local store = require('toolhost.cards.store')
@@ -50,7 +51,9 @@ end
 
 --- Adds a card and, under it, the calls made under it (|toolhost.cards.tree|): each line after
 --- its tree marks (`first` on the card's first line, `rest` on the others), the count line, then
---- each child with its own marks one level deeper.
+--- each child with its own marks one level deeper — a workflow's children under one heading line
+--- per phase (|toolhost.cards.groups|). A card's title line ends with its label and usage, when
+--- it has them.
 ---@param node toolhost.CardNode
 ---@param ctx {lines: string[], info: toolhost.LineInfo[], client_id?: integer, pinned_id?: string}
 ---@param first string
@@ -59,15 +62,19 @@ end
 local function add_node(node, ctx, first, rest, depth)
   local card = node.card
   local vlines, roles = card_lines(card, ctx.client_id, ctx.pinned_id)
+  local suffix = groups.suffix(card)
+  local first_row = #ctx.lines + 1
   for idx, l in ipairs(vlines) do
     local mark = idx == 1 and first or rest
-    table.insert(ctx.lines, mark .. l)
+    local tail = idx == 1 and suffix or ''
+    table.insert(ctx.lines, mark .. l .. tail)
     table.insert(ctx.info, {
       card = card,
       index = idx,
       role = roles and roles[idx] or nil,
       depth = depth,
       indent = #mark,
+      suffix = #tail > 0 and #tail or nil,
     })
   end
   if #node.children == 0 then
@@ -82,9 +89,25 @@ local function add_node(node, ctx, first, rest, depth)
     depth = depth,
     indent = #rest,
   })
-  for i, child in ipairs(node.children) do
-    local cfirst, crest = tree.marks(rest, i == #node.children)
-    add_node(child, ctx, cfirst, crest, depth + 1)
+  local sections = groups.sections(node.children)
+  for i, section in ipairs(sections) do
+    if section.phase then
+      -- The heading belongs to the parent, like the count line.
+      table.insert(ctx.lines, groups.heading(rest, section.phase))
+      table.insert(ctx.info, {
+        card = card,
+        -- its place in the card's lines, so the cursor stays on it when the buffer is redrawn
+        index = #ctx.lines - first_row + 1,
+        role = { role = 'phase' },
+        depth = depth,
+        indent = #rest,
+      })
+    end
+    for j, child in ipairs(section.nodes) do
+      local last = j == #section.nodes and (section.phase ~= nil or i == #sections)
+      local cfirst, crest = tree.marks(rest, last)
+      add_node(child, ctx, cfirst, crest, depth + 1)
+    end
   end
 end
 
@@ -249,12 +272,21 @@ function M.render(buf, cards, client_id)
       vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { line_hl_group = group, priority = 100 })
     end
     if li and li.index == 1 then
-      -- a nested call's title comes after its tree marks
+      -- a nested call's title comes after its tree marks, and before its label and usage
       local indent = li.indent or 0
-      for _, span in ipairs(views.title_spans(li.card, lines[row]:sub(indent + 1))) do
+      local line = lines[row]
+      local title_end = #line - (li.suffix or 0)
+      for _, span in ipairs(views.title_spans(li.card, line:sub(indent + 1, title_end))) do
         vim.api.nvim_buf_set_extmark(buf, ns, row - 1, span[1] + indent, {
           end_col = span[2] + indent,
           hl_group = span[3],
+          priority = 110,
+        })
+      end
+      if li.suffix then
+        vim.api.nvim_buf_set_extmark(buf, ns, row - 1, title_end, {
+          end_col = #line,
+          hl_group = 'ToolhostCardUsage',
           priority = 110,
         })
       end

@@ -28,6 +28,8 @@ function M.define_highlights()
     ToolhostTodoDone = 'Comment',
     ToolhostTodoActive = 'DiagnosticWarn',
     ToolhostCardInfo = 'Comment',
+    ToolhostCardPhase = 'Special',
+    ToolhostCardUsage = 'Comment',
     ToolhostTodoCounts = 'Comment',
     ToolhostQuestion = 'Question',
     ToolhostAnswer = 'DiagnosticOk',
@@ -75,6 +77,7 @@ M.ROLE_GROUPS = {
   ['md-quote'] = 'ToolhostPlanQuote',
   section = 'ToolhostCardInfo',
   children = 'ToolhostCardInfo',
+  phase = 'ToolhostCardPhase',
 }
 
 M.define_highlights()
