@@ -183,7 +183,8 @@
 
   /** Places a card (and the cards inside it): in place of its earlier drawing, keeping what a
    * person opened in it and in its children, else new — a top-level card at the top, a child at
-   * the end of its parent's list (a parent the page does not have: at the top). */
+   * its place in its parent's list — before the sibling its parent made after it (`before`), else
+   * at the end — (a parent the page does not have: at the top). */
   function placeCard(message, node) {
     const fresh = node.firstElementChild;
     if (!(fresh instanceof HTMLElement)) {
@@ -209,8 +210,11 @@
       }
     } else {
       existing?.remove();
+      const next = typeof message.before === 'string' ? findCard(message.before) : undefined;
       if (list === feed) {
         feed.prepend(node);
+      } else if (next && next.parentElement === list) {
+        list.insertBefore(node, next);
       } else {
         list.append(node);
       }

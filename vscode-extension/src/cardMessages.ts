@@ -26,6 +26,9 @@ export type CardMessage =
       parentFailed?: boolean;
       /** The phase it is grouped under inside its parent (a workflow child's `group.phase`). */
       phase?: string;
+      /** The sibling (of the same phase) it goes before, when it is not the last one: a child
+       * that comes later than one its parent made after it (parallel children). */
+      before?: string;
     }
   | { type: 'remove'; callIds: string[] }
   | { type: 'reset'; html: string; banner: string };
@@ -64,6 +67,11 @@ export function upsertMessage(cards: readonly Card[], card: Card): CardMessage {
     const phase = phaseOf(card);
     if (phase !== undefined) {
       message.phase = phase;
+    }
+    const at = parent.children.findIndex((c) => c.card.callId === card.callId);
+    const next = parent.children.slice(at + 1).find((c) => phaseOf(c.card) === phase);
+    if (next) {
+      message.before = next.card.callId;
     }
   }
   return message;

@@ -40,8 +40,32 @@ function drawnParent(card: Card, byId: ReadonlyMap<string, Card>): Card | undefi
   return parent;
 }
 
+/** The place a child's id gives it among its siblings: `n` of `<parent>:<kind>:<n>` (a program's
+ * nested call `:code:<n>`, a workflow's child `:agent:<n>`), numbered in the order its parent made
+ * them; undefined for other ids. */
+export function stepOf(parentId: string, childId: string): number | undefined {
+  if (!childId.startsWith(`${parentId}:`)) {
+    return undefined;
+  }
+  const m = /^[a-z_]+:(\d+)$/.exec(childId.slice(parentId.length + 1));
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Siblings in the order their parent made them when their ids say it (calls started together —
+ * a workflow's parallel children — may send their first cards, and be logged, in either order),
+ * else in the order given. */
+function byStep(parentId: string, children: CardNode[]): void {
+  if (children.length > 1) {
+    children.sort((a, b) => {
+      const x = stepOf(parentId, a.card.callId);
+      const y = stepOf(parentId, b.card.callId);
+      return x === undefined || y === undefined ? 0 : x - y;
+    });
+  }
+}
+
 /** The cards (oldest first) as trees: the top-level cards in the order given, each with the
- * cards made under it, recursively. */
+ * cards made under it, recursively, in the order their parent made them (see `stepOf`). */
 export function cardTree(cards: readonly Card[]): CardNode[] {
   const byId = new Map(cards.map((c) => [c.callId, c]));
   const nodes = new Map(cards.map((c) => [c.callId, { card: c, children: [] as CardNode[] }]));
@@ -54,6 +78,9 @@ export function cardTree(cards: readonly Card[]): CardNode[] {
     const parent = drawnParent(card, byId);
     const parentNode = parent ? nodes.get(parent.callId) : undefined;
     (parentNode ? parentNode.children : roots).push(node);
+  }
+  for (const node of nodes.values()) {
+    byStep(node.card.callId, node.children);
   }
   return roots;
 }

@@ -13,7 +13,7 @@ import { asGroup, asUsage, childSections, costLabel, usageLabel } from '../src/c
 import { makeNonce, PANEL_STYLESHEETS, renderCard, renderPage } from '../src/cardHtml';
 import { resetMessage, storeMessage, upsertMessage } from '../src/cardMessages';
 import { CardStore } from '../src/cardStore';
-import { cardTree } from '../src/cardTree';
+import { cardTree, stepOf } from '../src/cardTree';
 import { asCard, type Card } from '../src/cards';
 import { textOf } from './helpers';
 
@@ -138,7 +138,10 @@ describe('workflow cards: group and usage from the wire', () => {
 
   it("a parent's children split into phases in order of first appearance; children without one stay where they are", () => {
     const loose = { ...child(9, undefined, 'loose') };
-    const nodes = cardTree([run, done[0]!, loose, done[2]!, done[1]!, done[6]!]).flatMap((r) => r.children);
+    const nodes = [done[0]!, loose, done[2]!, done[1]!, done[6]!].map((card) => ({ card, children: [] }));
+    // the tree orders siblings by the step their ids carry, whatever order their cards came in
+    assert.deepEqual(cardTree([run, done[1]!, done[0]!])[0]?.children.map((c) => c.card.callId), [done[0]!.callId, done[1]!.callId]);
+    assert.deepEqual([stepOf(RUN, `${RUN}:agent:12`), stepOf(RUN, `${RUN}:code:3`), stepOf(RUN, 'call_x'), stepOf(RUN, `${RUN}:agent:x`)], [12, 3, undefined, undefined]);
     const shape = childSections(nodes).map((s) => (s.phase === undefined ? s.node.card.callId : `${s.phase}: ${s.nodes.length}`));
     assert.deepEqual(shape, ['survey: 2', loose.callId, 'draft: 1', 'verdict: 1']);
   });
@@ -181,6 +184,25 @@ describe('workflow cards: the panel page (media/panel.js in jsdom)', () => {
     assert.equal(p.doc.querySelectorAll('.phase-heading').length, 3);
   });
 
+  it('parallel children whose cards come in the other order are drawn in the order the run made them, live and replayed', () => {
+    const store = new CardStore();
+    const p = page(store);
+    store.upsert(run);
+    store.upsert(pending[1]!);
+    store.upsert(pending[0]!);
+    const ids = () => Array.from(p.article(RUN)?.querySelectorAll('article') ?? []).map((a) => a.dataset.callId);
+    assert.deepEqual(ids(), [pending[0]!.callId, pending[1]!.callId]);
+    const m = upsertMessage(store.visible(), pending[0]!);
+    assert.equal(m.type === 'upsert' && m.before, pending[1]!.callId);
+    store.upsert(done[1]!);
+    store.upsert(done[0]!);
+    assert.deepEqual(p.sections(RUN), ['survey: a, b']);
+    store.upsert(runDone);
+    assert.deepEqual(p.sections(RUN), ['survey: a, b']);
+    store.showReplay('s1', [runDone, done[1]!, done[0]!]);
+    assert.deepEqual(p.sections(RUN), ['survey: a, b'], 'the log may hold them in the other order too');
+  });
+
   it('a child that comes before its run is drawn at the top, then goes under its phase', () => {
     const store = new CardStore();
     const p = page(store);
@@ -204,8 +226,8 @@ describe('workflow cards: the panel page (media/panel.js in jsdom)', () => {
     ]) {
       store.showReplay('s1', cards);
       assert.deepEqual(p.top(), [RUN]);
-      const expected = cards[1] === done[6] ? ['verdict: judge', ...THREE_PHASES.slice(0, 2)] : THREE_PHASES;
-      assert.deepEqual(p.sections(RUN), expected);
+      // the children in the order the run made them (their ids), whatever order the log has
+      assert.deepEqual(p.sections(RUN), THREE_PHASES);
       assert.equal(p.usageOf(RUN), '2,135 tokens · $0.0022');
       assert.equal(p.usageOf(done[6]!.callId), '305 tokens · $0.00031');
     }

@@ -43,12 +43,49 @@ function M.drawn_parent(card, by_id)
   return parent
 end
 
+--- The place a child's id gives it among its siblings: `n` of `<parent>:<kind>:<n>` (a program's
+--- nested call `:code:<n>`, a workflow's child `:agent:<n>`), numbered in the order its parent
+--- made them; nil for other ids.
+---@param parent_id string
+---@param child_id string
+---@return integer?
+function M.step(parent_id, child_id)
+  if child_id:sub(1, #parent_id + 1) ~= parent_id .. ':' then
+    return nil
+  end
+  local n = child_id:sub(#parent_id + 2):match('^[a-z_]+:(%d+)$')
+  return n and tonumber(n) or nil
+end
+
+--- Puts siblings in the order their parent made them when their ids say it (calls started
+--- together — a workflow's parallel children — may send their first cards, and be logged, in
+--- either order); the others keep their order (a stable insertion sort: table.sort is not stable).
+---@param parent_id string
+---@param children toolhost.CardNode[]
+local function by_step(parent_id, children)
+  for i = 2, #children do
+    local node = children[i]
+    local n = M.step(parent_id, node.card.callId)
+    local j = i - 1
+    while n and j >= 1 do
+      local m = M.step(parent_id, children[j].card.callId)
+      if not m or m <= n then
+        break
+      end
+      children[j + 1] = children[j]
+      j = j - 1
+    end
+    children[j + 1] = node
+  end
+end
+
 ---@class toolhost.CardNode
 ---@field card toolhost.Card
 ---@field children toolhost.CardNode[] the calls made under it, oldest first
 
 --- The cards (newest first, as the buffers show them) as trees: the top-level cards in that
---- order, each with the cards made under it, oldest first (the order the program made them).
+--- order, each with the cards made under it, oldest first (the order the program made them, which
+--- their ids give when their cards came in another order).
 ---@param cards toolhost.Card[] newest first
 ---@return toolhost.CardNode[]
 function M.build(cards)
@@ -66,6 +103,9 @@ function M.build(cards)
     else
       table.insert(roots, nodes[card.callId])
     end
+  end
+  for id, node in pairs(nodes) do
+    by_step(id, node.children)
   end
   return roots
 end
