@@ -3,9 +3,13 @@
 // summed usage in its own — live (children before the run's final card, a child before its run is
 // known), in a replay (either order), and a ralph run's rounds, which have labels and no phase.
 // The page is media/panel.js in jsdom, fed by a real CardStore through the messages panel.ts posts.
+// With TOOLHOST_BIN: a real three-phase workflow (`toolhost call`, children answered by
+// e2e/modelServer.mjs), its replayed cards drawn by the page.
 
 import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { JSDOM } from 'jsdom';
@@ -245,5 +249,80 @@ describe('workflow cards: the panel page (media/panel.js in jsdom)', () => {
     assert.deepEqual(p.sections(RUN), ['round 1', 'round 2', 'check 2']);
     assert.equal(p.doc.querySelectorAll('.phase-heading').length, 0);
     assert.equal(p.usageOf(RUN), '915 tokens');
+  });
+});
+
+const bin = process.env.TOOLHOST_BIN;
+
+describe('a real workflow (TOOLHOST_BIN, e2e/modelServer.mjs)', { skip: !bin && 'TOOLHOST_BIN not set' }, () => {
+  it('three phases: the replayed cards drawn by phase, each child with its usage, the run with the sum', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolhost-workflow-'));
+    const model = spawn(process.execPath, [path.join(__dirname, '..', '..', 'e2e', 'modelServer.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        model.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('\n')) {
+            resolve(Number(out.trim()));
+          }
+        });
+        model.on('exit', () => reject(new Error('the model server exited')));
+      });
+      const ws = path.join(dir, 'ws');
+      const sessions = path.join(dir, 'sessions');
+      const config = path.join(dir, 'config');
+      fs.mkdirSync(ws, { recursive: true });
+      fs.mkdirSync(path.join(config, 'toolhost'), { recursive: true });
+      fs.writeFileSync(path.join(ws, 'a.txt'), 'hello\n');
+      // each child reads a.txt, then answers: 130 + 1,040 tokens, $0.00122 with these prices
+      fs.writeFileSync(
+        path.join(config, 'toolhost', 'config.toml'),
+        `[agent]\nbase_url = "http://127.0.0.1:${port}/v1"\napi_key_env = ""\nmode = "auto"\n\n[agent.price]\ninput = 1.0\noutput = 2.0\n`,
+      );
+      const env = { ...process.env, XDG_CONFIG_HOME: config, XDG_STATE_HOME: path.join(dir, 'state') };
+      const where = ['--workspace', ws, '--session-dir', sessions];
+      const tools = JSON.parse(execFileSync(bin ?? '', ['tools', '--json', ...where], { encoding: 'utf8', env })) as { tools: { name: string }[] };
+      if (!tools.tools.some((tool) => tool.name === 'workflow')) {
+        t.skip('this server has no workflow tool');
+        return;
+      }
+      const script = [
+        'phase("survey");',
+        'const found = await parallel([() => agent("survey one", { label: "one" }), () => agent("survey two", { label: "two" })]);',
+        'phase("draft");',
+        'const draft = await agent("draft it", { label: "draft" });',
+        'phase("verdict");',
+        'return { found, draft, verdict: await agent("judge it", { label: "judge" }) };',
+      ].join('\n');
+      const args = { meta: { name: 'three phases', description: 'a test' }, script };
+      const out = JSON.parse(
+        execFileSync(bin ?? '', ['call', 'workflow', JSON.stringify(args), '--json', ...where, '--session', 'wf'], { encoding: 'utf8', env }),
+      ) as { callId: string; card: Card };
+      assert.equal(out.card.status, 'completed', out.card.rendered);
+      const replayed = execFileSync(bin ?? '', ['replay', 'wf', '--json', ...where], { encoding: 'utf8', env })
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => asCard(JSON.parse(l)))
+        .filter((c): c is Card => c !== undefined);
+      const children = replayed.filter((c) => c.parentCallId === out.callId);
+      assert.equal(children.length, 4);
+      for (const c of children) {
+        assert.equal(c.usage?.tokens, 1170, JSON.stringify(c));
+      }
+      const store = new CardStore();
+      const p = page(store);
+      store.showReplay('wf', replayed);
+      assert.deepEqual(p.top(), [out.callId]);
+      // the two parallel children in the order the run started them, which is either
+      const sections = p.sections(out.callId);
+      assert.ok(['survey: one, two', 'survey: two, one'].includes(sections[0] ?? ''), sections.join(' | '));
+      assert.deepEqual(sections.slice(1), ['draft: draft', 'verdict: judge']);
+      assert.equal(p.usageOf(children[0]!.callId), '1,170 tokens · $0.0012');
+      assert.equal(p.usageOf(out.callId), '4,680 tokens · $0.0049');
+    } finally {
+      model.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
