@@ -329,9 +329,11 @@ async fn answer(
             serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
         }
         methods::LIST_TOOLS => {
-            // Listed for an agent's model: as the host's `[code] mode` offers them.
+            // Listed for an agent's model: as the host's `[code] mode` offers them, without
+            // the session tools another agent defined.
+            let who = caller.lock().ok().and_then(|c| c.clone());
             serde_json::to_value(ListToolsResult {
-                tools: host.model_tools(host.mcp_presentation()),
+                tools: host.model_tools_of(host.mcp_presentation(), who.as_deref()),
             })
             .map_err(|e| ErrorObject::internal(e.to_string()))
         }

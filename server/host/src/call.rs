@@ -277,6 +277,7 @@ impl Host {
             card::build(origin(), &presentation, self.root_display(), CardOutcome::Pending);
         self.listeners().card(&pending);
         let _ = started.send(pending);
+        let mut record_gate = None;
         if let Some(log) = self.session() {
             let event = ToolCallEvent {
                 call_id: call_id.clone(),
@@ -288,6 +289,10 @@ impl Host {
             };
             if registry.annotations(&name).read_only {
                 log.enqueue_tool_call(&event)?;
+            } else if !hidden && registry.changes_only_through_workspace(&name) {
+                // Synced while the body runs; its first replace waits for it.
+                record_gate =
+                    Some(self.record_gates().open(&call_id, log.begin_tool_call(&event)?));
             } else {
                 log.append_tool_call(&event).await?;
             }
@@ -326,6 +331,9 @@ impl Host {
         self.agent_permissions().end(&call_id);
         self.questions().unroute(&call_id);
         self.review().end_call(&call_id);
+        if let Some(gate) = record_gate {
+            gate.close().await?;
+        }
         tracing::info!(
             tool = name,
             call_id,

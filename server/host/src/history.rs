@@ -25,8 +25,36 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
     let log: Weak<SessionLog> = Arc::downgrade(log);
     let keeper_log = log.clone();
     workspace.keep_before_write(Arc::new(move |event| {
-        let (Some(_), Some(log)) = (event.call_id, keeper_log.upgrade()) else { return Ok(()) };
-        keep_both_sides(log.blobs(), event.before, event.after)
+        let (Some(_), Some(log)) = (event.call_id, keeper_log.upgrade()) else { return Ok(None) };
+        // Each new side is stored (written and synced) on a thread of its own while the write
+        // syncs the new bytes; the replace waits for them.
+        let blobs = log.blobs();
+        let mut storing = Vec::new();
+        for bytes in [event.before, event.after].into_iter().flatten() {
+            let hash = toolhost_session::blob_hash(bytes);
+            if blobs.has(&hash) {
+                continue;
+            }
+            let (blobs, bytes) = (blobs.clone(), bytes.to_vec());
+            let thread = std::thread::Builder::new()
+                .name("toolhost-keep".to_owned())
+                .spawn(move || keep_side(&blobs, &hash, &bytes))
+                .map_err(|err| KeepError(format!("nothing was changed: {err}")))?;
+            storing.push(thread);
+        }
+        if storing.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(move || {
+            let mut kept = Ok(());
+            for thread in storing {
+                let side = thread.join().unwrap_or_else(|_| {
+                    Err(KeepError("nothing was changed: storing its bytes panicked".to_owned()))
+                });
+                kept = kept.and(side);
+            }
+            kept
+        })))
     }));
     workspace.on_write(Arc::new(move |event| {
         let (Some(call_id), Some(log)) = (event.call_id, log.upgrade()) else { return };
@@ -69,23 +97,16 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
     }));
 }
 
-/// Stores the bytes before and after a change, or says — naming the blob store and the error —
+/// Stores one side of a change, or says — naming the blob store and the error —
 /// why the change cannot be made.
-fn keep_both_sides(
-    blobs: &BlobStore,
-    before: Option<&[u8]>,
-    after: Option<&[u8]>,
-) -> Result<(), KeepError> {
-    for bytes in [before, after].into_iter().flatten() {
-        blobs.put_bytes(bytes).map_err(|err| {
-            KeepError(format!(
-                "nothing was changed: the session cannot store the bytes revert would need in \
-                 its blob store {} ({err})",
-                blobs.blob_dir().display()
-            ))
-        })?;
-    }
-    Ok(())
+fn keep_side(blobs: &BlobStore, hash: &str, bytes: &[u8]) -> Result<(), KeepError> {
+    blobs.put_hashed(hash, bytes).map_err(|err| {
+        KeepError(format!(
+            "nothing was changed: the session cannot store the bytes revert would need in its \
+             blob store {} ({err})",
+            blobs.blob_dir().display()
+        ))
+    })
 }
 
 /// The `ChangeHistory` of one open session.

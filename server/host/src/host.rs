@@ -130,6 +130,8 @@ pub struct Host {
     watchers: CallWatchers,
     listeners: Listeners,
     calls: CallTable,
+    /// The `tool/call` records being synced while their bodies run (see `record_gate.rs`).
+    record_gates: Arc<crate::record_gate::RecordGates>,
     /// Review mode of the session (`[review]`, `toolhost/setReview`).
     review: SessionReviewHandle,
     /// Plan mode, the structured-output run and the todo list.
@@ -148,6 +150,8 @@ pub struct Host {
     presentation: Option<ToolPresentation>,
 }
 
+    /// Who defined each session tool: only that caller is offered it (`crate::session_tools`).
+    session_tool_owners: crate::session_tools::Owners,
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
 /// way (`toolhost mcp` configured as a server) serves standalone and starts no MCP servers of
 /// its own, so a configuration can never make servers start each other without end.
@@ -287,10 +291,6 @@ impl Host {
             let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
             capabilities.insert(tasks);
         }
-        if let Some(shell) = &shell {
-            let tasks: TasksHandle = Arc::new(ShellTasks::new(Arc::clone(&shell.jobs)));
-            capabilities.insert(tasks);
-        }
         // The own agent's permission modes: its calls may ask first, on the question channel.
         let agent_permissions = Arc::new(AgentPermissions::new(Arc::clone(&review)));
         registry.add_pre_execute(agent_permissions.clone());
@@ -301,8 +301,11 @@ impl Host {
         registry.add_guard(Arc::new(RunCompleteGuard(Arc::clone(&interaction))));
         registry.add_guard(Arc::new(PlanModeGuard(Arc::clone(&interaction))));
         // With a session, every change is recorded with its exact bytes, and `revert` can undo it.
+        let record_gates = Arc::new(crate::record_gate::RecordGates::default());
         if let Some(log) = &options.session {
             crate::history::record_changes(&workspace, log);
+            // After the history's keeper, so a replace waits for the record and the bytes.
+            record_gates.install(&workspace);
             let history: HistoryHandle = Arc::new(SessionHistory::new(Arc::clone(log)));
             capabilities.insert(history);
         }
@@ -318,6 +321,7 @@ impl Host {
             watchers,
             listeners,
             calls: CallTable::default(),
+            record_gates,
             recovered: tokio::sync::OnceCell::new(),
             review,
             interaction,
@@ -327,6 +331,7 @@ impl Host {
             presentation: config.code.mode.map(Into::into),
         })
     }
+            session_tool_owners: crate::session_tools::Owners::default(),
 
     /// Adds a capability (e.g. an editor connection for test tools) to a host that is not yet
     /// shared. Returns `false` (and adds nothing) if calls still hold the capability map.
@@ -494,6 +499,23 @@ impl Host {
 
     /// The session's question channel.
     pub fn questions(&self) -> &Arc<SessionQuestions> {
+    /// Who defined each session tool (the caller it is offered to).
+    pub fn session_tool_owners(&self) -> &crate::session_tools::Owners {
+        &self.session_tool_owners
+    }
+
+    /// The tools a model of `caller` is offered ([`Host::model_tools`]) without the session
+    /// tools another caller defined.
+    pub fn model_tools_of(
+        &self,
+        presentation: ToolPresentation,
+        caller: Option<&str>,
+    ) -> Vec<toolhost_protocol::lsp_ext::ToolDescriptor> {
+        let mut tools = self.model_tools(presentation);
+        tools.retain(|tool| self.session_tool_owners.visible(&tool.name, caller));
+        tools
+    }
+
         &self.questions
     }
 
@@ -505,6 +527,11 @@ impl Host {
     /// Who follows the live output of running calls (MCP clients, for their progress).
     pub fn call_watchers(&self) -> &CallWatchers {
         &self.watchers
+    }
+
+    /// The records of calls whose bodies run while their record is synced.
+    pub(crate) fn record_gates(&self) -> &Arc<crate::record_gate::RecordGates> {
+        &self.record_gates
     }
 
     pub fn registry(&self) -> &Registry {

@@ -32,6 +32,7 @@ pub mod permissions;
 pub mod presentation;
 pub mod questions;
 pub mod ralph;
+mod record_gate;
 pub mod review;
 pub mod session;
 pub mod session_tools;
@@ -44,6 +45,7 @@ pub mod watcher;
 pub mod workflow;
 pub mod workflow_answer;
 pub mod workflow_config;
+pub mod workflow_background;
 pub mod workflow_journal;
 pub mod workflow_run;
 

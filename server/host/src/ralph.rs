@@ -7,6 +7,7 @@
 //! alone. Children, journal, resume, budget and background are `workflow`'s (`workflow_run`).
 
 use crate::host::{Host, HostError};
+use crate::workflow_background::{self as background, ActiveRuns};
 use crate::workflow_config::WorkflowSettings;
 use crate::workflow_journal::{self as journal, EndRecord, Recorded, RunRecord};
 use crate::workflow_run::{
@@ -17,8 +18,8 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::schemars::JsonSchema;
-use toolhost_contract::tasks::{TaskControl, TaskEnd, TaskWork};
-use toolhost_contract::{CancellationToken, TasksHandle, Tool, ToolContext, ToolError};
+use toolhost_contract::tasks::TaskEnd;
+use toolhost_contract::{CancellationToken, Tool, ToolContext, ToolError};
 use toolhost_protocol::card::{CallPresentation, CardKind};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 
@@ -84,7 +85,11 @@ pub fn install(
     if agent.missing_key().is_some() {
         return Ok(());
     }
-    let tool = RalphTool { host: Arc::downgrade(host), settings: settings.clone() };
+    let tool = RalphTool {
+        host: Arc::downgrade(host),
+        settings: settings.clone(),
+        active: ActiveRuns::default(),
+    };
     let _ = host.registry().register(tool)?;
     host.agent_permissions().add_delegating_tool(NAME);
     Ok(())
@@ -93,6 +98,8 @@ pub fn install(
 struct RalphTool {
     host: Weak<Host>,
     settings: WorkflowSettings,
+    /// The runs going on in this process (a resume of one is refused).
+    active: ActiveRuns,
 }
 
 /// A worker's report.
@@ -427,18 +434,16 @@ impl Tool for RalphTool {
         let prepared = prepare(&host, &args, &self.settings).await?;
         let verify = self.settings.verify_completion;
         let call_id = cx.call_id().to_owned();
+        let claim = self.active.claim(NAME, &prepared.run_id, &call_id)?;
         if args.run_in_background != Some(true) {
+            let _claim = claim;
             return Box::pin(run(host, prepared, call_id, verify, cx.signal().clone(), None)).await;
         }
-        let Some(tasks) = cx.capability::<TasksHandle>() else {
-            return Err(ToolError::plain("ralph cannot run in the background here"));
-        };
         let run_id = prepared.run_id.clone();
         let label: String = prepared.objective.chars().take(60).collect();
-        let work: TaskWork = Box::new(move |control: TaskControl| {
-            Box::pin(async move {
-                let progress = Arc::clone(&control.progress);
-                match run(host, prepared, call_id, verify, control.stop, Some(progress)).await {
+        let job_id = background::start(&cx, JOB_KIND, &label, "ralph", claim, {
+            move |stop, progress| async move {
+                match run(host, prepared, call_id, verify, stop, Some(progress)).await {
                     Ok(output) => TaskEnd {
                         failed: false,
                         detail: output
@@ -452,9 +457,8 @@ impl Tool for RalphTool {
                         TaskEnd { failed: true, detail: "failed".to_owned(), output: err.message }
                     }
                 }
-            })
-        });
-        let job_id = tasks.start(JOB_KIND, &label, &cx, work)?;
+            }
+        })?;
         Ok(RalphOutput {
             run_id,
             agents_started: 0,

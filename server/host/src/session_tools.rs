@@ -1,8 +1,11 @@
 //! Tools an agent defines for its session (docs/tools.md "tool_define"): `tool_define` registers a
 //! session tool — a name, a description, input and output schemas and a JavaScript (or erasable
-//! TypeScript) body — in the host's registry, so every front end lists it (`toolhost mcp` tells
-//! its client through `notifications/tools/list_changed`, driven by the registry's changes) and
-//! its calls are calls like any other, with cards; `tool_undefine` removes one. A definition
+//! TypeScript) body — in the host's registry; its calls are calls like any other, with cards;
+//! `tool_undefine` removes one. A session tool belongs to the caller that defined it (an MCP
+//! client, the own agent): only that caller is offered it ([`Owners`], which the host's model
+//! listing consults; `toolhost mcp` tells its clients through `notifications/tools/list_changed`,
+//! driven by the registry's changes) and may call or remove it — to any other it is not defined.
+//! Callers without a name (the editor's person, the CLI) see and reach every session tool. A definition
 //! runs only once the person approved it (`session_tools_run`), and definitions, decisions and
 //! removals are in the session log (`session_tools_log`), so a resumed session has the tools
 //! again, approved or rejected as they were.
@@ -27,8 +30,42 @@ pub const UNDEFINE: &str = "tool_undefine";
 pub const BAD_NAME: &str = "INVALID_NAME";
 /// A schema does not compile, or the code does not parse.
 pub const BAD_DEFINITION: &str = "INVALID_DEFINITION";
-/// `tool_undefine` of a name no session tool has.
+/// `tool_undefine` of a name no session tool has, or a call or removal of another caller's
+/// session tool.
 pub const NOT_DEFINED: &str = "NOT_DEFINED";
+
+/// Who defined each session tool: the caller it is listed to and may be called by.
+#[derive(Default)]
+pub struct Owners {
+    by_tool: Mutex<HashMap<String, String>>,
+}
+
+impl Owners {
+    /// Whether `caller` may see and call tool `name`: any tool that is not another caller's
+    /// session tool. A caller without a name (the editor's person, the CLI) reaches every one.
+    pub fn visible(&self, name: &str, caller: Option<&str>) -> bool {
+        let Some(caller) = caller else { return true };
+        let by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
+        by_tool.get(name).is_none_or(|owner| owner == caller)
+    }
+
+    fn set(&self, name: &str, owner: Option<String>) {
+        let mut by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
+        match owner {
+            Some(owner) => by_tool.insert(name.to_owned(), owner),
+            None => by_tool.remove(name),
+        };
+    }
+}
+
+/// The caller of the running call `call_id` (as cards label it).
+fn caller_of(host: &Host, call_id: &str) -> Option<String> {
+    host.calls().heritage(call_id).and_then(|h| h.caller)
+}
+
+fn not_defined(name: &str) -> ToolError {
+    ToolError::typed(ERROR_NAME, NOT_DEFINED, format!("no session tool named {name}"))
+}
 
 /// The session tools of one host.
 pub struct SessionTools {
@@ -61,7 +98,7 @@ pub fn install(host: &Arc<Host>, code: &CodeConfig) -> Result<(), HostError> {
                     Some(true) => Approval::Approved,
                     Some(false) => Approval::Rejected,
                 };
-                if let Err(e) = tools.add(host, s.definition_id, s.definition, approval) {
+                if let Err(e) = tools.add(host, s.definition_id, s.definition, s.owner, approval) {
                     tracing::warn!(name, error = %e.message, "a session tool was not restored");
                 }
             }
@@ -90,6 +127,7 @@ impl SessionTools {
         host: &Host,
         definition_id: String,
         definition: Definition,
+        owner: Option<String>,
         approval: Approval,
     ) -> Result<(), ToolError> {
         let body = Arc::new(Body {
@@ -111,6 +149,11 @@ impl SessionTools {
                         .upgrade()
                         .ok_or_else(|| ToolError::plain("session tools are not available"))?
                         .host()?;
+                    // Another caller's session tool is, to this caller, not defined.
+                    let caller = caller_of(&host, cx.call_id());
+                    if !host.session_tool_owners().visible(&body.name, caller.as_deref()) {
+                        return Err(not_defined(&body.name));
+                    }
                     run::call(host, body, input, cx).await
                 }
             }
@@ -131,6 +174,7 @@ impl SessionTools {
         // Like a `run_code` program, the tool asks nothing itself in the agent's permission
         // modes (its definition was approved): each of its nested calls asks in the run's mode.
         host.agent_permissions().add_delegating_tool(&definition.name);
+        host.session_tool_owners().set(&definition.name, owner);
         self.defined
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -236,8 +280,15 @@ impl Tool for DefineTool {
             code: args.code,
         };
         let definition_id = cx.call_id().to_owned();
-        self.tools.add(&host, definition_id.clone(), definition.clone(), Approval::Pending)?;
-        log::record(&host, log::DEFINE, DefineRecord { definition_id, definition }).await;
+        let owner = caller_of(&host, cx.call_id());
+        self.tools.add(
+            &host,
+            definition_id.clone(),
+            definition.clone(),
+            owner.clone(),
+            Approval::Pending,
+        )?;
+        log::record(&host, log::DEFINE, DefineRecord { definition_id, definition, owner }).await;
         Ok(SessionToolOutput { name: args.name, status: "defined".to_owned() })
     }
 
@@ -290,16 +341,15 @@ impl Tool for UndefineTool {
         cx: ToolContext,
     ) -> Result<SessionToolOutput, ToolError> {
         let host = self.tools.host()?;
+        let caller = caller_of(&host, cx.call_id());
+        if !host.session_tool_owners().visible(&args.name, caller.as_deref()) {
+            return Err(not_defined(&args.name));
+        }
         let removed =
             self.tools.defined.lock().unwrap_or_else(PoisonError::into_inner).remove(&args.name);
-        let Some(defined) = removed else {
-            return Err(ToolError::typed(
-                ERROR_NAME,
-                NOT_DEFINED,
-                format!("no session tool named {}", args.name),
-            ));
-        };
+        let Some(defined) = removed else { return Err(not_defined(&args.name)) };
         defined.disposer.dispose();
+        host.session_tool_owners().set(&args.name, None);
         let record = UndefineRecord {
             definition_id: defined.body.definition_id.clone(),
             name: args.name.clone(),
@@ -326,6 +376,18 @@ impl Tool for UndefineTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_tool_is_visible_to_its_definer_only() {
+        let owners = Owners::default();
+        owners.set("mine", Some("claude-code".to_owned()));
+        assert!(owners.visible("mine", Some("claude-code")));
+        assert!(!owners.visible("mine", Some("codex")));
+        assert!(owners.visible("mine", None), "the editor's person reaches every tool");
+        assert!(owners.visible("read", Some("codex")), "other tools are everyone's");
+        owners.set("mine", None);
+        assert!(owners.visible("mine", Some("codex")));
+    }
 
     #[test]
     fn names_follow_the_tool_name_grammar() {

@@ -1,5 +1,5 @@
 //! Session tools in the session log, so replay shows them and a resumed session has them again:
-//! `agent/tool-define` when `tool_define` registers one (the whole definition),
+//! `agent/tool-define` when `tool_define` registers one (the whole definition and who defined it),
 //! `agent/tool-approval` when the person (or the permission mode) decides about a definition,
 //! `agent/tool-undefine` when `tool_undefine` removes it. They sit among the agent's
 //! conversation records, which every reader of the log keeps (and older readers skip).
@@ -31,6 +31,10 @@ pub struct Definition {
 pub struct DefineRecord {
     pub definition_id: String,
     pub definition: Definition,
+    /// The caller that defined it (an MCP client's name, the own agent): the only one it is
+    /// listed to and may call it. `None`: defined by the editor or the CLI, for everyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// `agent/tool-approval`: the decision about definition `definition_id`.
@@ -60,6 +64,7 @@ pub struct UndefineRecord {
 pub struct Standing {
     pub definition_id: String,
     pub definition: Definition,
+    pub owner: Option<String>,
     pub approved: Option<bool>,
 }
 
@@ -102,6 +107,7 @@ fn fold<'a>(records: impl Iterator<Item = (&'a str, &'a Value)>) -> BTreeMap<Str
                         Standing {
                             definition_id: r.definition_id,
                             definition: r.definition,
+                            owner: r.owner,
                             approved: None,
                         },
                     );
@@ -140,6 +146,8 @@ mod tests {
 
     #[test]
     fn the_last_definition_of_a_name_stands_with_its_own_decision() {
+        let mut owned = define("c3", "b");
+        owned["owner"] = json!("codex");
         let records = [
             (DEFINE, define("c1", "a")),
             (
@@ -148,7 +156,7 @@ mod tests {
             ),
             (UNDEFINE, json!({"definitionId": "c1", "name": "a", "callId": "y"})),
             (DEFINE, define("c2", "a")),
-            (DEFINE, define("c3", "b")),
+            (DEFINE, owned),
             (
                 APPROVAL,
                 json!({"definitionId": "c3", "name": "b", "approved": false, "by": "person", "callId": "z"}),
@@ -159,5 +167,7 @@ mod tests {
         assert_eq!(out["a"].definition_id, "c2");
         assert_eq!(out["a"].approved, None, "a decision about an undefined definition is not kept");
         assert_eq!(out["b"].approved, Some(false));
+        assert_eq!(out["a"].owner, None);
+        assert_eq!(out["b"].owner.as_deref(), Some("codex"), "the definer is kept");
     }
 }

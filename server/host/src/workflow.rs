@@ -9,6 +9,7 @@
 //! (`crate::ralph`).
 
 use crate::host::{Host, HostError};
+use crate::workflow_background::{self as background, ActiveRuns};
 use crate::workflow_journal::{self as journal, EndRecord, Recorded, RunRecord};
 use crate::workflow_run::{AgentEntry, Ask, Asked, Budget, Orchestra, RunUsage, new_run_id};
 use serde::{Deserialize, Serialize};
@@ -18,8 +19,8 @@ use std::time::Duration;
 use toolhost_agent::AgentSettings;
 use toolhost_contract::protocol::ContentBlock;
 use toolhost_contract::schemars::JsonSchema;
-use toolhost_contract::tasks::{TaskControl, TaskEnd, TaskWork};
-use toolhost_contract::{CancellationToken, TasksHandle, Tool, ToolContext, ToolError};
+use toolhost_contract::tasks::TaskEnd;
+use toolhost_contract::{CancellationToken, Tool, ToolContext, ToolError};
 use toolhost_protocol::card::{CallPresentation, CardKind};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_tools_code::CodeConfig;
@@ -119,7 +120,7 @@ pub fn install(
     }
     let mut code = config.code.clone();
     code.wall = WALL;
-    let tool = WorkflowTool { host: Arc::downgrade(host), code };
+    let tool = WorkflowTool { host: Arc::downgrade(host), code, active: ActiveRuns::default() };
     let _ = host.registry().register(tool)?;
     host.agent_permissions().add_delegating_tool(NAME);
     Ok(())
@@ -128,6 +129,8 @@ pub fn install(
 struct WorkflowTool {
     host: Weak<Host>,
     code: CodeConfig,
+    /// The runs going on in this process (a resume of one is refused).
+    active: ActiveRuns,
 }
 
 /// `s` clipped at `max` UTF-16 code units, with how much more there was.
@@ -408,19 +411,16 @@ impl Tool for WorkflowTool {
             .ok_or_else(|| ToolError::plain("workflows are not available in this process"))?;
         let prepared = prepare(&host, &args).await?;
         let code = self.code.clone();
+        let call_id = cx.call_id().to_owned();
+        let claim = self.active.claim(NAME, &prepared.run_id, &call_id)?;
         if args.run_in_background != Some(true) {
-            let call_id = cx.call_id().to_owned();
+            let _claim = claim;
             return Box::pin(run(host, prepared, call_id, code, cx.signal().clone(), None)).await;
         }
-        let Some(tasks) = cx.capability::<TasksHandle>() else {
-            return Err(ToolError::plain("workflows cannot run in the background here"));
-        };
         let (run_id, name) = (prepared.run_id.clone(), prepared.meta.name.clone());
-        let call_id = cx.call_id().to_owned();
-        let work: TaskWork = Box::new(move |control: TaskControl| {
-            Box::pin(async move {
-                let progress = Arc::clone(&control.progress);
-                match run(host, prepared, call_id, code, control.stop, Some(progress)).await {
+        let job_id = background::start(&cx, JOB_KIND, &name, "workflows", claim, {
+            move |stop, progress| async move {
+                match run(host, prepared, call_id, code, stop, Some(progress)).await {
                     Ok(output) => TaskEnd {
                         failed: false,
                         detail: output.status.clone(),
@@ -430,9 +430,8 @@ impl Tool for WorkflowTool {
                         TaskEnd { failed: true, detail: "failed".to_owned(), output: err.message }
                     }
                 }
-            })
-        });
-        let job_id = tasks.start(JOB_KIND, &name, &cx, work)?;
+            }
+        })?;
         Ok(WorkflowOutput {
             run_id,
             agents_started: 0,

@@ -52,6 +52,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Every tool, sorted by name (clients cache prompts on a stable order).
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>>;
 
+    /// The tools `caller` is offered, sorted by name: [`Backend::tools`] without what only
+    /// another caller may use (a session tool another agent defined).
+    fn tools_for<'a>(
+        &'a self,
+        _caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ToolDescriptor>, BackendError>> {
+        self.tools()
+    }
+
     /// Runs one call through the whole pipeline (policies, spill, session log, cards). A
     /// cancelled `cancel` aborts it; the body is still awaited to its end.
     fn call(

@@ -43,9 +43,11 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
     &[ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28];
 
-/// The tools as last listed, per registry generation.
+/// The tools as last listed, per registry generation and caller (a session tool is listed to
+/// the agent that defined it only).
 struct ToolCache {
     generation: u64,
+    caller: Option<String>,
     tools: Arc<Vec<ToolDescriptor>>,
 }
 
@@ -159,23 +161,25 @@ impl McpServer {
         }
     }
 
-    /// The tools, listed again only when the registry changed.
-    async fn tools(&self) -> Result<Arc<Vec<ToolDescriptor>>, McpError> {
+    /// The tools `caller` is offered, listed again only when the registry changed.
+    async fn tools(&self, caller: Option<&Caller>) -> Result<Arc<Vec<ToolDescriptor>>, McpError> {
         let generation = *self.backend.tools_changed().borrow();
+        let name = caller.map(|c| c.name.clone());
         if let Ok(cache) = self.cache.lock()
             && let Some(cache) = cache.as_ref()
             && cache.generation == generation
+            && cache.caller == name
         {
             return Ok(Arc::clone(&cache.tools));
         }
         let tools = Arc::new(
             self.backend
-                .tools()
+                .tools_for(caller)
                 .await
                 .map_err(|e| McpError::internal_error(e.to_string(), None))?,
         );
         if let Ok(mut cache) = self.cache.lock() {
-            *cache = Some(ToolCache { generation, tools: Arc::clone(&tools) });
+            *cache = Some(ToolCache { generation, caller: name, tools: Arc::clone(&tools) });
         }
         Ok(tools)
     }
@@ -424,8 +428,8 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let (shape, _) = self.shape(&context);
-        let tools = self.tools().await?;
+        let (shape, caller) = self.shape(&context);
+        let tools = self.tools(caller.as_ref()).await?;
         Ok(ListToolsResult::with_all_items(tools.iter().map(|t| self.listed(t, shape)).collect()))
     }
 
@@ -435,7 +439,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (shape, caller) = self.shape(&context);
-        let tools = self.tools().await?;
+        let tools = self.tools(caller.as_ref()).await?;
         let Some(tool) = tools.iter().find(|t| t.name == request.name) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool \"{}\"", request.name),

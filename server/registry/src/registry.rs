@@ -274,6 +274,12 @@ impl Registry {
         self.inner.resolve(name).map(|t| t.annotations()).unwrap_or_default()
     }
 
+    /// Whether every change a call of `name` makes goes through the workspace's write path (see
+    /// `Tool::changes_only_through_workspace`; unknown tools: no).
+    pub fn changes_only_through_workspace(&self, name: &str) -> bool {
+        self.inner.resolve(name).is_some_and(|t| t.changes_only_through_workspace())
+    }
+
     /// A way to look up tools' annotations that does not keep the registry alive (for guards
     /// the registry itself holds): MCP's defaults once the registry is gone.
     pub fn annotations_lookup(&self) -> impl Fn(&str) -> ToolAnnotations + Send + Sync + 'static {

@@ -135,7 +135,16 @@ impl LocalBackend {
 
 impl Backend for LocalBackend {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
-        Box::pin(async move { Ok(self.host.model_tools(self.host.mcp_presentation())) })
+        self.tools_for(None)
+    }
+
+    fn tools_for<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ToolDescriptor>, BackendError>> {
+        // The caller as its calls are labelled: another agent's session tools are not listed.
+        let caller = caller.map(|c| c.name.as_str());
+        Box::pin(async move { Ok(self.host.model_tools_of(self.host.mcp_presentation(), caller)) })
     }
 
     fn call(
@@ -489,8 +498,16 @@ impl McpBackend {
 
 impl Backend for McpBackend {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<ToolDescriptor>, BackendError>> {
+        self.tools_for(None)
+    }
+
+    fn tools_for<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
+    ) -> BoxFuture<'a, Result<Vec<ToolDescriptor>, BackendError>> {
         Box::pin(async move {
-            if let Some(attached) = self.editor(None).await? {
+            // Over the caller's own connection: the editor lists what that agent is offered.
+            if let Some(attached) = self.editor(caller).await? {
                 let listed = attached
                     .client
                     .request::<_, ListToolsResult>(
@@ -507,7 +524,7 @@ impl Backend for McpBackend {
                     Err(err) => return Err(BackendError::Internal(err.message)),
                 }
             }
-            self.local().await?.tools().await
+            self.local().await?.tools_for(caller).await
         })
     }
 

@@ -80,9 +80,20 @@ impl BlobStore {
     /// Stores `bytes` durably and returns their hash. Storing the same content twice is a no-op.
     pub fn put_bytes(&self, bytes: &[u8]) -> Result<String, SessionError> {
         let hash = blob_hash(bytes);
-        let target = self.dir.join(&hash);
+        self.put_hashed(&hash, bytes)?;
+        Ok(hash)
+    }
+
+    /// Whether the blob of `hash` is stored.
+    pub fn has(&self, hash: &str) -> bool {
+        self.path_of(hash).is_ok_and(|path| path.exists())
+    }
+
+    /// [`put_bytes`](Self::put_bytes) for bytes whose [`blob_hash`] the caller already has.
+    pub fn put_hashed(&self, hash: &str, bytes: &[u8]) -> Result<(), SessionError> {
+        let target = self.path_of(hash)?;
         if target.exists() {
-            return Ok(hash);
+            return Ok(());
         }
         create_private_dir_all(&self.dir)?;
         let tmp = self.dir.join(format!(".tmp-{}-{:08x}", &hash[..16], rand::random::<u32>()));
@@ -96,8 +107,7 @@ impl BlobStore {
         });
         let _ = std::fs::remove_file(&tmp);
         linked?;
-        sync_dir(&self.dir)?;
-        Ok(hash)
+        sync_dir(&self.dir)
     }
 
     /// Stores `bytes` under `key` (replacing what the key held); returns the blob's hash.

@@ -51,8 +51,8 @@ pub use retention::{
 pub use scan::{FS_CHANGE, FS_OBSERVED, SkippedLines, TOOL_CALL, TOOL_RESULT};
 pub use view::{CallRecord, SessionView, read_session, read_session_salvaging};
 pub use writer::{
-    OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_NAME, ObserveFn, OpenReport, SessionLog, TornTail,
-    outcome_unknown_result,
+    Durable, OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_NAME, ObserveFn, OpenReport, SessionLog,
+    TornTail, outcome_unknown_result,
 };
 
 /// Base64 helpers for image blocks (canonical padded standard alphabet).

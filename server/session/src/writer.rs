@@ -631,6 +631,21 @@ impl SessionLog {
         self.append_typed(TOOL_CALL, event, false).await
     }
 
+    /// Sends `tool/call` to be written and synced now, and returns what says when it is durable,
+    /// so the caller may start the call's body meanwhile (what the body changes must wait for
+    /// it; see `Tool::changes_only_through_workspace`). Lines appended after this one are
+    /// written after it.
+    pub fn begin_tool_call(&self, event: &ToolCallEvent) -> Result<Durable, SessionError> {
+        let data = serde_json::to_value(event).map_err(|e| SessionError::InvalidEvent {
+            kind: TOOL_CALL.to_owned(),
+            detail: e.to_string(),
+        })?;
+        let (reply, rx) = oneshot::channel();
+        self.queue
+            .send(Command::Append(Item::new(TOOL_CALL, Data::Value(data), false), Some(reply)))?;
+        Ok(Durable(rx))
+    }
+
     /// Enqueues `tool/call` without waiting and without a sync of its own: it is committed in
     /// front of the next awaited append (normally the call's own `tool/result`). For calls of
     /// read-only tools, whose start need not be on disk before they run. Errors surface on the
@@ -758,6 +773,20 @@ impl SessionLog {
         let (reply, rx) = oneshot::channel();
         self.queue.send(Command::Append(item, Some(reply)))?;
         rx.await.map_err(|_| closed())?
+    }
+}
+
+/// The durability of a line sent by [`SessionLog::begin_tool_call`]: its seq once synced.
+pub struct Durable(oneshot::Receiver<Result<u64, SessionError>>);
+
+impl std::future::Future for Durable {
+    type Output = Result<u64, SessionError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|answer| answer.map_err(|_| closed())?)
     }
 }
 

@@ -1,7 +1,9 @@
 //! A full disk loses nothing: the workspace on a small tmpfs (in a mount namespace this test
 //! makes with `unshare`), `write` and `edit` calls that need more room than is left fail with a
 //! clear error, the file keeps its old bytes, no temporary file is left beside it, and the
-//! session goes on (the next call that fits succeeds).
+//! session goes on (the next call that fits succeeds). And a change never lands without its
+//! record: when the session log cannot grow, an edit whose bytes are already kept still fails
+//! with the file as it was, because its `tool/call` record could not be made durable first.
 
 use crate::server::{Env, binary};
 use serde_json::{Value, json};
@@ -72,4 +74,38 @@ fn a_write_or_edit_that_does_not_fit_fails_and_keeps_the_file() {
     assert_eq!(section(&out, "listing"), "a.txt\nfiller\n", "a temporary file was left: {out}");
     let after = section(&out, "after");
     assert!(after.ends_with("changed\n"), "the session did not go on: {after}");
+}
+
+/// The edit's body runs while its record is synced (`edit` changes files only through the
+/// workspace), so what stops the replace here is the record alone: the log may not grow (a file
+/// size limit below its size, `SIGXFSZ` ignored so the append fails with `EFBIG`), and both sides
+/// of the change are kept already (the same change was made and undone before).
+#[test]
+fn an_edit_whose_record_cannot_be_written_changes_nothing() {
+    let env = Env::new();
+    let forth = json!({"file_path": "a.txt", "old_string": "original", "new_string": "changed"});
+    let back = json!({"file_path": "a.txt", "old_string": "changed", "new_string": "original"});
+    let script = format!(
+        "cd \"$WS\"\n\
+         printf 'original\\n' > a.txt\n\
+         \"$TH\" call read '{{\"file_path\":\"a.txt\"}}' --session s >/dev/null\n\
+         \"$TH\" call edit '{forth}' --session s >/dev/null\n\
+         \"$TH\" call edit '{back}' --session s >/dev/null\n\
+         size=$(wc -c < \"$(find \"$XDG_STATE_HOME\" -name session.jsonl)\")\n\
+         trap '' XFSZ\n\
+         echo '<edit>'; (ulimit -f $((size / 512)); \"$TH\" call edit '{forth}' --session s) || echo \"exit=$?\"; echo '</edit>'\n\
+         echo '<file>'; cat a.txt; echo '</file>'\n\
+         echo '<listing>'; ls -A; echo '</listing>'\n"
+    );
+    let mut command = Command::new("sh");
+    command.args(["-ec", &script]).env("TH", binary()).env("WS", &env.root);
+    for (key, value) in env.env() {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    let out =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(section(&out, "edit").contains("exit="), "the edit did not fail: {out}");
+    assert_eq!(section(&out, "file"), "original\n", "{out}");
+    assert_eq!(section(&out, "listing"), "a.txt\n", "a temporary file was left: {out}");
 }

@@ -3,7 +3,9 @@
 //! call (asked once), called like any tool (its generic card, its `tools.*` calls as cards
 //! inside it), replayed from the log, registered again with its approval in a resumed session,
 //! and removed; a definition the person rejects never runs; `toolhost mcp` lists a new session
-//! tool to its client after `notifications/tools/list_changed`.
+//! tool to its client after `notifications/tools/list_changed`; a session tool belongs to the
+//! agent that defined it (two MCP agents on one editor: the other neither lists, calls nor
+//! removes it; a resumed session gives it back to its definer only).
 #![allow(clippy::unwrap_used)]
 
 use crate::mcp;
@@ -216,4 +218,58 @@ fn toolhost_mcp_lists_a_session_tool_after_tools_list_changed() {
     assert_eq!(mcp::error_code_of(&refused).as_deref(), Some("DEFINITION_NOT_APPROVED"));
     agent.call("tool_undefine", json!({"name": "count_lines"}));
     assert!(agent.tools().iter().all(|t| t["name"] != "count_lines"));
+}
+
+#[test]
+fn a_session_tool_belongs_to_the_agent_that_defined_it() {
+    let env = Env::new();
+    env.write("a.txt", "one\ntwo\n");
+    let (mut editor, asked) = asking_editor(&env, json!({}), Some(answer("Allow")));
+    let mut definer = mcp::Mcp::spawn(&env, &[]);
+    definer.initialize("claude-code");
+    let mut other = mcp::Mcp::spawn(&env, &[]);
+    other.initialize("codex");
+    assert!(other.tools().iter().any(|t| t["name"] == "read"), "attached to the editor");
+
+    let defined = definer.call("tool_define", count_lines());
+    assert_eq!(defined["isError"], false, "{defined}");
+    definer
+        .wait_for(Duration::from_secs(10), |m| m["method"] == "notifications/tools/list_changed")
+        .expect("tools/list_changed to the definer");
+    assert!(definer.tools().iter().any(|t| t["name"] == "count_lines"), "listed to its definer");
+    assert!(other.tools().iter().all(|t| t["name"] != "count_lines"), "not to another agent");
+
+    // To the other agent it is not a tool: unknown to its tools/call, not defined to remove.
+    let refused =
+        other.request("tools/call", json!({"name": "count_lines", "arguments": {"file": "a.txt"}}));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("unknown tool"), "{refused}");
+    let removed = other.call("tool_undefine", json!({"name": "count_lines"}));
+    assert_eq!(mcp::error_code_of(&removed).as_deref(), Some("NOT_DEFINED"), "{removed}");
+    assert!(asked.lock().unwrap().is_empty(), "nothing ran, nobody was asked");
+
+    // Its definer calls it (the person approves it once in the editor).
+    let counted = definer.call("count_lines", json!({"file": "a.txt"}));
+    assert_eq!(counted["isError"], false, "{counted}");
+    assert_eq!(counted["_meta"]["toolhost/value"]["lines"], 2, "{counted}");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    // The person in the editor reaches every session tool.
+    let by_person = call_ok(&mut editor, "count_lines", json!({"file": "a.txt"}));
+    assert_eq!(by_person["result"]["value"]["lines"], 2);
+    let session = by_person["sessionId"].as_str().unwrap().to_owned();
+    let events = env.session_events(&session);
+    let define = events.iter().find(|e| e["type"] == "agent/tool-define").unwrap();
+    assert_eq!(define["data"]["owner"], "claude-code", "the log keeps the definer: {define}");
+    drop((definer, other));
+    editor.shutdown().unwrap();
+
+    // A resumed session gives it back to its definer only.
+    let mut other = mcp::Mcp::spawn(&env, &["--standalone", "--session", &session]);
+    other.initialize("codex");
+    assert!(other.tools().iter().all(|t| t["name"] != "count_lines"));
+    drop(other);
+    let mut definer = mcp::Mcp::spawn(&env, &["--standalone", "--session", &session]);
+    definer.initialize("claude-code");
+    assert!(definer.tools().iter().any(|t| t["name"] == "count_lines"));
+    let again = definer.call("count_lines", json!({"file": "a.txt"}));
+    assert_eq!(again["isError"], false, "approved in the log, it runs: {again}");
 }

@@ -4,7 +4,8 @@
 //! completing in three rounds, and continuing when its completion check disagrees; a run killed
 //! (SIGKILL) in the middle and resumed in the same session without asking the finished children
 //! again; a run stopped at its token budget with its partial result and per-agent usage; a
-//! background run read with `job_output`.
+//! background run read with `job_output`, and a resume of it while it still runs refused
+//! (`RUN_ACTIVE`).
 #![allow(clippy::unwrap_used)]
 
 use crate::server;
@@ -492,6 +493,66 @@ async fn job_output_shows_a_background_workflows_phase_agents_and_tokens() {
     assert!(progress.contains("first done"), "the script's logs follow: {progress}");
     let end = last_tool_result(watch[3]);
     assert!(end.contains("workflow \"watched\" completed (2 agents)."), "{end}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resuming_a_run_that_still_runs_is_refused_naming_its_job() {
+    use std::sync::atomic::AtomicBool;
+    let env = Env::new();
+    let release = Arc::new(AtomicBool::new(false));
+    let held = Arc::clone(&release);
+    let model = model_server(move |_, body| {
+        let prompt = first_prompt(body);
+        let tool_answers =
+            body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        match (prompt.as_str(), tool_answers) {
+            ("twice", 0) => {
+                let mut call = sequential_call(None);
+                call["args"]["steps"] = json!([1]);
+                call["run_in_background"] = json!(true);
+                calling("workflow", &call)
+            }
+            ("twice", 1) => {
+                // "started background workflow job workflow-1 (run wf_…)"
+                let started = last_tool_result(body);
+                let run = started.split("(run ").nth(1).unwrap().trim_end_matches(')');
+                calling("workflow", &json!({"resume": run}))
+            }
+            ("twice", 2) => {
+                release.store(true, Ordering::SeqCst);
+                calling("job_output", &json!({"job_id": "workflow-1", "wait": true}))
+            }
+            ("twice", _) => answering("done"),
+            ("step 1", _) => {
+                wait_for(&held);
+                answering("S1")
+            }
+            (other, _) => answering(&format!("unexpected {other}")),
+        }
+    })
+    .await;
+    agent(&env, &model.base, "twice", None).await;
+    let bodies = model.bodies.lock().unwrap().clone();
+    let twice: Vec<&Value> = bodies.iter().filter(|b| first_prompt(b) == "twice").collect();
+    let refused = last_tool_result(twice[2]);
+    assert!(
+        refused.contains(
+            "is still running in this process as job workflow-1: read it with \
+                          job_output {\"job_id\": \"workflow-1\"}"
+        ),
+        "{refused}"
+    );
+    let events = session_events(&env);
+    let coded = of_type(&events, "tool/result")
+        .into_iter()
+        .filter(|e| e.to_string().contains("\"RUN_ACTIVE\""))
+        .count();
+    assert_eq!(coded, 1, "the refusal's code is RUN_ACTIVE");
+    // One run over the journal: its child was asked once, and the job ended with its result.
+    assert_eq!(bodies.iter().filter(|b| first_prompt(b) == "step 1").count(), 1);
+    let end = last_tool_result(twice[3]);
+    assert!(end.contains("workflow \"four steps\" completed (1 agent)."), "{end}");
+    assert_eq!(of_type(&events, "agent/workflow").len(), 1, "no second run started");
 }
 
 #[tokio::test(flavor = "multi_thread")]

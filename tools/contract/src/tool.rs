@@ -74,6 +74,14 @@ pub trait Tool: Send + Sync + 'static {
         ToolAnnotations::default()
     }
 
+    /// Every change a call of this tool makes to the world is a write or edit through the
+    /// workspace (whose change keepers are asked before any file is replaced). The host then
+    /// lets the body start while the call's record is being synced and holds only the first
+    /// replace until the record is durable, instead of holding the whole body.
+    fn changes_only_through_workspace(&self) -> bool {
+        false
+    }
+
     /// How an oversized direct result is kept out of the model's context (the host's generic
     /// spill unless the tool bounds its output itself or spills in its own format).
     fn spill_mode(&self) -> SpillMode {
@@ -225,6 +233,8 @@ pub trait ErasedTool: Send + Sync {
     fn renderer_version(&self) -> u32;
     fn present_call(&self, args: &Value) -> CallPresentation;
     fn annotations(&self) -> ToolAnnotations;
+    /// See [`Tool::changes_only_through_workspace`] (raw tools: never).
+    fn changes_only_through_workspace(&self) -> bool;
     fn spill_mode(&self) -> SpillMode;
     /// The tool's own spill of a validated result (see [`Tool::spill_over`]).
     fn spill_over(&self, args: &Value, value: &Value) -> Option<OwnSpill>;
@@ -379,6 +389,10 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         self.tool.annotations()
     }
 
+    fn changes_only_through_workspace(&self) -> bool {
+        self.tool.changes_only_through_workspace()
+    }
+
     fn spill_mode(&self) -> SpillMode {
         self.tool.spill_mode()
     }
@@ -505,6 +519,10 @@ impl ErasedTool for ErasedRaw {
 
     fn annotations(&self) -> ToolAnnotations {
         self.raw.annotations
+    }
+
+    fn changes_only_through_workspace(&self) -> bool {
+        false
     }
 
     fn spill_mode(&self) -> SpillMode {

@@ -70,6 +70,11 @@ impl Tool for EditTool {
         }
     }
 
+    /// Its one change is the workspace write (its keepers are asked first).
+    fn changes_only_through_workspace(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Replace an exact string in a file that was read in this session. old_string must match exactly \
          once unless replace_all is true. Line endings are matched and preserved."

@@ -57,6 +57,11 @@ impl Tool for WriteTool {
         ToolAnnotations { read_only: false, destructive: true, idempotent: true, open_world: false }
     }
 
+    /// Its one change is the workspace write (its keepers are asked first).
+    fn changes_only_through_workspace(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Create a file or replace its whole content, written verbatim and atomically. Overwriting an \
          existing file requires reading it first in this session; prefer edit for small changes."

@@ -56,17 +56,28 @@ fn create_temp(parent: &Dir, mode: u32) -> io::Result<(String, File)> {
 
 /// Replaces (or creates) `parent/name` with `content`. `prior` is the metadata of the file being
 /// replaced, whose owner and permission bits the new file keeps; `readable` is `parent` opened
-/// for reading, fsynced after the rename.
+/// for reading, fsynced after the rename. `before_rename` runs once the new bytes are durable in
+/// their temp file; its error leaves the target untouched.
 pub(crate) fn replace(
     parent: &Dir,
     readable: BorrowedFd<'_>,
     name: &OsStr,
     content: &[u8],
     prior: Option<&Metadata>,
+    before_rename: impl FnOnce() -> io::Result<()>,
 ) -> io::Result<()> {
     let mode = prior.map_or(NEW_FILE_MODE, |m| m.mode() & 0o7777);
-    let (temp, file) = create_temp(parent, mode)?;
-    let written = fill(file, content, prior).and_then(|()| parent.rename(&temp, parent, name));
+    let (temp, file) = match create_temp(parent, mode) {
+        Ok(created) => created,
+        Err(err) => {
+            // What a keeper started must still end before the error is reported.
+            let _ = before_rename();
+            return Err(err);
+        }
+    };
+    let filled = fill(file, content, prior);
+    let settled = before_rename();
+    let written = filled.and(settled).and_then(|()| parent.rename(&temp, parent, name));
     if let Err(err) = written {
         let _ = parent.remove_file(&temp);
         return Err(err);
@@ -221,7 +232,7 @@ mod tests {
         // A deleted directory of an earlier test may have had this inode: forget them all.
         *SWEPT.lock().unwrap() = None;
         let lock = crate::locks::DirLock::acquire(&dir, Duration::ZERO).unwrap();
-        replace(&dir, lock.dir_fd(), OsStr::new("a.txt"), b"new\n", None).unwrap();
+        replace(&dir, lock.dir_fd(), OsStr::new("a.txt"), b"new\n", None, || Ok(())).unwrap();
         assert!(!debris.exists(), "the debris of a dead writer survived the first write");
         assert_eq!(std::fs::read(tmp.path().join("a.txt")).unwrap(), b"new\n");
     }

@@ -36,6 +36,6 @@ pub use locks::PathLock;
 pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
     BINARY_SNIFF_BYTES, ChangeKeeper, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn,
-    INVALIDATED_PREFIX, KeepError, LineSink, ReadFile, ResolvedPath, StreamedFile, TextSink,
-    Workspace, WorkspaceConfig, WriteEvent, WriteListener, WriteOperation, WriteOutcome,
+    INVALIDATED_PREFIX, KeepError, LineSink, ReadFile, ResolvedPath, SettleStep, StreamedFile,
+    TextSink, Workspace, WorkspaceConfig, WriteEvent, WriteListener, WriteOperation, WriteOutcome,
 };

@@ -35,7 +35,7 @@ mod lines;
 mod ops;
 mod read;
 
-pub use keep::{ChangeKeeper, KeepError};
+pub use keep::{ChangeKeeper, KeepError, SettleStep};
 pub use lines::LineSink;
 pub use read::{StreamedFile, TextSink};
 

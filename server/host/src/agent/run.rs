@@ -59,9 +59,10 @@ impl HostRunner<'_> {
 
 impl ToolRunner for HostRunner<'_> {
     fn tools(&self) -> Vec<ToolSpec> {
-        // Sorted by name: the same order in every request.
+        // Sorted by name: the same order in every request; another caller's session tools are
+        // not this run's.
         self.host
-            .model_tools(self.presentation)
+            .model_tools_of(self.presentation, Some(&self.caller))
             .into_iter()
             .map(|d| ToolSpec {
                 name: d.name,

@@ -9,6 +9,12 @@
 //!
 //! Keepers run on the writing thread under the path lock and the folder's lock, like listeners;
 //! a keeper's panic is contained and counts as a refusal.
+//!
+//! A keeper may finish its part beside the write rather than before it: it returns a [`Settle`]
+//! step (e.g. waiting for the blobs it started storing to be synced, or for the call's record to
+//! be on disk), which the write path runs after it has written and synced the new bytes to their
+//! temp file and before it replaces the file. The slow syncs of the keepers and of the write then
+//! overlap, and a refusal at that point still leaves the file untouched.
 
 use std::sync::{Arc, RwLock};
 
@@ -23,7 +29,42 @@ pub struct KeepError(pub String);
 
 /// Asked about every write and edit before the file is replaced; an `Err` fails it unchanged
 /// (`FS_IO_ERROR` with the keeper's message). The event's `after` is what is about to be written.
-pub type ChangeKeeper = Arc<dyn Fn(&WriteEvent<'_>) -> Result<(), KeepError> + Send + Sync>;
+/// `Ok(Some(step))`: the keeper's work goes on beside the write; `step` is run (on the writing
+/// thread) just before the file is replaced, and its `Err` still fails the write unchanged.
+pub type ChangeKeeper =
+    Arc<dyn Fn(&WriteEvent<'_>) -> Result<Option<SettleStep>, KeepError> + Send + Sync>;
+
+/// What a keeper still has to finish before the file may be replaced.
+pub type SettleStep = Box<dyn FnOnce() -> Result<(), KeepError> + Send>;
+
+/// The keepers' unfinished steps for one write (see [`ChangeKeeper`]).
+#[must_use = "a write must settle its keepers before it replaces the file"]
+pub(crate) struct Settle {
+    steps: Vec<SettleStep>,
+    op: Op,
+    path: String,
+}
+
+impl Settle {
+    fn none(op: Op, path: &str) -> Self {
+        Settle { steps: Vec::new(), op, path: path.to_owned() }
+    }
+
+    /// Runs every step (all of them, so none is left running); the first refusal is the
+    /// write's error.
+    pub(crate) fn settle(self) -> Result<(), FsError> {
+        let Settle { steps, op, path } = self;
+        let mut refusal = None;
+        for step in steps {
+            let settled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
+                .unwrap_or_else(|_| Err(KeepError("the change keeper panicked".to_owned())));
+            if let (Err(KeepError(message)), None) = (settled, &refusal) {
+                refusal = Some(FsError::Io { op, path: path.clone(), message });
+            }
+        }
+        refusal.map_or(Ok(()), Err)
+    }
+}
 
 /// The keepers of one workspace (shared by every view).
 #[derive(Default)]
@@ -46,17 +87,18 @@ impl Workspace {
 
     /// Asks every keeper to keep the change of `target` from `prior` to `content`; the first
     /// refusal is the write's error. Called by the write path after its checks and before it
-    /// changes anything.
+    /// changes anything; what the keepers left to finish is settled before the replace.
     pub(super) fn keep_change(
         &self,
         target: &ResolvedPath,
         op: Op,
         prior: Option<&Prior>,
         content: &[u8],
-    ) -> Result<(), FsError> {
-        let Ok(keepers) = self.shared.keepers.0.read() else { return Ok(()) };
+    ) -> Result<Settle, FsError> {
+        let mut settle = Settle::none(op, &target.display);
+        let Ok(keepers) = self.shared.keepers.0.read() else { return Ok(settle) };
         if keepers.is_empty() {
-            return Ok(());
+            return Ok(settle);
         }
         let event = WriteEvent {
             real_path: &target.real_path,
@@ -73,11 +115,16 @@ impl Workspace {
         for keeper in keepers.iter() {
             let kept = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| keeper(&event)))
                 .unwrap_or_else(|_| Err(KeepError("the change keeper panicked".to_owned())));
-            if let Err(KeepError(message)) = kept {
-                return Err(FsError::Io { op, path: target.display.clone(), message });
+            match kept {
+                Ok(step) => settle.steps.extend(step),
+                Err(KeepError(message)) => {
+                    // Steps already started are finished (their errors no longer matter).
+                    let _ = settle.settle();
+                    return Err(FsError::Io { op, path: target.display.clone(), message });
+                }
             }
         }
-        Ok(())
+        Ok(settle)
     }
 
     /// [`Workspace::keep_change`] off the async threads (keepers store files), for the
@@ -93,8 +140,9 @@ impl Workspace {
             return Ok((target, prior, content));
         }
         let path = target.display.clone();
+        // An editor's buffer is changed in one step: the keepers finish before it.
         self.blocking(op, &path, move |ws| {
-            ws.keep_change(&target, op, prior.as_ref(), &content)?;
+            ws.keep_change(&target, op, prior.as_ref(), &content)?.settle()?;
             Ok((target, prior, content))
         })
         .await
@@ -118,7 +166,7 @@ mod tests {
             let (before, after) =
                 (event.before.map(<[u8]>::to_vec), event.after.map(<[u8]>::to_vec));
             log.lock().unwrap().push((event.call_id.map(str::to_owned), before, after));
-            if refuse { Err(KeepError("the blob store is read-only".to_owned())) } else { Ok(()) }
+            if refuse { Err(KeepError("the blob store is read-only".to_owned())) } else { Ok(None) }
         }));
         (ws, seen)
     }

@@ -145,7 +145,7 @@ impl Workspace {
                     return Err(FsError::NotDirectory { op, path: path.clone() });
                 };
                 let metadata = slot.prior.as_ref().and_then(|p| p.metadata.as_ref());
-                atomic::replace(parent, lock.dir_fd(), slot.name, content, metadata)
+                atomic::replace(parent, lock.dir_fd(), slot.name, content, metadata, || Ok(()))
                     .map_err(io_err)?;
                 if slot.prior.is_some() { WriteOperation::Update } else { WriteOperation::Create }
             }
@@ -431,17 +431,34 @@ impl Workspace {
         // writer in another process either finished before the check or starts after the rename.
         let mut slot = self.slot(target, op)?;
         expected.check(op, path, slot.prior.as_ref())?;
-        self.keep_change(target, op, slot.prior.as_ref(), content)?;
+        let settle = self.keep_change(target, op, slot.prior.as_ref(), content)?;
         if slot.parent.is_none() {
-            self.slot_dir(&mut slot)?;
-            expected.check(op, path, slot.prior.as_ref())?;
+            if let Err(err) = self.slot_dir(&mut slot) {
+                let _ = settle.settle();
+                return Err(err);
+            }
+            if let Err(err) = expected.check(op, path, slot.prior.as_ref()) {
+                let _ = settle.settle();
+                return Err(err);
+            }
         }
         let Slot { name, parent, prior, .. } = slot;
         let Some((parent, lock)) = parent else {
+            let _ = settle.settle();
             return Err(FsError::NotDirectory { op, path: path.clone() });
         };
         let metadata = prior.as_ref().and_then(|p| p.metadata.as_ref());
-        atomic::replace(&parent, lock.dir_fd(), name, content, metadata).map_err(io_err)?;
+        // The keepers finish while the new bytes are written and synced; a refusal then still
+        // leaves the file as it was.
+        let mut refusal = None;
+        let settled = || {
+            settle.settle().map_err(|err| {
+                refusal = Some(err);
+                io::Error::other("a change keeper refused the write")
+            })
+        };
+        atomic::replace(&parent, lock.dir_fd(), name, content, metadata, settled)
+            .map_err(|err| refusal.take().unwrap_or_else(|| io_err(err)))?;
         drop(lock);
         Ok(self.finish_write(target, prior, content))
     }
