@@ -16,6 +16,9 @@ mod mcp;
 #[path = "../support/model_server.rs"]
 mod model_server;
 
+#[path = "../support/programs.rs"]
+mod programs;
+
 #[path = "../../../server/agent/tests/support/sse.rs"]
 mod sse;
 

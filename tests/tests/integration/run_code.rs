@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::mcp;
+use crate::programs::child_cards;
 use crate::server;
 
 use serde_json::{Value, json};
@@ -41,23 +42,6 @@ fn run(client: &mut Client, code: &str, description: &str) -> Value {
     client.call_tool("run_code", json!({"code": code, "description": description})).unwrap()
 }
 
-/// The final cards seen so far whose parent is `parent`, in arrival order (a card's last state).
-fn children(client: &mut Client, parent: &str) -> Vec<Value> {
-    client.wait_for(Duration::ZERO, |_| false);
-    let mut out: Vec<Value> = Vec::new();
-    for note in &client.seen {
-        if note["method"] != "toolhost/card" || note["params"]["parentCallId"] != parent {
-            continue;
-        }
-        let card = note["params"].clone();
-        match out.iter_mut().find(|c| c["callId"] == card["callId"]) {
-            Some(seen) => *seen = card,
-            None => out.push(card),
-        }
-    }
-    out
-}
-
 #[test]
 fn a_program_that_greps_reads_three_files_and_edits_one_leaves_a_child_card_per_call() {
     let env = workspace();
@@ -72,7 +56,7 @@ fn a_program_that_greps_reads_three_files_and_edits_one_leaves_a_child_card_per_
     assert_eq!(a, "one\nDONE: fixed a\nthree\n");
 
     // Live: five child cards, in submission order, each with its parent and its own kind.
-    let cards = children(&mut client, &run_id);
+    let cards = child_cards(&mut client, &run_id);
     let ids: Vec<_> = cards.iter().map(|c| c["callId"].as_str().unwrap().to_owned()).collect();
     let expected: Vec<_> = (1..=5).map(|n| format!("{run_id}:code:{n}")).collect();
     assert_eq!(ids, expected, "{cards:#?}");
@@ -217,7 +201,7 @@ fn cancelling_a_program_mid_run_leaves_no_nested_call_running() {
         assert!(Instant::now() < deadline, "a nested sleep outlived its program");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let nested = children(&mut client, "forever");
+    let nested = child_cards(&mut client, "forever");
     assert!(nested.iter().all(|c| c["status"] != "pending"), "{nested:#?}");
     assert!(nested.iter().all(|c| c["callId"] != "forever:code:2"), "no call after the cancel");
 }
@@ -348,7 +332,7 @@ fn a_program_in_the_background_is_a_job_whose_output_job_output_reads() {
     assert!(text.contains("found 3"), "{text}");
     // Its nested call ran under the program's call, after that call had answered.
     let run_id = out["callId"].as_str().unwrap();
-    assert!(!children(&mut client, run_id).is_empty(), "the nested grep's card");
+    assert!(!child_cards(&mut client, run_id).is_empty(), "the nested grep's card");
 }
 
 #[test]

@@ -5,17 +5,18 @@
 //! and removed; a definition the person rejects never runs; `toolhost mcp` lists a new session
 //! tool to its client after `notifications/tools/list_changed`; a session tool belongs to the
 //! agent that defined it (two MCP agents on one editor: the other neither lists, calls nor
-//! removes it; a resumed session gives it back to its definer only).
+//! removes it; a resumed session gives it back to its definer only); the own agent in `auto`
+//! mode has its definition approved by the mode (logged `by: mode`), in `ask` mode it is left to
+//! the person.
 #![allow(clippy::unwrap_used)]
 
 use crate::mcp;
+use crate::programs::{child_cards, cli_call};
 use crate::server;
 
 use serde_json::{Value, json};
 use server::{Env, asking_editor, call_err, call_ok};
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use toolhost_harness::client::Client;
 
 fn count_lines() -> Value {
     json!({
@@ -41,36 +42,6 @@ fn answer(choice: &str) -> Value {
     json!({"answers": [{"id": "permission", "selected": [choice]}]})
 }
 
-/// The final cards seen so far whose parent is `parent` (a card's last state).
-fn children(client: &mut Client, parent: &str) -> Vec<Value> {
-    client.wait_for(Duration::ZERO, |_| false);
-    let mut out: Vec<Value> = Vec::new();
-    for note in &client.seen {
-        if note["method"] != "toolhost/card" || note["params"]["parentCallId"] != parent {
-            continue;
-        }
-        let card = note["params"].clone();
-        match out.iter_mut().find(|c| c["callId"] == card["callId"]) {
-            Some(seen) => *seen = card,
-            None => out.push(card),
-        }
-    }
-    out
-}
-
-/// `toolhost call <tool> <args> --session <session> --json`: its exit success and its JSON.
-fn cli_call(env: &Env, session: &str, tool: &str, args: Value) -> (bool, Value) {
-    let mut command = Command::new(server::binary());
-    command.current_dir(&env.root).stdin(Stdio::null());
-    for (key, value) in env.env() {
-        command.env(key, value);
-    }
-    let args = args.to_string();
-    let out = command.args(["call", tool, &args, "--session", session, "--json"]).output().unwrap();
-    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out.status.success(), value)
-}
-
 #[test]
 fn a_session_tool_is_defined_approved_called_replayed_resumed_and_undefined() {
     let env = Env::new();
@@ -93,7 +64,7 @@ fn a_session_tool_is_defined_approved_called_replayed_resumed_and_undefined() {
     }
     assert_eq!(first["card"]["kind"], "generic", "{}", first["card"]);
     assert_eq!(first["card"]["status"], "completed", "{}", first["card"]);
-    let nested = children(&mut editor, &call_id);
+    let nested = child_cards(&mut editor, &call_id);
     assert_eq!(nested.len(), 1, "{nested:#?}");
     assert_eq!(nested[0]["tool"], "read");
     assert_eq!(nested[0]["callId"], format!("{call_id}:code:1"));
@@ -163,7 +134,7 @@ fn a_definition_the_person_rejects_never_runs() {
     call_err(&mut editor, "write_note", json!({}), "DEFINITION_REJECTED");
     assert_eq!(asked.lock().unwrap().len(), 1);
     assert!(!env.root.join("note.txt").exists(), "the body never ran");
-    assert!(children(&mut editor, &call_id).is_empty(), "no nested call");
+    assert!(child_cards(&mut editor, &call_id).is_empty(), "no nested call");
     let session = refused["sessionId"].as_str().unwrap().to_owned();
     editor.shutdown().unwrap();
     let events = env.session_events(&session);
@@ -272,4 +243,62 @@ fn a_session_tool_belongs_to_the_agent_that_defined_it() {
     assert!(definer.tools().iter().any(|t| t["name"] == "count_lines"));
     let again = definer.call("count_lines", json!({"file": "a.txt"}));
     assert_eq!(again["isError"], false, "approved in the log, it runs: {again}");
+}
+
+/// `toolhost agent define --mode <mode>` against a model that defines `count_lines`, calls it on
+/// `a.txt` and ends: the text the model read back from that call, and the session's events.
+async fn own_agent_defines_and_calls(env: &Env, mode: &str) -> (String, Vec<Value>) {
+    use crate::sse::{Answer, first_prompt, last_tool_result, server as model_server};
+    let model = model_server(|_, body| {
+        let answered =
+            body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        let calling =
+            |name: &str, args: Value| Answer::calling(&[(name, &args.to_string())], None, 100);
+        match answered {
+            0 => calling("tool_define", count_lines()),
+            1 => calling("count_lines", json!({"file": "a.txt"})),
+            _ => Answer::answering(&["done"], 100, 5),
+        }
+    })
+    .await;
+    let out = tokio::process::Command::new(server::binary())
+        .args(["agent", "define", "--json", "--base-url", &model.base, "--api-key-env", ""])
+        .args(["--mode", mode])
+        .current_dir(&env.root)
+        .envs(env.env())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bodies = model.bodies.lock().unwrap().clone();
+    assert!(bodies.iter().all(|b| first_prompt(b) == "define"), "one run, no child");
+    let text = last_tool_result(&bodies[2]);
+    let logs = env.session_logs();
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    (text, log.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_own_agent_in_auto_mode_approves_its_definition_by_its_mode() {
+    let env = Env::new();
+    env.write("a.txt", "one\ntwo\nthree\n");
+    let (text, events) = own_agent_defines_and_calls(&env, "auto").await;
+    assert!(text.contains("\"lines\": 3"), "it ran without asking anyone: {text}");
+    let approvals: Vec<&Value> =
+        events.iter().filter(|e| e["type"] == "agent/tool-approval").collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(approvals[0]["data"]["approved"], true);
+    assert_eq!(approvals[0]["data"]["by"], "mode", "the log says the mode approved it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_own_agent_in_ask_mode_leaves_its_definition_to_the_person() {
+    let env = Env::new();
+    env.write("a.txt", "one\n");
+    // Nobody is at the terminal: the person cannot be asked, so the body never runs.
+    let (text, events) = own_agent_defines_and_calls(&env, "ask").await;
+    assert!(text.contains("needs approval"), "{text}");
+    assert!(events.iter().all(|e| e["type"] != "agent/tool-approval"), "undecided, not approved");
 }
