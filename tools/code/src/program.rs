@@ -5,25 +5,20 @@
 //!
 //! Unlike `run_code`'s tool calls, which this crate schedules (submission order, read-only ones
 //! together), a kind's requests are handed to its dispatcher as they are made: the dispatcher
-//! decides what runs at once. When the run ends, any way, the token the dispatcher was given is
-//! cancelled and every request still running is awaited.
+//! decides what runs at once. The run itself is `run_code`'s loop (`runner::drive`): when it
+//! ends, any way, the token the dispatcher was given is cancelled and every request still
+//! running is awaited.
 
 use crate::config::CodeConfig;
 use crate::failure::{Failure, FailureKind};
-use crate::runner::{Progress, Ran};
+pub use crate::runner::Settled;
+use crate::runner::{Progress, Ran, Requests, Running, Started, drive};
 use crate::strip::to_function_source;
-use crate::vm::{self, FromVm, Shared, ToVm, VmSetup};
-use futures::StreamExt as _;
+use crate::vm::Shared;
 use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-/// How often a run publishes its logs to its progress callback.
-const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// A program kind: the prelude that installs its globals.
 #[derive(Clone, Copy, Debug)]
@@ -46,10 +41,6 @@ pub struct Request {
     pub cancel: CancellationToken,
 }
 
-/// How a request ended: its value, or an error's message and code (the prelude decides what
-/// the program sees of either).
-pub type Settled = Result<Value, (String, Option<String>)>;
-
 /// What answers a program's requests.
 pub type Dispatch = Arc<dyn Fn(Request) -> BoxFuture<'static, Settled> + Send + Sync>;
 
@@ -69,88 +60,53 @@ pub struct Program {
 /// Runs a program to its end: its logs, and its result or why it failed.
 pub async fn run(program: Program) -> Ran {
     let shared = Arc::new(Shared::default());
-    let outcome = drive(program, &shared).await;
+    let outcome = match to_function_source(&program.code) {
+        Ok(source) => {
+            let started = Started {
+                source,
+                prelude: program.kind.prelude,
+                data_json: program.data.to_string(),
+                config: program.config,
+                signal: program.signal,
+                progress: program.progress,
+            };
+            let requests = Dispatcher { dispatch: program.dispatch, submitted: Vec::new() };
+            drive(started, requests, &shared).await
+        }
+        Err(message) => Err(Failure::new(FailureKind::Exception, message)),
+    };
     Ran { logs: shared.logs(), outcome }
 }
 
-async fn drive(program: Program, shared: &Arc<Shared>) -> Result<Option<Value>, Failure> {
-    let source = to_function_source(&program.code)
-        .map_err(|message| Failure::new(FailureKind::Exception, message))?;
-    let (to_host, mut from_vm) = tokio::sync::mpsc::unbounded_channel();
-    let (to_vm, vm_inbox) = std::sync::mpsc::channel();
-    let setup = VmSetup {
-        source,
-        prelude: program.kind.prelude,
-        data_json: program.data.to_string(),
-        config: program.config.clone(),
-        shared: Arc::clone(shared),
-        to_host,
-        from_host: vm_inbox,
-        started: Instant::now(),
-    };
-    vm::spawn(setup).map_err(|e| {
-        Failure::new(FailureKind::WorkerExit, format!("the program's thread did not start: {e}"))
-    })?;
-    let run_token = program.signal.child_token();
-    let mut running = FuturesUnordered::new();
-    let mut cancelled = false;
-    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
-    let mut published = 0usize;
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            _ = program.signal.cancelled(), if !cancelled => {
-                cancelled = true;
-                shared.cancelled.store(true, Ordering::SeqCst);
-                run_token.cancel();
-                let _ = to_vm.send(ToVm::Stop);
-            }
-            Some((n, settled)) = running.next(), if !running.is_empty() => {
-                let message = match settled {
-                    Ok(value) => {
-                        let text = serde_json::to_string(&value).unwrap_or_else(|_| "null".to_owned());
-                        let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
-                        shared.output_used.fetch_add(bytes, Ordering::Relaxed);
-                        ToVm::Settled { n, ok: true, text, code: None }
-                    }
-                    Err((text, code)) => ToVm::Settled { n, ok: false, text, code },
-                };
-                let _ = to_vm.send(message);
-            }
-            event = from_vm.recv() => match event {
-                Some(FromVm::Call { n, name, arguments }) => {
-                    // What the program logged before this request shows with it.
-                    if let Some(progress) = &program.progress {
-                        let logs = shared.logs();
-                        if logs.len() != published {
-                            published = logs.len();
-                            progress(logs.join("\n"));
-                        }
-                    }
-                    let request = Request { n, name, arguments, cancel: run_token.clone() };
-                    let fut = (program.dispatch)(request);
-                    running.push(async move { (n, fut.await) });
-                }
-                Some(FromVm::Finished(outcome)) => break outcome,
-                None => break Err(Failure::new(
-                    FailureKind::WorkerExit,
-                    "the program's thread ended without a result",
-                )),
-            },
-            _ = ticker.tick(), if program.progress.is_some() => {
-                if let Some(progress) = &program.progress {
-                    let logs = shared.logs();
-                    if logs.len() != published {
-                        published = logs.len();
-                        progress(logs.join("\n"));
-                    }
-                }
-            }
+/// A kind's requests: each handed to its dispatcher as soon as it is made.
+struct Dispatcher {
+    dispatch: Dispatch,
+    submitted: Vec<(u64, String, Value)>,
+}
+
+impl Requests for Dispatcher {
+    fn submit(&mut self, n: u64, name: String, arguments: Value) {
+        self.submitted.push((n, name, arguments));
+    }
+
+    fn start(
+        &mut self,
+        token: &CancellationToken,
+        running: &mut Running,
+        _refuse: &mut dyn FnMut(u64, String),
+    ) {
+        for (n, name, arguments) in self.submitted.drain(..) {
+            let request = Request { n, name, arguments, cancel: token.clone() };
+            let fut = (self.dispatch)(request);
+            running.push(Box::pin(async move { (n, fut.await) }));
         }
-    };
-    run_token.cancel();
-    while running.next().await.is_some() {}
-    outcome
+    }
+
+    fn ended(&mut self, _n: u64) {}
+
+    fn publish_with_requests(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
