@@ -155,15 +155,29 @@ pub fn started(root: &str, card: &Card) -> ToolCall {
         .status(ToolCallStatus::Pending)
         .content(content(root, card))
         .locations(locations(card))
-        .meta(parent_meta(card))
+        .meta(toolhost_meta(card))
 }
 
-/// `_meta.toolhost.parentCallId` of a call made under another (a program's nested call), so a
-/// client that knows it can draw the call inside its parent's; others show it as a call.
-fn parent_meta(card: &Card) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let parent = card.parent_call_id.as_ref()?;
+/// `_meta.toolhost` of a card: `parentCallId` of a call made under another (a program's nested
+/// call, a workflow's agent), its `group` (`{phase?, label?}`: a workflow child's phase and label)
+/// and, once known, its `usage` (`{tokens, cost?}`), so a client that knows them can draw the
+/// call inside its parent's, grouped by phase; others show it as a call.
+fn toolhost_meta(card: &Card) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let mut toolhost = serde_json::Map::new();
+    if let Some(parent) = &card.parent_call_id {
+        toolhost.insert("parentCallId".to_owned(), serde_json::json!(parent));
+    }
+    if let Some(group) = card.group.as_ref().and_then(|g| serde_json::to_value(g).ok()) {
+        toolhost.insert("group".to_owned(), group);
+    }
+    if let Some(usage) = card.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()) {
+        toolhost.insert("usage".to_owned(), usage);
+    }
+    if toolhost.is_empty() {
+        return None;
+    }
     let mut meta = serde_json::Map::new();
-    meta.insert("toolhost".to_owned(), serde_json::json!({"parentCallId": parent}));
+    meta.insert("toolhost".to_owned(), serde_json::Value::Object(toolhost));
     Some(meta)
 }
 
@@ -178,6 +192,7 @@ pub fn finished(root: &str, card: &Card) -> ToolCallUpdate {
             .locations(locations(card))
             .raw_output(card.data.clone()),
     )
+    .meta(toolhost_meta(card))
 }
 
 /// The whole tool call of a finished card (a replay).
@@ -188,7 +203,7 @@ pub fn replayed(root: &str, card: &Card) -> ToolCall {
         .content(content(root, card))
         .locations(locations(card))
         .raw_output(card.data.clone())
-        .meta(parent_meta(card))
+        .meta(toolhost_meta(card))
 }
 
 /// The session's plan from a todo card (`todo_write`'s list).
@@ -358,6 +373,30 @@ mod tests {
 
     fn wire(value: impl serde::Serialize) -> Value {
         serde_json::to_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_workflow_child_carries_its_parent_group_and_usage_in_meta() {
+        use toolhost_protocol::card::{CardGroup, CardUsage};
+        let mut child = card(CardKind::Generic, CardStatus::Pending);
+        child.parent_call_id = Some("call_run".into());
+        child.group = CardGroup::of(Some("draft".into()), Some("a".into()));
+        let meta = |value: Value| value["_meta"]["toolhost"].clone();
+        assert_eq!(
+            meta(wire(started("/w", &child))),
+            json!({"parentCallId": "call_run", "group": {"phase": "draft", "label": "a"}})
+        );
+        child.status = CardStatus::Completed;
+        child.usage = Some(CardUsage { tokens: 305, cost: None });
+        let done = json!({"parentCallId": "call_run", "group": {"phase": "draft", "label": "a"},
+            "usage": {"tokens": 305}});
+        assert_eq!(meta(wire(finished("/w", &child))), done);
+        assert_eq!(meta(wire(replayed("/w", &child))), done);
+        // A call of its own carries none.
+        assert_eq!(
+            wire(finished("/w", &card(CardKind::Read, CardStatus::Completed)))["_meta"],
+            Value::Null
+        );
     }
 
     #[test]
