@@ -3,49 +3,23 @@
 // also as `args`), `tools.<name>(arguments)` (any other tool, each call a real call under the
 // defined tool's call), `ToolCallError` and `console` — over the two host functions it receives,
 // and returns what the host drives the run with: `start(body)`, `settle(n, ok, text, code)` and
-// `describe(error)`. With `data.check` the body is compiled and never started (a definition's
-// code is checked this way when it is defined).
-(function (hostLog, hostCall, dataJson) {
+// `describe(error)`. It builds on the kit of run_code's base prelude (`ToolCallError`, requests
+// and their settling, `describe`, result encoding; `toolhost_tools_code::program`). With
+// `data.check` the body is compiled and never started (a definition's code is checked this way
+// when it is defined).
+(function (kit, hostLog, hostCall, dataJson) {
   "use strict";
   const data = JSON.parse(dataJson);
-  const pending = new Map();
-
-  class ToolCallError extends Error {
-    constructor(message, code, toolName) {
-      super(message);
-      this.code = code;
-      this.toolName = toolName;
-    }
-  }
-  Object.defineProperty(ToolCallError.prototype, "name", {
-    value: "ToolCallError", writable: true, configurable: true, enumerable: false,
-  });
+  const { ToolCallError } = kit;
 
   function call(name, args) {
     if (typeof name !== "string") return Promise.reject(new TypeError("tools.<name>: the name must be a string"));
     const given = args === undefined ? {} : args;
-    const n = hostCall("tool", JSON.stringify({ name, arguments: given }));
-    if (n < 0) return Promise.reject(new ToolCallError(`the run is over or its call limit is reached; ${name} not started`, undefined, name));
-    return new Promise((resolve, reject) => pending.set(n, { resolve, reject, name }));
+    const refused = () => new ToolCallError(`the run is over or its call limit is reached; ${name} not started`, undefined, name);
+    return kit.send("tool", JSON.stringify({ name, arguments: given }), name, refused);
   }
 
-  function settle(n, ok, text, code) {
-    const waiting = pending.get(n);
-    if (waiting === undefined) return;
-    pending.delete(n);
-    if (!ok) {
-      waiting.reject(new ToolCallError(text, code == null ? undefined : code, waiting.name));
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      waiting.reject(e);
-      return;
-    }
-    waiting.resolve(value);
-  }
+  const settle = kit.settler(kit.toolFailure);
 
   // `tools.read({...})` for any tool name: the host knows which tools exist.
   const tools = new Proxy(Object.create(null), {
@@ -75,43 +49,21 @@
   }
   Object.freeze(console);
 
-  function describe(e) {
-    try {
-      if (e instanceof Error) {
-        let text = String(e);
-        const at = /run_code\.js:(\d+):(\d+)/.exec(String(e.stack));
-        if (at !== null && Number(at[1]) > 1) text += ` (line ${Number(at[1]) - 1}, column ${at[2]})`;
-        return text;
-      }
-      if (typeof e === "string") return e;
-      return JSON.stringify(e);
-    } catch (_) {
-      return "<unprintable thrown value>";
-    }
-  }
+  // What a thrown value says (see the kit); anything else as JSON.
+  const describe = kit.describer((e) => JSON.stringify(e));
 
   const input = data.input === undefined ? null : data.input;
   const globals = [
     ["input", input], ["args", input], ["tools", tools], ["ToolCallError", ToolCallError],
     ["console", console],
   ];
-  for (const [name, value] of globals) {
-    Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
-  }
+  kit.install(globals);
 
   return {
     start(body) {
       if (data.check === true) return Promise.resolve("u");
       return (async () => {
-        const v = await body();
-        if (v === undefined) return "u";
-        let text;
-        try {
-          text = JSON.stringify(v);
-        } catch (e) {
-          return `i${describe(e)}`;
-        }
-        return text === undefined ? "u" : `v${text}`;
+        return kit.jsonResult(await body(), describe);
       })();
     },
     settle,

@@ -1,76 +1,14 @@
-// run_code's prelude: evaluated once per run before the program, it installs the program's whole
-// global API — `tools`, `ToolCallError`, `console` — over three host functions it receives as
-// arguments (so none of them is reachable from the program), and returns what the host drives
-// the run with: `start(body)`, `settle(n, ok, text, code)` and `describe(error)`.
-(function (hostLog, hostCall, catalogJson) {
+// run_code's prelude: evaluated once per run before the program, on the base prelude's kit
+// (`base.js`), it installs the program's whole global API — `tools`, `ToolCallError`, `console`
+// — over three host functions it receives as arguments (so none of them is reachable from the
+// program), and returns what the host drives the run with: `start(body)`,
+// `settle(n, ok, text, code)` and `describe(error)`.
+(function (kit, hostLog, hostCall, catalogJson) {
   "use strict";
   const catalog = JSON.parse(catalogJson);
   const objectProto = Object.prototype;
-  const pending = new Map();
+  const { ToolCallError, identifier, lossless } = kit;
   let over = null;
-
-  class ToolCallError extends Error {
-    constructor(message, code, toolName) {
-      super(message);
-      this.code = code;
-      this.toolName = toolName;
-    }
-  }
-  Object.defineProperty(ToolCallError.prototype, "name", {
-    value: "ToolCallError", writable: true, configurable: true, enumerable: false,
-  });
-
-  const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-  const member = (path, key) => identifier.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
-
-  // Why `value` is not lossless JSON (null when it is): only null, booleans, strings, finite
-  // numbers other than -0, dense arrays and plain objects of data properties, without cycles.
-  function lossless(value, path, seen) {
-    switch (typeof value) {
-      case "string":
-      case "boolean":
-        return null;
-      case "number":
-        if (!Number.isFinite(value)) return `${path} is ${value}`;
-        if (Object.is(value, -0)) return `${path} is -0`;
-        return null;
-      case "undefined":
-        return `${path} is undefined`;
-      case "object":
-        break;
-      default:
-        return `${path} is a ${typeof value}`;
-    }
-    if (value === null) return null;
-    if (seen.has(value)) return `${path} is a cycle`;
-    seen.add(value);
-    try {
-      if (Array.isArray(value)) {
-        if (Object.getPrototypeOf(value) !== Array.prototype) return `${path} is not a plain array`;
-        for (let i = 0; i < value.length; i++) {
-          const d = Object.getOwnPropertyDescriptor(value, String(i));
-          if (d === undefined) return `${path}[${i}] is a hole`;
-          if (!("value" in d)) return `${path}[${i}] is a getter`;
-          const why = lossless(d.value, `${path}[${i}]`, seen);
-          if (why !== null) return why;
-        }
-        return null;
-      }
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== objectProto && proto !== null) return `${path} is not a plain object`;
-      for (const key of Reflect.ownKeys(value)) {
-        if (typeof key === "symbol") return `${path} has a symbol key`;
-        const d = Object.getOwnPropertyDescriptor(value, key);
-        if (!d.enumerable) continue;
-        if (!("value" in d)) return `${member(path, key)} is a getter`;
-        const why = lossless(d.value, member(path, key), seen);
-        if (why !== null) return why;
-      }
-      return null;
-    } finally {
-      seen.delete(value);
-    }
-  }
 
   const fail = (name, message) => Promise.reject(new ToolCallError(message, undefined, name));
 
@@ -87,28 +25,11 @@
     } catch (e) {
       return fail(name, `tool arguments must be lossless JSON: ${describe(e)}`);
     }
-    const n = hostCall(name, json);
-    if (n < 0) return fail(name, `run_code call limit reached; ${name} not dispatched`);
-    return new Promise((resolve, reject) => pending.set(n, { resolve, reject, name }));
+    const refused = () => new ToolCallError(`run_code call limit reached; ${name} not dispatched`, undefined, name);
+    return kit.send(name, json, name, refused);
   }
 
-  function settle(n, ok, text, code) {
-    const call = pending.get(n);
-    if (call === undefined) return;
-    pending.delete(n);
-    if (!ok) {
-      call.reject(new ToolCallError(text, code == null ? undefined : code, call.name));
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      call.reject(e);
-      return;
-    }
-    call.resolve(value);
-  }
+  const settle = kit.settler(kit.toolFailure);
 
   function search(query) {
     const words = String(query == null ? "" : query).toLowerCase().split(/[^\p{L}\p{N}_$-]+/u).filter(Boolean);
@@ -212,33 +133,14 @@
   }
   Object.freeze(console);
 
-  // What a thrown value says: an error's `Name: message` and where in the program it was thrown.
-  function describe(e) {
-    try {
-      if (e instanceof Error) {
-        let text = String(e);
-        const at = /run_code\.js:(\d+):(\d+)/.exec(String(e.stack));
-        if (at !== null && Number(at[1]) > 1) text += ` (line ${Number(at[1]) - 1}, column ${at[2]})`;
-        return text;
-      }
-      if (typeof e === "string") return e;
-      if (e !== null && typeof e === "object" && typeof e.message === "string") return e.message;
-      return inspect(e, 0, []);
-    } catch (_) {
-      return "<unprintable thrown value>";
-    }
-  }
+  // What a thrown value says (see the kit); an object with a `message` says its message, anything
+  // else is inspected.
+  const describe = kit.describer((e) => {
+    if (e !== null && typeof e === "object" && typeof e.message === "string") return e.message;
+    return inspect(e, 0, []);
+  });
 
-  function result(v) {
-    if (v === undefined) return "u";
-    const why = lossless(v, "result", new Set());
-    if (why !== null) return `i${why}`;
-    return `v${JSON.stringify(v)}`;
-  }
-
-  for (const [name, value] of [["tools", tools], ["ToolCallError", ToolCallError], ["console", console]]) {
-    Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
-  }
+  kit.install([["tools", tools], ["ToolCallError", ToolCallError], ["console", console]]);
 
   return {
     start(body) {
@@ -251,7 +153,7 @@
           throw e;
         }
         over = "completed";
-        return result(v);
+        return kit.losslessResult(v);
       })();
     },
     settle,

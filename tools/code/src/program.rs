@@ -20,11 +20,16 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// What every kind's prelude builds on (`base.js`): it calls the kind's prelude with a kit of
+/// what every kind needs — `ToolCallError`, the lossless-JSON check, requests to the host and
+/// their settling, `describe`, the encodings of a result, the installation of globals.
+pub use crate::vm::BASE_PRELUDE;
+
 /// A program kind: the prelude that installs its globals.
 #[derive(Clone, Copy, Debug)]
 pub struct ProgramKind {
-    /// A function of `(hostLog, hostCall, dataJson)` returning `{start, settle, describe}`
-    /// (see `prelude.js` for the contract).
+    /// A function of `(kit, hostLog, hostCall, dataJson)` returning `{start, settle, describe}`,
+    /// called by [`BASE_PRELUDE`] with its kit (see `prelude.js` for the contract).
     pub prelude: &'static str,
 }
 

@@ -24,6 +24,10 @@ use toolhost_contract::tool::panic_message;
 
 /// `run_code`'s prelude: the `tools`, `ToolCallError` and `console` globals.
 pub(crate) const PRELUDE: &str = include_str!("prelude.js");
+/// What every prelude builds on: a function of `(kind, hostLog, hostCall, dataJson)` that calls
+/// the kind's prelude with the shared kit (`ToolCallError`, the lossless-JSON check, requests
+/// and their settling, `describe`, result encodings, globals).
+pub const BASE_PRELUDE: &str = include_str!("base.js");
 
 /// Native stack the thread has beyond the JavaScript stack limit (the parser, host functions,
 /// QuickJS's own frames), so reaching the limit is an exception and never a crash.
@@ -66,8 +70,9 @@ impl Shared {
 /// Everything the thread needs.
 pub(crate) struct VmSetup {
     pub source: String,
-    /// The program kind's prelude: a function of `(hostLog, hostCall, dataJson)` that installs
-    /// the program's globals and returns `{start, settle, describe}`.
+    /// The program kind's prelude: a function of `(kit, hostLog, hostCall, dataJson)` (the kit
+    /// of [`BASE_PRELUDE`]) that installs the program's globals and returns
+    /// `{start, settle, describe}`.
     pub prelude: &'static str,
     /// What the prelude is given as its third argument (`run_code`: the tool catalog).
     pub data_json: String,
@@ -270,8 +275,10 @@ fn drive<'js>(
         options.filename = Some(file.to_owned());
         options
     };
+    // The kind's prelude builds on the base every kind shares (`base.js`), which calls it.
+    let base: Function = ctx.eval_with_options(BASE_PRELUDE, options("base.js"))?;
     let prelude: Function = ctx.eval_with_options(setup.prelude, options("prelude.js"))?;
-    let api: Object = prelude.call((host_log, host_call, setup.data_json.as_str()))?;
+    let api: Object = base.call((prelude, host_log, host_call, setup.data_json.as_str()))?;
     let start: Function = api.get("start")?;
     let settle: Function = api.get("settle")?;
     let describe: Function = api.get("describe")?;

@@ -1,15 +1,15 @@
-// The `workflow` prelude: evaluated once per run before the script, it installs the script's
-// globals — `args`, `agent`, `parallel`, `pipeline`, `phase`, `log` — over the two host functions
-// it receives (so neither is reachable from the script), takes away the clock and randomness
-// (a resumed run re-runs the script and must make the same calls), and returns what the host
-// drives the run with: `start(body)`, `settle(n, ok, text, code)` and `describe(error)`.
-(function (hostLog, hostCall, dataJson) {
+// The `workflow` prelude: evaluated once per run before the script, on the base prelude's kit
+// (`base.js`), it installs the script's globals — `args`, `agent`, `parallel`, `pipeline`,
+// `phase`, `log` — over the two host functions it receives (so neither is reachable from the
+// script), takes away the clock and randomness (a resumed run re-runs the script and must make
+// the same calls), and returns what the host drives the run with: `start(body)`,
+// `settle(n, ok, text, code)` and `describe(error)`.
+(function (kit, hostLog, hostCall, dataJson) {
   "use strict";
   const data = JSON.parse(dataJson);
   const MAX_AGENTS = 1000;
   const MAX_ITEMS = 4096;
   const OPTIONS = ["label", "phase", "schema"];
-  const pending = new Map();
   let agents = 0;
   let currentPhase = null;
   // A fatal error (an unknown option, a bad schema, a cap) ends the run even if the script
@@ -28,28 +28,12 @@
   }
 
   function request(name, args) {
-    const n = hostCall(name, JSON.stringify(args));
-    if (n < 0) return Promise.reject(fail(`the run is over or its call limit is reached; ${name} not started`));
-    return new Promise((resolve, reject) => pending.set(n, { resolve, reject }));
+    const refused = () => fail(`the run is over or its call limit is reached; ${name} not started`);
+    return kit.send(name, JSON.stringify(args), name, refused);
   }
 
-  function settle(n, ok, text, code) {
-    const call = pending.get(n);
-    if (call === undefined) return;
-    pending.delete(n);
-    if (!ok) {
-      call.reject(fail(text));
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      call.reject(e);
-      return;
-    }
-    call.resolve(value);
-  }
+  // A failed request is fatal to the run.
+  const settle = kit.settler((text) => fail(text));
 
   function agent(prompt, options) {
     try {
@@ -123,21 +107,8 @@
     hostLog(typeof message === "string" ? message : JSON.stringify(message));
   }
 
-  // What a thrown value says: an error's `Name: message` and where in the script it was thrown.
-  function describe(e) {
-    try {
-      if (e instanceof Error) {
-        let text = String(e);
-        const at = /run_code\.js:(\d+):(\d+)/.exec(String(e.stack));
-        if (at !== null && Number(at[1]) > 1) text += ` (line ${Number(at[1]) - 1}, column ${at[2]})`;
-        return text;
-      }
-      if (typeof e === "string") return e;
-      return JSON.stringify(e);
-    } catch (_) {
-      return "<unprintable thrown value>";
-    }
-  }
+  // What a thrown value says (see the kit); anything else as JSON.
+  const describe = kit.describer((e) => JSON.stringify(e));
 
   // No clock and no randomness: `Date` only of given times, no `Date.now`, no `Math.random`.
   const RealDate = Date;
@@ -155,23 +126,14 @@
     ["agent", agent], ["parallel", parallel], ["pipeline", pipeline], ["phase", phase], ["log", log],
     ["Date", GivenDate],
   ];
-  for (const [name, value] of globals) {
-    Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
-  }
+  kit.install(globals);
 
   return {
     start(body) {
       return (async () => {
         const v = await body();
         if (fatal !== null) throw fatal;
-        if (v === undefined) return "u";
-        let text;
-        try {
-          text = JSON.stringify(v);
-        } catch (e) {
-          return `i${describe(e)}`;
-        }
-        return text === undefined ? "u" : `v${text}`;
+        return kit.jsonResult(v, describe);
       })().catch((e) => { throw fatal !== null ? fatal : e; });
     },
     settle,
