@@ -148,10 +148,10 @@ pub struct Host {
     /// How models calling through this host are offered the tools (`[code] mode`; unset: each
     /// front end's default).
     presentation: Option<ToolPresentation>,
+    /// Who defined each session tool: only that caller is offered it (`crate::session_tools_owners`).
+    session_tool_owners: crate::session_tools_owners::Owners,
 }
 
-    /// Who defined each session tool: only that caller is offered it (`crate::session_tools`).
-    session_tool_owners: crate::session_tools::Owners,
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
 /// way (`toolhost mcp` configured as a server) serves standalone and starts no MCP servers of
 /// its own, so a configuration can never make servers start each other without end.
@@ -329,9 +329,9 @@ impl Host {
             mcp,
             agent_permissions,
             presentation: config.code.mode.map(Into::into),
+            session_tool_owners: crate::session_tools_owners::Owners::default(),
         })
     }
-            session_tool_owners: crate::session_tools::Owners::default(),
 
     /// Adds a capability (e.g. an editor connection for test tools) to a host that is not yet
     /// shared. Returns `false` (and adds nothing) if calls still hold the capability map.
@@ -497,10 +497,8 @@ impl Host {
         &self.agent_permissions
     }
 
-    /// The session's question channel.
-    pub fn questions(&self) -> &Arc<SessionQuestions> {
     /// Who defined each session tool (the caller it is offered to).
-    pub fn session_tool_owners(&self) -> &crate::session_tools::Owners {
+    pub fn session_tool_owners(&self) -> &crate::session_tools_owners::Owners {
         &self.session_tool_owners
     }
 
@@ -516,6 +514,8 @@ impl Host {
         tools
     }
 
+    /// The session's question channel.
+    pub fn questions(&self) -> &Arc<SessionQuestions> {
         &self.questions
     }
 

@@ -37,6 +37,7 @@ pub mod review;
 pub mod session;
 pub mod session_tools;
 pub mod session_tools_log;
+pub mod session_tools_owners;
 pub mod session_tools_run;
 pub mod skills;
 pub mod subagent;
@@ -44,8 +45,8 @@ pub mod tasks;
 pub mod watcher;
 pub mod workflow;
 pub mod workflow_answer;
-pub mod workflow_config;
 pub mod workflow_background;
+pub mod workflow_config;
 pub mod workflow_journal;
 pub mod workflow_run;
 

@@ -12,6 +12,7 @@
 
 use crate::host::{Host, HostError};
 use crate::session_tools_log::{self as log, DefineRecord, Definition, UndefineRecord};
+pub use crate::session_tools_owners::Owners;
 use crate::session_tools_run::{self as run, Approval, Body, ERROR_NAME};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,30 +34,6 @@ pub const BAD_DEFINITION: &str = "INVALID_DEFINITION";
 /// `tool_undefine` of a name no session tool has, or a call or removal of another caller's
 /// session tool.
 pub const NOT_DEFINED: &str = "NOT_DEFINED";
-
-/// Who defined each session tool: the caller it is listed to and may be called by.
-#[derive(Default)]
-pub struct Owners {
-    by_tool: Mutex<HashMap<String, String>>,
-}
-
-impl Owners {
-    /// Whether `caller` may see and call tool `name`: any tool that is not another caller's
-    /// session tool. A caller without a name (the editor's person, the CLI) reaches every one.
-    pub fn visible(&self, name: &str, caller: Option<&str>) -> bool {
-        let Some(caller) = caller else { return true };
-        let by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
-        by_tool.get(name).is_none_or(|owner| owner == caller)
-    }
-
-    fn set(&self, name: &str, owner: Option<String>) {
-        let mut by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
-        match owner {
-            Some(owner) => by_tool.insert(name.to_owned(), owner),
-            None => by_tool.remove(name),
-        };
-    }
-}
 
 /// The caller of the running call `call_id` (as cards label it).
 fn caller_of(host: &Host, call_id: &str) -> Option<String> {
@@ -376,18 +353,6 @@ impl Tool for UndefineTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_session_tool_is_visible_to_its_definer_only() {
-        let owners = Owners::default();
-        owners.set("mine", Some("claude-code".to_owned()));
-        assert!(owners.visible("mine", Some("claude-code")));
-        assert!(!owners.visible("mine", Some("codex")));
-        assert!(owners.visible("mine", None), "the editor's person reaches every tool");
-        assert!(owners.visible("read", Some("codex")), "other tools are everyone's");
-        owners.set("mine", None);
-        assert!(owners.visible("mine", Some("codex")));
-    }
 
     #[test]
     fn names_follow_the_tool_name_grammar() {
