@@ -148,7 +148,7 @@ pub struct Host {
     /// How models calling through this host are offered the tools (`[code] mode`; unset: each
     /// front end's default).
     presentation: Option<ToolPresentation>,
-    /// Who defined each session tool: only that caller is offered it (`crate::session_tools_owners`).
+    /// Who defined each session tool: only that caller is offered it.
     session_tool_owners: crate::session_tools_owners::Owners,
 }
 
