@@ -5,10 +5,10 @@
 //! client, the own agent): only that caller is offered it ([`Owners`], which the host's model
 //! listing consults; `toolhost mcp` tells its clients through `notifications/tools/list_changed`,
 //! driven by the registry's changes) and may call or remove it — to any other it is not defined.
-//! Callers without a name (the editor's person, the CLI) see and reach every session tool. A definition
-//! runs only once the person approved it (`session_tools_run`), and definitions, decisions and
-//! removals are in the session log (`session_tools_log`), so a resumed session has the tools
-//! again, approved or rejected as they were.
+//! Callers without a name (the editor's person, the CLI) see and reach every session tool. A
+//! definition runs only once the person approved it (`session_tools_run`), and definitions,
+//! decisions and removals are in the session log (`session_tools_log`), so a resumed session has
+//! the tools again, approved or rejected as they were, each for its definer.
 
 use crate::host::{Host, HostError};
 use crate::session_tools_log::{self as log, DefineRecord, Definition, UndefineRecord};
