@@ -42,8 +42,12 @@ pub struct ClientLine {
     pub session_id: SessionId,
     /// The workspace root as cards show it (diff paths are made absolute against it).
     pub root: String,
-    /// The pending card of each running call (what a permission request shows).
+    /// The pending card of each running call of the session's runs (the calls it follows).
     pub pending: Mutex<HashMap<String, Card>>,
+    /// The pending card of every running call of the host, as its listener heard it — before
+    /// the call's body runs, so a permission request always finds its call's proposed diff even
+    /// when the run has not yet told the session the call started.
+    pub announced: Mutex<HashMap<String, Card>>,
     /// Tools the person allowed for the rest of the session ("Always allow").
     pub always: Mutex<HashSet<String>>,
     /// The client answers form elicitations (`elicitation.form` in its capabilities).
@@ -60,8 +64,11 @@ impl ClientLine {
     }
 
     fn pending_content(&self, call_id: &str) -> Vec<ToolCallContent> {
-        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.get(call_id).map(|card| updates::content(&self.root, card)).unwrap_or_default()
+        let content = |cards: &Mutex<HashMap<String, Card>>| {
+            let cards = cards.lock().unwrap_or_else(PoisonError::into_inner);
+            cards.get(call_id).map(|card| updates::content(&self.root, card))
+        };
+        content(&self.pending).or_else(|| content(&self.announced)).unwrap_or_default()
     }
 
     /// Asks the client to pick one of `options` for call `call_id`; `None` when it cancelled the

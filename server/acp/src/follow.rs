@@ -40,13 +40,24 @@ impl CallFollower {
     }
 }
 
-/// Hears the host's cards for the calls made under a followed call (weakly: the host outlives
-/// the session).
+/// Hears the host's cards: every running call's pending card, and the calls made under a
+/// followed call (weakly: the host outlives the session).
 struct NestedCalls(Weak<Following>);
 
 impl HostListener for NestedCalls {
     fn card(&self, card: &Card) {
         let Some(following) = self.0.upgrade() else { return };
+        // Every running call's pending card, heard before its body runs (its permission request
+        // shows the proposed diff from it).
+        {
+            let mut announced =
+                following.line.announced.lock().unwrap_or_else(PoisonError::into_inner);
+            if card.status == CardStatus::Pending {
+                announced.insert(card.call_id.clone(), card.clone());
+            } else {
+                announced.remove(&card.call_id);
+            }
+        }
         let Some(parent) = card.parent_call_id.as_deref() else { return };
         let followed = following
             .line

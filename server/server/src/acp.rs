@@ -244,6 +244,7 @@ impl AcpAgent {
             session_id: id.clone().into(),
             root: host.root_display().to_owned(),
             pending: Mutex::new(HashMap::new()),
+            announced: Mutex::new(HashMap::new()),
             always: Mutex::new(HashSet::new()),
             forms: offers.forms,
         });
