@@ -598,6 +598,16 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let mut tools = self.backend.tools_changed();
         let tools_wanted = context.accepted().tools_list_changed == Some(true);
+        // rmcp acknowledges the subscription before it calls this: a change in between would
+        // be missed. The client is owed a notification for any change since the list it has.
+        let now = *tools.borrow_and_update();
+        let listed = self.cache.lock().ok().and_then(|cache| cache.as_ref().map(|c| c.generation));
+        if tools_wanted
+            && listed.is_some_and(|listed| listed != now)
+            && context.sink().notify_tool_list_changed().await.is_err()
+        {
+            return Ok(());
+        }
         let live = self.backend.live_session().await;
         let uris: Vec<String> = context
             .accepted()
