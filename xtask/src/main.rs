@@ -179,6 +179,11 @@ fn install_deps() -> Result<()> {
             npm_packages.push(format!("{package}@{version}"));
         }
     }
+    for (package, version) in ACP_ADAPTERS {
+        if !npm_has(&npm_tools, package, version) {
+            npm_packages.push(format!("{package}@{version}"));
+        }
+    }
     if !npm_packages.is_empty() {
         run(Command::new("npm")
             .args(["install", "--prefix"])
@@ -217,6 +222,13 @@ fn npm_has(npm_tools: &Path, package: &str, version: &str) -> bool {
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|m| m["version"] == version)
 }
+
+/// The ACP adapters of real agents that `toolhost serve` hosts in the tests (acp_hosted), each
+/// against a scripted model server.
+const ACP_ADAPTERS: &[(&str, &str)] = &[
+    ("@agentclientprotocol/claude-agent-acp", "0.101.0"),
+    ("@agentclientprotocol/codex-acp", "2.6.0"),
+];
 
 /// MCP reference servers from npm and the program each installs.
 const MCP_REFERENCE_SERVERS: &[(&str, &str)] = &[

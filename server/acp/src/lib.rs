@@ -3,10 +3,12 @@
 //! is asked of the client — permission, plan reviews, questions, its files as the workspace's text
 //! backend ([`client`]) —, a running command's output as it comes ([`live`]), and what a client
 //! hands over with a session ([`session_inputs`]); a run's calls followed as tool calls
-//! ([`follow`]); the `initialize` answer, modes, stop reasons and errors ([`replies`]).
+//! ([`follow`]); the `initialize` answer, modes, stop reasons and errors ([`replies`]). And the
+//! other direction: agents toolhost hosts as their ACP client ([`hosted`]).
 
 pub mod client;
 pub mod follow;
+pub mod hosted;
 pub mod live;
 pub mod replies;
 pub mod session_inputs;

@@ -252,7 +252,8 @@ impl Host {
         self.recover().await;
         let registry = self.registry();
         // A tool the caller's model is not offered is, to that model, no tool at all.
-        let hidden = offered.is_some_and(|p| !p.shows(&name));
+        // The host's internal tools are no tools to a model either.
+        let hidden = offered.is_some_and(|p| !p.shows(&name) || registry.internal(&name));
         if !hidden && !registry.contains(&name) {
             registry.resolve_unknown(&name).await;
         }

@@ -77,6 +77,9 @@ pub struct Config {
     pub code: CodeConfig,
     /// `[workflow]`: the `workflow` and `ralph` tools (the completion check, the round ceiling).
     pub workflow: crate::workflow_config::WorkflowSettings,
+    /// `[acp]`: the ACP agents `toolhost serve` hosts, and how long their permission requests
+    /// wait.
+    pub acp: crate::acp_config::AcpSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -103,6 +106,7 @@ impl Default for Config {
             agent: AgentSettings::default(),
             code: CodeConfig::default(),
             workflow: crate::workflow_config::WorkflowSettings::default(),
+            acp: crate::acp_config::AcpSettings::default(),
             warnings: Vec::new(),
         }
     }
@@ -175,6 +179,7 @@ pub struct PartialConfig {
     agent: AgentSection,
     code: CodeSection,
     workflow: crate::workflow_config::WorkflowSection,
+    acp: crate::acp_config::AcpSection,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -241,6 +246,7 @@ impl PartialConfig {
             self.agent.restrict_untrusted(&config.agent),
             self.code.restrict_untrusted(&config.code),
             self.workflow.restrict_untrusted(&config.workflow),
+            self.acp.restrict_untrusted(&config.acp),
             trust.into_iter().collect(),
         ];
         for group in dropped.into_iter().flatten() {
@@ -271,6 +277,7 @@ impl PartialConfig {
         self.agent.apply(&mut config.agent, layer);
         self.code.apply(&mut config.code, layer);
         self.workflow.apply(&mut config.workflow, layer);
+        self.acp.apply(&mut config.acp, layer);
     }
 }
 

@@ -150,6 +150,8 @@ pub struct Host {
     presentation: Option<ToolPresentation>,
     /// Who defined each session tool: only that caller is offered it.
     session_tool_owners: crate::session_tools_owners::Owners,
+    /// The steps of agents hosted over ACP being recorded (`agent_step` calls).
+    agent_steps: Arc<toolhost_tools_fs::AgentSteps>,
 }
 
 /// Set in the environment of every stdio MCP server the bridge starts: a toolhost started that
@@ -238,6 +240,9 @@ impl Host {
             true,
         );
         let _ = toolhost_tools_fs::register(&registry, config.limits.clone())?;
+        let agent_steps = Arc::new(toolhost_tools_fs::AgentSteps::default());
+        let _ =
+            registry.register(toolhost_tools_fs::AgentStepTool::new(Arc::clone(&agent_steps)))?;
         let _ = toolhost_tools_nav::register(&registry, toolhost_tools_nav::NavLimits::default())?;
         let _ = toolhost_tools_interact::register(&registry, config.interact)?;
         // The web tools build their own HTTP clients from `[web]` (the SSRF guard's allow list
@@ -330,7 +335,13 @@ impl Host {
             agent_permissions,
             presentation: config.code.mode.map(Into::into),
             session_tool_owners: crate::session_tools_owners::Owners::default(),
+            agent_steps,
         })
+    }
+
+    /// Where the steps of an agent hosted over ACP are fed to their `agent_step` calls.
+    pub fn agent_steps(&self) -> &Arc<toolhost_tools_fs::AgentSteps> {
+        &self.agent_steps
     }
 
     /// Adds a capability (e.g. an editor connection for test tools) to a host that is not yet

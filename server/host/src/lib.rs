@@ -16,6 +16,7 @@
 //! Front ends (`toolhost serve`, `toolhost mcp`, `toolhost acp`, the CLI) live in the binary and
 //! reach tools only through a host; nothing here knows LSP, MCP or ACP wire formats.
 
+pub mod acp_config;
 pub mod agent;
 pub mod arguments;
 pub mod call;
@@ -57,3 +58,10 @@ pub use host::{
     BRIDGED_ENV, CallOutcome, Host, HostError, HostOptions, new_call_id, started_by_bridge,
 };
 pub use open::{load_config, open_host, share};
+
+/// What a host running an agent over ACP feeds the `agent_step` calls that record the agent's
+/// own tools' steps, and the hunks a person reviews of a step's proposed edit.
+pub mod agent_steps {
+    pub use toolhost_tools_fs::diff::Change;
+    pub use toolhost_tools_fs::{AGENT_STEP, AgentSteps, StepEnd, StepEvent, StepStatus};
+}

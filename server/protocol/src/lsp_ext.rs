@@ -272,6 +272,7 @@ pub mod methods {
     /// Client→server request: run toolhost's own agent on a prompt (a new chat, or the next
     /// prompt of one); answered when the run ends, cancelled with `$/cancelRequest`.
     pub const AGENT_PROMPT: &str = "toolhost/agentPrompt";
+    pub const LIST_AGENTS: &str = "toolhost/listAgents";
     /// Server→client notification: what a running agent prompt streams (text, reasoning, calls,
     /// usage, compaction, retries).
     pub const AGENT_UPDATE: &str = "toolhost/agentUpdate";
@@ -293,6 +294,11 @@ pub struct AgentPromptParams {
     /// The model for this prompt; `[agent] model` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// An agent hosted over ACP to run instead of toolhost's own (`claude`, `codex`, `gemini`
+    /// or an `[acp.agents.<name>]`; see `toolhost/listAgents`); `toolhost` or absent: the own
+    /// agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Result of `toolhost/agentPrompt`: how the run ended.

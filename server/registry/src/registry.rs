@@ -229,7 +229,7 @@ impl Registry {
         let listed: Vec<_> = match self.inner.tools.read() {
             Ok(tools) => tools
                 .iter()
-                .filter(|(name, _)| Some(name.as_str()) != except)
+                .filter(|(name, r)| Some(name.as_str()) != except && !r.tool.internal())
                 .map(|(_, r)| Arc::clone(&r.tool))
                 .collect(),
             Err(_) => return Vec::new(),
@@ -278,6 +278,12 @@ impl Registry {
     /// `Tool::changes_only_through_workspace`; unknown tools: no).
     pub fn changes_only_through_workspace(&self, name: &str) -> bool {
         self.inner.resolve(name).is_some_and(|t| t.changes_only_through_workspace())
+    }
+
+    /// Whether `name` is one of the host's internal tools (`Tool::internal`: never listed, unknown
+    /// to a model's call).
+    pub fn internal(&self, name: &str) -> bool {
+        self.inner.resolve(name).is_some_and(|t| t.internal())
     }
 
     /// A way to look up tools' annotations that does not keep the registry alive (for guards

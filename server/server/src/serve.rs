@@ -20,6 +20,7 @@
 mod agent;
 mod documents;
 mod handlers;
+mod hosted;
 mod routes;
 
 use crate::editor::EditorBridge;
@@ -102,6 +103,10 @@ struct ServerState {
     agent_settings: OnceLock<toolhost_agent::AgentSettings>,
     /// The own agent's chats of this connection.
     chats: agent::Chats,
+    /// `[acp]` of the resolved configuration (set by initialize).
+    acp_settings: OnceLock<toolhost_host::acp_config::AcpSettings>,
+    /// The agents hosted over ACP, started by the first prompt for one.
+    hosted: OnceLock<Arc<toolhost_acp::hosted::HostedAgents>>,
 }
 
 impl ServerState {
@@ -219,6 +224,8 @@ pub async fn serve(options: ServeOptions) -> u8 {
         client_initialized: tokio::sync::watch::channel(false).0,
         agent_settings: OnceLock::new(),
         chats: Mutex::new(HashMap::new()),
+        acp_settings: OnceLock::new(),
+        hosted: OnceLock::new(),
     });
 
     // The reader: a plain thread, so a read blocked on a silent editor never holds up exit.
@@ -246,7 +253,11 @@ pub async fn serve(options: ServeOptions) -> u8 {
     state.cancel_all();
     state.editor.close();
     let host = state.host.get().cloned();
+    let hosted = state.hosted.get().cloned();
     let children_down = async {
+        if let Some(hosted) = &hosted {
+            hosted.shutdown().await;
+        }
         if let Some(host) = &host {
             host.shutdown().await;
         }

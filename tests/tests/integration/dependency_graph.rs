@@ -73,6 +73,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-mcp",
                 // MCP server entries a client hands over with a session.
                 "toolhost-tools-mcp",
+                // Agents hosted over ACP are child processes.
+                "toolhost-process",
             ],
         ),
         (

@@ -23,6 +23,7 @@ mod programs;
 mod sse;
 
 mod acp;
+mod acp_hosted;
 mod agent;
 mod agent_serve;
 mod bounded_calls;

@@ -118,53 +118,6 @@ fn edit_args(root: &Path) -> Value {
 
 // ---------------------------------------------------------------- Claude Code
 
-/// The Anthropic Messages stream of one assistant turn.
-fn anthropic_turn(block: Value, stop_reason: &str) -> Reply {
-    let start = json!({"type": "message_start", "message": {
-        "id": "msg_scripted", "type": "message", "role": "assistant", "model": "claude-scripted",
-        "content": [], "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}});
-    let (opening, delta) = match block["type"].as_str() {
-        Some("tool_use") => (
-            json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-            json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-        ),
-        _ => (
-            json!({"type": "text", "text": ""}),
-            json!({"type": "text_delta", "text": block["text"]}),
-        ),
-    };
-    Reply::sse(&[
-        (Some("message_start"), start),
-        (
-            Some("content_block_start"),
-            json!({"type": "content_block_start", "index": 0, "content_block": opening}),
-        ),
-        (
-            Some("content_block_delta"),
-            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        ),
-        (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0})),
-        (
-            Some("message_delta"),
-            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-                   "usage": {"output_tokens": 5}}),
-        ),
-        (Some("message_stop"), json!({"type": "message_stop"})),
-    ])
-}
-
-/// How many tool results the conversation holds so far.
-fn anthropic_tool_results(body: &Value) -> usize {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|c| c["type"] == "tool_result")
-        .count()
-}
-
 fn claude_script(root: PathBuf) -> Box<model_server::Script> {
     Box::new(move |request: &Recorded| {
         if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
@@ -176,20 +129,23 @@ fn claude_script(root: PathBuf) -> Box<model_server::Script> {
             .is_some_and(|tools| tools.iter().any(|t| t["name"] == "mcp__toolhost__edit"));
         if !offers_toolhost {
             // A side request (a title, a summary): plain text.
-            return anthropic_turn(json!({"type": "text", "text": "Greeting"}), "end_turn");
+            return model_server::anthropic_turn(
+                json!({"type": "text", "text": "Greeting"}),
+                "end_turn",
+            );
         }
-        match anthropic_tool_results(&body) {
-            0 => anthropic_turn(
+        match model_server::anthropic_tool_results(&body) {
+            0 => model_server::anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_read", "name": "mcp__toolhost__read",
                        "input": {"file_path": root.join("greet.rs").display().to_string()}}),
                 "tool_use",
             ),
-            1 => anthropic_turn(
+            1 => model_server::anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_edit", "name": "mcp__toolhost__edit",
                        "input": edit_args(&root)}),
                 "tool_use",
             ),
-            _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
+            _ => model_server::anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
         }
     })
 }
@@ -239,7 +195,7 @@ fn claude_code_edits_through_toolhost_and_the_editor_shows_it() {
         .recorded()
         .iter()
         .filter_map(Recorded::json)
-        .filter(|b| anthropic_tool_results(b) >= 2)
+        .filter(|b| model_server::anthropic_tool_results(b) >= 2)
         .collect();
     let last = turns.last().expect("a request after both tool calls");
     let results: Vec<String> = last["messages"]

@@ -4,7 +4,7 @@
 //! Anthropic Messages or OpenAI Responses API. One request per connection (`Connection: close`).
 #![allow(dead_code)]
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -157,4 +157,53 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Recorded>>, script: &Script) -> std:
     )?;
     stream.write_all(&reply.body)?;
     stream.flush()
+}
+
+// ---------------------------------------------------------------- Anthropic Messages
+
+/// The Anthropic Messages stream of one assistant turn.
+pub fn anthropic_turn(block: Value, stop_reason: &str) -> Reply {
+    let start = json!({"type": "message_start", "message": {
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": "claude-scripted",
+        "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 1}}});
+    let (opening, delta) = match block["type"].as_str() {
+        Some("tool_use") => (
+            json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+        ),
+        _ => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": block["text"]}),
+        ),
+    };
+    Reply::sse(&[
+        (Some("message_start"), start),
+        (
+            Some("content_block_start"),
+            json!({"type": "content_block_start", "index": 0, "content_block": opening}),
+        ),
+        (
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ),
+        (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0})),
+        (
+            Some("message_delta"),
+            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                   "usage": {"output_tokens": 5}}),
+        ),
+        (Some("message_stop"), json!({"type": "message_stop"})),
+    ])
+}
+
+/// How many tool results the conversation holds so far.
+pub fn anthropic_tool_results(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .count()
 }

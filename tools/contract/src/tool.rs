@@ -82,6 +82,13 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// A tool of the host's own machinery (the calls of an agent the host runs are recorded
+    /// through one): called by the host only, never listed — not to a model, a program or an
+    /// editor — and unknown to a model's call.
+    fn internal(&self) -> bool {
+        false
+    }
+
     /// How an oversized direct result is kept out of the model's context (the host's generic
     /// spill unless the tool bounds its output itself or spills in its own format).
     fn spill_mode(&self) -> SpillMode {
@@ -235,6 +242,8 @@ pub trait ErasedTool: Send + Sync {
     fn annotations(&self) -> ToolAnnotations;
     /// See [`Tool::changes_only_through_workspace`] (raw tools: never).
     fn changes_only_through_workspace(&self) -> bool;
+    /// See [`Tool::internal`] (raw tools: never).
+    fn internal(&self) -> bool;
     fn spill_mode(&self) -> SpillMode;
     /// The tool's own spill of a validated result (see [`Tool::spill_over`]).
     fn spill_over(&self, args: &Value, value: &Value) -> Option<OwnSpill>;
@@ -393,6 +402,10 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         self.tool.changes_only_through_workspace()
     }
 
+    fn internal(&self) -> bool {
+        self.tool.internal()
+    }
+
     fn spill_mode(&self) -> SpillMode {
         self.tool.spill_mode()
     }
@@ -522,6 +535,10 @@ impl ErasedTool for ErasedRaw {
     }
 
     fn changes_only_through_workspace(&self) -> bool {
+        false
+    }
+
+    fn internal(&self) -> bool {
         false
     }
 

@@ -6,6 +6,7 @@
 //! docs/tools.md documents for byte; `render` and `presentation_meta` are pure functions of (args,
 //! value).
 
+mod agent_step;
 pub mod diff;
 mod edit;
 mod glob;
@@ -17,6 +18,10 @@ mod revert;
 mod review;
 mod write;
 
+pub use agent_step::{
+    AGENT_STEP, AgentStepArgs, AgentStepOutput, AgentStepTool, AgentSteps, FileOperation, StepEnd,
+    StepEvent, StepFile, StepStatus,
+};
 pub use edit::{EditArgs, EditOutput, EditTool};
 pub use glob::{GlobArgs, GlobOutput, GlobTool};
 pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};

@@ -30,6 +30,7 @@ use crate::lexical::{self, Protected};
 use crate::locks::{DIR_LOCK_WAIT, DirLock, DirLockError, PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
+mod external;
 mod keep;
 mod lines;
 mod ops;

@@ -83,6 +83,10 @@ pub(super) async fn prompt(
     state: &Arc<ServerState>,
     params: AgentPromptParams,
 ) -> Result<AgentPromptResult, ErrorObject> {
+    if let Some(agent) = params.agent.as_deref().filter(|a| !a.is_empty() && *a != "toolhost") {
+        let agent = agent.to_owned();
+        return super::hosted::prompt(state, agent, params).await;
+    }
     let host = state.host()?;
     let mut settings = state.agent_settings.get().cloned().unwrap_or_default();
     if let Some(mode) = params.mode.as_deref() {

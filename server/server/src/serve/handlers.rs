@@ -106,6 +106,9 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
                 super::agent::prompt(&task_state, p).await
             });
         }
+        methods::LIST_AGENTS => {
+            spawn(state, id, async move { super::hosted::list(&task_state) });
+        }
         methods::SET_REVIEW => {
             spawn(state, id, async move {
                 let p: toolhost_protocol::lsp_ext::SetReviewParams = params(raw, true)?;
@@ -289,6 +292,7 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
         tracing::warn!("{warning}");
     }
     let _ = state.agent_settings.set(config.agent.clone());
+    let _ = state.acp_settings.set(config.acp.clone());
     let sessions = config
         .sessions_dir(state.options.session_dir.as_deref())
         .map_err(|e| ErrorObject::internal(e.to_string()))?;

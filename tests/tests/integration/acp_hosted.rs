@@ -1,0 +1,389 @@
+//! Agents hosted over ACP from the editor: `toolhost/agentPrompt` with `agent: "claude"` runs the
+//! real `claude-agent-acp` from npm (Claude Code inside) against a scripted Anthropic Messages
+//! server on 127.0.0.1. Its steps — its own Edit and Bash tools, which write to disk themselves —
+//! become `agent_step` cards: the edit reviewed hunk by hunk before it lands (one hunk rejected:
+//! the file holds only the accepted one, and the agent is told with its next prompt), the shell's
+//! `sed -i` a diff card that `revert` undoes. A permission request nobody answers ends
+//! `cancelled` at the timeout; the agent killed mid-turn is started again by the next prompt,
+//! its session loaded, and the conversation goes on; no agent process is left once the editor
+//! closes.
+#![allow(clippy::unwrap_used)]
+
+use crate::model_server::{self, ModelServer, Recorded, Reply, anthropic_turn};
+use crate::server::{self, Env, workspace_root};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toolhost_harness::client::{Client, NO_REPLY, RequestHandler};
+
+/// The adapter's program, installed by the test command (never skipped when missing).
+fn adapter(bin: &str) -> PathBuf {
+    let path = workspace_root().join(".client-tools/npm/node_modules/.bin").join(bin);
+    assert!(path.exists(), "{} is missing: run `cargo xtask install-deps`", path.display());
+    path
+}
+
+const A_TXT: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\ntwelve\n";
+/// The agent's edit changes line 1 and line 12: two hunks.
+const A_EDITED: &str =
+    "ONE\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\nTWELVE\n";
+/// Only the second hunk accepted.
+const A_REVIEWED: &str =
+    "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\nTWELVE\n";
+const B_TXT: &str = "alpha\nbeta\ngamma\n";
+
+/// `[acp.agents.claude]` in the user's configuration: the adapter, the scripted model, a home
+/// of its own, Claude Code's mode that asks before each edit and command, and a mark in its
+/// environment to find its processes by.
+fn configure(env: &Env, base: &str, home: &Path, mark: &str, timeout_ms: u64) {
+    env.write_user_config(&format!(
+        "[acp]\noffer_toolhost = false\npermission_timeout_ms = {timeout_ms}\n\n\
+         [acp.agents.claude]\ncommand = \"{}\"\nmode = \"default\"\n\n\
+         [acp.agents.claude.env]\nIS_SANDBOX = \"1\"\nANTHROPIC_BASE_URL = \"{base}\"\n\
+         ANTHROPIC_API_KEY = \"test-key\"\nHOME = \"{}\"\n\
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\"\nDISABLE_AUTOUPDATER = \"1\"\n\
+         DISABLE_TELEMETRY = \"1\"\nDISABLE_ERROR_REPORTING = \"1\"\n\
+         CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION = \"false\"\nTOOLHOST_TEST_MARK = \"{mark}\"\n",
+        adapter("claude-agent-acp").display(),
+        home.display(),
+    ));
+}
+
+/// Whether a model request is the agent's main loop (it offers tools), not a side request.
+fn main_loop(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|tools| tools.iter().any(|t| t["name"] == "Bash"))
+}
+
+/// The text of the conversation's last user message.
+fn last_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let Some(last) = messages.iter().rev().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => {
+            blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+fn main_requests(model: &ModelServer) -> Vec<Value> {
+    model.recorded().iter().filter_map(Recorded::json).filter(main_loop).collect()
+}
+
+/// What the editor was asked: (method, params).
+type Asked = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// An editor that reviews (`answer_review`) and answers questions (`answer_question`, or never);
+/// every request it gets is kept.
+fn editor(
+    env: &Env,
+    answer_review: Option<Value>,
+    answer_question: Option<Value>,
+) -> (Client, Asked) {
+    let asked: Asked = Arc::default();
+    let reviews = answer_review.is_some();
+    let handler: RequestHandler = {
+        let asked = Arc::clone(&asked);
+        Arc::new(move |method, params| {
+            asked.lock().unwrap().push((method.to_owned(), params.clone()));
+            let answer = match method {
+                "toolhost/review" => answer_review.clone(),
+                "toolhost/askUser" => answer_question.clone(),
+                _ => return Err((-32601, format!("unhandled {method}"))),
+            };
+            answer.ok_or((NO_REPLY, String::new()))
+        })
+    };
+    let mut client = env.spawn_with(&[], handler);
+    client.timeout = Duration::from_secs(120);
+    let mut toolhost = json!({"askUser": true});
+    if reviews {
+        toolhost["review"] = json!(true);
+    }
+    let capabilities = json!({"experimental": {"toolhost": toolhost}});
+    client.initialize(&env.root, json!({}), capabilities).unwrap();
+    (client, asked)
+}
+
+fn step_cards(client: &Client) -> Vec<Value> {
+    let mut latest: Vec<Value> = Vec::new();
+    for note in client.seen.iter().filter(|n| n["method"] == "toolhost/card") {
+        let card = &note["params"];
+        if card["tool"] != "agent_step" {
+            continue;
+        }
+        match latest.iter_mut().find(|c| c["callId"] == card["callId"]) {
+            Some(seen) => *seen = card.clone(),
+            None => latest.push(card.clone()),
+        }
+    }
+    latest
+}
+
+/// Processes whose environment carries `mark`.
+fn marked_processes(mark: &str) -> Vec<u32> {
+    let needle = format!("TOOLHOST_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|b| *b == 0).any(|var| var == needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < timeout, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn claude_edit_script(root: PathBuf) -> Box<model_server::Script> {
+    let a = root.join("a.txt").display().to_string();
+    Box::new(move |request: &Recorded| {
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::json(&json!({"input_tokens": 10}));
+        }
+        let Some(body) = request.json() else { return Reply::not_found() };
+        if !main_loop(&body) {
+            return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
+        }
+        let last = last_user_text(&body);
+        if last.contains("anything else?") {
+            return anthropic_turn(json!({"type": "text", "text": "Noted."}), "end_turn");
+        }
+        match model_server::anthropic_tool_results(&body) {
+            0 => anthropic_turn(
+                json!({"type": "tool_use", "id": "toolu_read", "name": "Read",
+                       "input": {"file_path": a}}),
+                "tool_use",
+            ),
+            1 => anthropic_turn(
+                json!({"type": "tool_use", "id": "toolu_edit", "name": "Edit",
+                       "input": {"file_path": a, "old_string": A_TXT, "new_string": A_EDITED}}),
+                "tool_use",
+            ),
+            2 => anthropic_turn(
+                json!({"type": "tool_use", "id": "toolu_bash", "name": "Bash",
+                       "input": {"command": "sed -i 's/beta/BETA/' b.txt",
+                                 "description": "Uppercase beta"}}),
+                "tool_use",
+            ),
+            _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
+        }
+    })
+}
+
+#[test]
+fn claude_edits_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
+    let env = Env::new();
+    env.write("a.txt", A_TXT);
+    env.write("b.txt", B_TXT);
+    let home = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(claude_edit_script(env.root.clone()));
+    let mark = format!("edit-{}", std::process::id());
+    configure(&env, &model.base_url(), home.path(), &mark, 60_000);
+    // The edit's review: the first hunk rejected. The shell command's question: "Yes".
+    let review = json!({"accepted": [1]});
+    let yes = json!({"answers": [{"id": "permission", "selected": ["Yes"]}]});
+    let (mut client, asked) = editor(&env, Some(review), Some(yes));
+
+    let agents = client.request("toolhost/listAgents", json!({})).unwrap();
+    let claude = agents["agents"].as_array().unwrap().iter().find(|a| a["name"] == "claude");
+    assert_eq!(claude.unwrap()["installed"], true, "{agents}");
+
+    let first = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "prompt": "edit a.txt and b.txt"}),
+        )
+        .unwrap();
+    assert_eq!(first["stop"], "answered", "{first}");
+    assert_eq!(first["answer"], "Done.", "{first}");
+    let chat = first["chatId"].as_str().unwrap().to_owned();
+
+    // The edit: reviewed before it landed, hunk by hunk; only the accepted hunk is in the file.
+    let reviews: Vec<Value> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "toolhost/review")
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_eq!(reviews.len(), 1, "{reviews:#?}");
+    assert_eq!(reviews[0]["hunks"].as_array().map(Vec::len), Some(2), "{}", reviews[0]);
+    assert_eq!(reviews[0]["caller"], "Claude Code", "{}", reviews[0]);
+    assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), A_REVIEWED);
+    // The shell command: asked as a question with the agent's options, and run.
+    let questions: Vec<Value> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "toolhost/askUser")
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_eq!(questions.len(), 1, "{questions:#?}");
+    assert_eq!(questions[0]["intent"], "permission");
+    assert_eq!(std::fs::read_to_string(env.root.join("b.txt")).unwrap(), "alpha\nBETA\ngamma\n");
+
+    // Their cards: diffs by the agent, drawn from the steps' recorded changes.
+    let cards = step_cards(&client);
+    let edit =
+        cards.iter().find(|c| c["title"] == "Edit a.txt").unwrap_or_else(|| panic!("{cards:#?}"));
+    assert_eq!(edit["status"], "completed", "{edit}");
+    assert_eq!(edit["kind"], "diff", "{edit}");
+    assert_eq!(edit["caller"], "Claude Code");
+    assert_eq!(edit["hunks"].as_array().unwrap().len(), 1, "only the accepted hunk: {edit}");
+    let sed = cards
+        .iter()
+        .find(|c| c["title"].as_str().is_some_and(|t| t.contains("sed -i")))
+        .unwrap_or_else(|| panic!("{cards:#?}"));
+    assert_eq!(sed["kind"], "diff", "{sed}");
+    assert!(sed["rendered"].as_str().unwrap().contains("+BETA"), "{sed}");
+
+    // The agent is told about the rejected hunk with its next prompt.
+    let second = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "chatId": chat, "prompt": "anything else?"}),
+        )
+        .unwrap();
+    assert_eq!(second["answer"], "Noted.", "{second}");
+    let told = main_requests(&model)
+        .iter()
+        .any(|body| last_user_text(body).contains("rejected 1 hunk(s) of your edit"));
+    assert!(told, "the agent was not told of the rejected hunk");
+
+    // Revert from the shell step's card.
+    let call_id = sed["callId"].as_str().unwrap();
+    let reverted = client.call_tool("revert", json!({"call_id": call_id})).unwrap();
+    assert_ne!(reverted["isError"], true, "{reverted}");
+    assert_eq!(std::fs::read_to_string(env.root.join("b.txt")).unwrap(), B_TXT);
+
+    // Replay shows the same steps.
+    let replay = client.request("toolhost/listSessions", json!({})).unwrap();
+    let session = replay["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let replayed = client.request("toolhost/replaySession", json!({"sessionId": session})).unwrap();
+    let replayed_sed = replayed["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["callId"] == sed["callId"])
+        .cloned()
+        .unwrap();
+    assert_eq!(replayed_sed["rendered"], sed["rendered"]);
+
+    assert!(!marked_processes(&mark).is_empty(), "the agent runs while the editor is open");
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+}
+
+fn claude_wait_script(root: PathBuf, hang: Arc<Mutex<bool>>) -> Box<model_server::Script> {
+    let c = root.join("c.txt").display().to_string();
+    Box::new(move |request: &Recorded| {
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::json(&json!({"input_tokens": 10}));
+        }
+        let Some(body) = request.json() else { return Reply::not_found() };
+        if !main_loop(&body) {
+            return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
+        }
+        let last = last_user_text(&body);
+        if last.contains("take your time") && *hang.lock().unwrap() {
+            // The agent is killed while it waits for this answer.
+            std::thread::sleep(Duration::from_secs(20));
+            return Reply::not_found();
+        }
+        if last.contains("go on") {
+            return anthropic_turn(json!({"type": "text", "text": "Going on."}), "end_turn");
+        }
+        match model_server::anthropic_tool_results(&body) {
+            0 => anthropic_turn(
+                json!({"type": "tool_use", "id": "toolu_touch", "name": "Bash",
+                       "input": {"command": format!("touch {c}"), "description": "Create c.txt"}}),
+                "tool_use",
+            ),
+            _ => anthropic_turn(json!({"type": "text", "text": "It was not allowed."}), "end_turn"),
+        }
+    })
+}
+
+#[test]
+fn an_unanswered_permission_is_cancelled_and_a_killed_agent_is_started_again() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let hang = Arc::new(Mutex::new(true));
+    let model = ModelServer::start(claude_wait_script(env.root.clone(), Arc::clone(&hang)));
+    let mark = format!("wait-{}", std::process::id());
+    configure(&env, &model.base_url(), home.path(), &mark, 1_500);
+    // Nobody answers questions.
+    let (mut client, asked) = editor(&env, None, None);
+
+    let started = Instant::now();
+    let first = client
+        .request("toolhost/agentPrompt", json!({"agent": "claude", "prompt": "create c.txt"}))
+        .unwrap();
+    assert_eq!(first["stop"], "answered", "{first}");
+    assert_eq!(first["answer"], "It was not allowed.", "{first}");
+    assert!(started.elapsed() >= Duration::from_millis(1_500));
+    assert!(!env.root.join("c.txt").exists(), "the command did not run");
+    let asked_once = asked.lock().unwrap().iter().filter(|(m, _)| m == "toolhost/askUser").count();
+    assert_eq!(asked_once, 1);
+    let cards = step_cards(&client);
+    assert_eq!(cards.len(), 1, "{cards:#?}");
+    assert_eq!(cards[0]["status"], "failed", "{}", cards[0]);
+    let chat = first["chatId"].as_str().unwrap().to_owned();
+
+    // Killed mid-turn: the prompt fails, saying so.
+    let request = server::raw_request(
+        json!("slow"),
+        "toolhost/agentPrompt",
+        json!({"agent": "claude", "chatId": chat, "prompt": "take your time"}),
+    );
+    client.write_raw(&request).unwrap();
+    wait_until("the agent asks the model", Duration::from_secs(60), || {
+        main_requests(&model).iter().any(|b| last_user_text(b).contains("take your time"))
+    });
+    let agent_pids = marked_processes(&mark);
+    assert!(!agent_pids.is_empty());
+    for pid in &agent_pids {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    *hang.lock().unwrap() = false;
+    let failed = server::wait_response(&mut client, &json!("slow"), Duration::from_secs(60))
+        .expect("the prompt answers");
+    assert_eq!(failed["result"]["stop"], "failed", "{failed}");
+    assert!(failed["result"]["error"].as_str().unwrap().starts_with("AGENT_EXITED"), "{failed}");
+
+    // The next prompt starts it again: its session loaded, the conversation goes on.
+    let next = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "chatId": chat, "prompt": "go on"}),
+        )
+        .unwrap();
+    assert_eq!(next["answer"], "Going on.", "{next}");
+    let last = main_requests(&model).into_iter().last().unwrap();
+    let history = last["messages"].to_string();
+    assert!(
+        history.contains("create c.txt"),
+        "the restarted agent has the conversation: {history}"
+    );
+
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+}
