@@ -9,7 +9,9 @@
 //! closes.
 #![allow(clippy::unwrap_used)]
 
-use crate::model_server::{self, ModelServer, Recorded, Reply, anthropic_turn};
+use crate::model_server::{
+    self, ModelServer, Recorded, Reply, anthropic_turn, codex_outputs, responses_stream,
+};
 use crate::server::{self, Env, workspace_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -92,6 +94,12 @@ fn editor(
             asked.lock().unwrap().push((method.to_owned(), params.clone()));
             let answer = match method {
                 "toolhost/review" => answer_review.clone(),
+                // `"first"`: the first option of the question, whatever it is called.
+                "toolhost/askUser" if answer_question == Some(json!("first")) => {
+                    let question = &params["questions"][0];
+                    let label = question["options"][0]["label"].clone();
+                    Some(json!({"answers": [{"id": question["id"], "selected": [label]}]}))
+                }
                 "toolhost/askUser" => answer_question.clone(),
                 _ => return Err((-32601, format!("unhandled {method}"))),
             };
@@ -381,6 +389,123 @@ fn an_unanswered_permission_is_cancelled_and_a_killed_agent_is_started_again() {
         history.contains("create c.txt"),
         "the restarted agent has the conversation: {history}"
     );
+
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+}
+
+/// `[acp.agents.codex]`: the adapter with its own `CODEX_HOME` pointing Codex at the scripted
+/// Responses server, in its `read-only` mode (it asks before each patch and each command that
+/// leaves its sandbox).
+fn configure_codex(env: &Env, base: &str, home: &Path, mark: &str) {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model_provider = \"fake\"\nmodel = \"gpt-5\"\n\n[model_providers.fake]\nname = \"fake\"\n\
+             base_url = \"{base}/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
+        ),
+    )
+    .unwrap();
+    env.write_user_config(&format!(
+        "[acp]\noffer_toolhost = false\n\n\
+         [acp.agents.codex]\ncommand = \"{}\"\nmode = \"read-only\"\n\n\
+         [acp.agents.codex.env]\nCODEX_HOME = \"{}\"\nFAKE_KEY = \"test-key\"\nHOME = \"{}\"\n\
+         NO_BROWSER = \"1\"\nTOOLHOST_TEST_MARK = \"{mark}\"\n",
+        adapter("codex-acp").display(),
+        codex_home.display(),
+        home.display(),
+    ));
+}
+
+/// Codex's patch of a.txt (lines 1 and 12: two hunks) through its `exec_command`, then a `sed`
+/// of b.txt that asks to leave the sandbox.
+fn codex_edit_script(root: PathBuf) -> Box<model_server::Script> {
+    Box::new(move |request: &Recorded| {
+        if !request.path.ends_with("/responses") {
+            return Reply::json(&json!({"data": [], "models": []}));
+        }
+        let Some(body) = request.json() else { return Reply::not_found() };
+        let offers_exec = body["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "exec_command"));
+        let text = |text: &str| {
+            responses_stream(json!({"type": "message", "role": "assistant", "id": "msg_scripted",
+                "content": [{"type": "output_text", "text": text}]}))
+        };
+        if !offers_exec {
+            return text("{\"title\": \"Edits\"}");
+        }
+        let exec = |id: &str, args: Value| {
+            responses_stream(json!({"type": "function_call", "name": "exec_command",
+                "arguments": args.to_string(), "call_id": id}))
+        };
+        let workdir = root.display().to_string();
+        match codex_outputs(&body).len() {
+            0 => exec(
+                "call_patch",
+                json!({"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n two\n@@\n eleven\n-twelve\n+TWELVE\n*** End Patch\nEOF",
+                       "workdir": workdir}),
+            ),
+            1 => exec(
+                "call_sed",
+                json!({"cmd": "sed -i 's/beta/BETA/' b.txt", "workdir": workdir,
+                       "sandbox_permissions": "require_escalated",
+                       "justification": "Uppercase beta in b.txt"}),
+            ),
+            _ => text("Done."),
+        }
+    })
+}
+
+#[test]
+fn codex_patches_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
+    let env = Env::new();
+    env.write("a.txt", A_TXT);
+    env.write("b.txt", B_TXT);
+    let home = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(codex_edit_script(env.root.clone()));
+    let mark = format!("codex-{}", std::process::id());
+    configure_codex(&env, &model.base_url(), home.path(), &mark);
+    let (mut client, asked) = editor(&env, Some(json!({"accepted": [1]})), Some(json!("first")));
+
+    let first = client
+        .request("toolhost/agentPrompt", json!({"agent": "codex", "prompt": "edit a.txt and b.txt"}))
+        .unwrap();
+    assert_eq!(first["stop"], "answered", "{first}");
+    let reviews: Vec<Value> = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "toolhost/review")
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_eq!(reviews.len(), 1, "{:#?}", asked.lock().unwrap());
+    assert_eq!(reviews[0]["hunks"].as_array().map(Vec::len), Some(2), "{}", reviews[0]);
+    assert_eq!(reviews[0]["caller"], "Codex", "{}", reviews[0]);
+    assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), A_REVIEWED);
+    assert_eq!(std::fs::read_to_string(env.root.join("b.txt")).unwrap(), "alpha\nBETA\ngamma\n");
+
+    let cards = step_cards(&client);
+    let patch = cards
+        .iter()
+        .find(|c| c["locations"][0]["path"].as_str().is_some_and(|p| p.ends_with("a.txt")))
+        .unwrap_or_else(|| panic!("{cards:#?}"));
+    assert_eq!(patch["kind"], "diff", "{patch}");
+    assert_eq!(patch["caller"], "Codex");
+    assert_eq!(patch["hunks"].as_array().unwrap().len(), 1, "only the accepted hunk: {patch}");
+    let sed = cards
+        .iter()
+        .find(|c| c["title"].as_str().is_some_and(|t| t.contains("sed -i")))
+        .unwrap_or_else(|| panic!("{cards:#?}"));
+    assert_eq!(sed["kind"], "diff", "{sed}");
+    let call_id = sed["callId"].as_str().unwrap();
+    let reverted = client.call_tool("revert", json!({"call_id": call_id})).unwrap();
+    assert_ne!(reverted["isError"], true, "{reverted}");
+    assert_eq!(std::fs::read_to_string(env.root.join("b.txt")).unwrap(), B_TXT);
 
     client.shutdown().unwrap();
     wait_until("no agent process is left", Duration::from_secs(20), || {

@@ -228,35 +228,6 @@ fn claude_code_edits_through_toolhost_and_the_editor_shows_it() {
 
 // ---------------------------------------------------------------- Codex
 
-fn responses_stream(item: Value) -> Reply {
-    Reply::sse(&[
-        (
-            Some("response.created"),
-            json!({"type": "response.created", "response": {"id": "resp_scripted"}}),
-        ),
-        (
-            Some("response.output_item.done"),
-            json!({"type": "response.output_item.done", "item": item}),
-        ),
-        (
-            Some("response.completed"),
-            json!({"type": "response.completed", "response": {"id": "resp_scripted", "usage": {
-                "input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
-                "output_tokens_details": null, "total_tokens": 15}}}),
-        ),
-    ])
-}
-
-fn codex_outputs(body: &Value) -> Vec<Value> {
-    body["input"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["type"] == "function_call_output")
-        .cloned()
-        .collect()
-}
-
 fn codex_script(root: PathBuf) -> Box<model_server::Script> {
     Box::new(move |request: &Recorded| {
         if !request.path.ends_with("/responses") {
@@ -267,14 +238,14 @@ fn codex_script(root: PathBuf) -> Box<model_server::Script> {
             json!({"type": "function_call", "namespace": "mcp__toolhost", "name": name,
                    "arguments": arguments.to_string(), "call_id": id})
         };
-        match codex_outputs(&body).len() {
-            0 => responses_stream(call(
+        match model_server::codex_outputs(&body).len() {
+            0 => model_server::responses_stream(call(
                 "call_read",
                 "read",
                 json!({"file_path": root.join("greet.rs").display().to_string()}),
             )),
-            1 => responses_stream(call("call_edit", "edit", edit_args(&root))),
-            _ => responses_stream(json!({"type": "message", "role": "assistant", "id": "msg_done",
+            1 => model_server::responses_stream(call("call_edit", "edit", edit_args(&root))),
+            _ => model_server::responses_stream(json!({"type": "message", "role": "assistant", "id": "msg_done",
                 "content": [{"type": "output_text", "text": "Done."}]})),
         }
     })
@@ -322,10 +293,10 @@ fn codex_edits_through_toolhost_and_the_editor_shows_it() {
         .recorded()
         .iter()
         .filter_map(Recorded::json)
-        .rfind(|b| codex_outputs(b).len() >= 2)
+        .rfind(|b| model_server::codex_outputs(b).len() >= 2)
         .expect("a request after both tool calls");
     let outputs: Vec<String> =
-        codex_outputs(&last).iter().map(|o| o["output"].to_string()).collect();
+        model_server::codex_outputs(&last).iter().map(|o| o["output"].to_string()).collect();
     assert!(
         outputs[0].contains("<content>") && outputs[0].contains("1: fn greet()"),
         "{outputs:?}"

@@ -207,3 +207,36 @@ pub fn anthropic_tool_results(body: &Value) -> usize {
         .filter(|c| c["type"] == "tool_result")
         .count()
 }
+
+// ---------------------------------------------------------------- OpenAI Responses
+
+/// The OpenAI Responses stream of one output item.
+pub fn responses_stream(item: Value) -> Reply {
+    Reply::sse(&[
+        (
+            Some("response.created"),
+            json!({"type": "response.created", "response": {"id": "resp_scripted"}}),
+        ),
+        (
+            Some("response.output_item.done"),
+            json!({"type": "response.output_item.done", "item": item}),
+        ),
+        (
+            Some("response.completed"),
+            json!({"type": "response.completed", "response": {"id": "resp_scripted", "usage": {
+                "input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
+                "output_tokens_details": null, "total_tokens": 15}}}),
+        ),
+    ])
+}
+
+/// The function call outputs of the conversation so far.
+pub fn codex_outputs(body: &Value) -> Vec<Value> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output")
+        .cloned()
+        .collect()
+}

@@ -509,18 +509,30 @@ impl Chat {
         review.force_review(call_id);
         let mut partial = Vec::new();
         let (mut accepted_any, mut rejected_any) = (false, false);
+        // An agent may show one file's edit in several pieces (one per hunk): applied in turn.
+        let mut files: Vec<(String, Vec<(Option<String>, String)>)> = Vec::new();
         for (path, old_text, new_text) in proposals {
+            match files.iter_mut().find(|(p, _)| *p == path) {
+                Some((_, pieces)) => pieces.push((old_text, new_text)),
+                None => files.push((path, vec![(old_text, new_text)])),
+            }
+        }
+        for (path, pieces) in files {
             let current = self.host.workspace().disk_bytes(&path).await.ok()?;
             let current = current.map(|b| String::from_utf8_lossy(&b).replace("\r\n", "\n"));
             let before = current.clone().unwrap_or_default();
-            let after = match (&old_text, &current) {
-                (None, _) => new_text.clone(),
-                (Some(old), Some(now)) if now == old => new_text.clone(),
-                (Some(old), Some(now)) if !old.is_empty() && now.contains(old.as_str()) => {
-                    now.replacen(old.as_str(), &new_text, 1)
-                }
-                _ => return None,
-            };
+            let mut after = before.clone();
+            for (old_text, new_text) in pieces {
+                after = match old_text {
+                    None => new_text,
+                    Some(old) if after == old => new_text,
+                    Some(old) if !old.is_empty() && after.contains(old.as_str()) => {
+                        after.replacen(old.as_str(), &new_text, 1)
+                    }
+                    // The pieces do not fit the file: nothing to review hunk by hunk.
+                    Some(_) => return None,
+                };
+            }
             let change = Change::new(&before, &after);
             if change.hunk_count() == 0 {
                 continue;
