@@ -6,8 +6,9 @@
 // colours of terminal output, set through the CSSOM because the CSP allows no style attributes.
 // Question forms (`toolhost/askUser`, drawn by ask.ts): the page runs their keys and reports the
 // raw state of a form (checked labels, typed text) with the person's decision; the extension turns
-// that into the answer. The chat with toolhost's agent (chat.ts): the page sends the prompt (Enter;
-// Shift+Enter is a new line), Stop (Esc), New chat and the mode picked; the extension sends the
+// that into the answer. The chat with an agent (chat.ts): the page sends the prompt (Enter;
+// Shift+Enter is a new line), Stop (Esc), New chat, the agent and the mode picked; the extension
+// sends the agent select's options (locked while a chat goes on: it stays with its agent) and the
 // transcript's exchanges as they stream, which the page places, keeping what a person unfolded
 // and following the end of the transcript while it is scrolled there. A tool line of the
 // transcript scrolls its card into view. A card made under another one (a program's nested call)
@@ -26,6 +27,7 @@
   const chatLog = document.getElementById('chat-log');
   const chatInput = /** @type {HTMLTextAreaElement | null} */ (document.getElementById('chat-input'));
   const chatMode = /** @type {HTMLSelectElement | null} */ (document.getElementById('chat-mode'));
+  const chatAgent = /** @type {HTMLSelectElement | null} */ (document.getElementById('chat-agent'));
   const chatSend = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-send'));
   const chatStop = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-stop'));
   const chatNew = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-new'));
@@ -326,6 +328,12 @@
     } else if (message.type === 'chatX') {
       placeChat(message.key, message.html || '');
       chatState(message.running === true, message.stopping === true);
+    } else if (message.type === 'chatAgents') {
+      if (chatAgent) {
+        chatAgent.replaceChildren(fragment(message.html || ''));
+        chatAgent.disabled = message.locked === true;
+        chatAgent.title = typeof message.title === 'string' ? message.title : '';
+      }
     } else if (message.type === 'chatFocus') {
       if (chatInput) {
         chatInput.focus();
@@ -417,7 +425,7 @@
     }
     chatInput.value = '';
     chatState(true, false);
-    vscode.postMessage({ action: 'chat', op: 'send', prompt, mode: chatMode ? chatMode.value : '' });
+    vscode.postMessage({ action: 'chat', op: 'send', prompt, mode: chatMode ? chatMode.value : '', agent: chatAgent ? chatAgent.value : '' });
   }
 
   function stopPrompt() {
@@ -447,6 +455,7 @@
     chatInput?.focus();
   });
   chatMode?.addEventListener('change', () => vscode.postMessage({ action: 'chat', op: 'mode', mode: chatMode.value }));
+  chatAgent?.addEventListener('change', () => vscode.postMessage({ action: 'chat', op: 'agent', agent: chatAgent.value }));
 
   /** A tool line of the transcript: its card scrolled into view and focused. */
   function showCard(callId) {

@@ -1,5 +1,6 @@
-// toolhost's own agent over the editor's connection (docs/agent.md, docs/protocol.md): the
-// permission modes, `toolhost/agentPrompt` (a prompt, and how its run ended) and the
+// The agents over the editor's connection (docs/agent.md, docs/protocol.md): toolhost's own and
+// the ACP agents `toolhost serve` hosts (Claude Code, Codex, …; `toolhost/listAgents`), the own
+// agent's permission modes, `toolhost/agentPrompt` (a prompt, and how its run ended) and the
 // `toolhost/agentUpdate` notifications a running prompt streams, with the checks that turn what
 // arrives into them. Pure: no `vscode` import, so `node --test` covers it.
 
@@ -10,13 +11,56 @@ import { isObject } from './guards';
 export const AGENT_MODES = ['ask', 'accept-edits', 'plan', 'auto'] as const;
 export type AgentMode = (typeof AGENT_MODES)[number];
 
-/** `toolhost/agentPrompt` params: a prompt for toolhost's own agent, continuing chat `chatId` when
- * given; `mode` and `model` override `[agent]` for this prompt. */
+/** The name of toolhost's own agent in `toolhost/agentPrompt`'s `agent` (absent means it too). */
+export const OWN_AGENT = 'toolhost';
+
+/** `toolhost/agentPrompt` params: a prompt, continuing chat `chatId` when given; `agent` names a
+ * hosted agent of `toolhost/listAgents` (absent: toolhost's own); `mode` and `model` override
+ * `[agent]` for this prompt of the own agent. */
 export interface AgentPromptParams {
   prompt: string;
   chatId?: string;
+  agent?: string;
   mode?: AgentMode;
   model?: string;
+}
+
+/** One agent of `toolhost/listAgents`: a hosted ACP agent, known to toolhost or configured as
+ * `[acp.agents.<name>]`. */
+export interface HostedAgentInfo {
+  name: string;
+  /** What the chat calls it: `Claude Code`. */
+  title: string;
+  command: string;
+  /** Whether its adapter was found; if not, `package` says what to install. */
+  installed: boolean;
+  /** The npm package of its adapter: `@agentclientprotocol/claude-agent-acp`. */
+  package?: string;
+  configured: boolean;
+}
+
+/** `toolhost/listAgents` result: the agents that are valid, in the server's order (an entry
+ * without a name is dropped; a missing title is the name). */
+export function asHostedAgents(raw: unknown): HostedAgentInfo[] {
+  const list = isObject(raw) && Array.isArray(raw.agents) ? raw.agents : [];
+  const agents: HostedAgentInfo[] = [];
+  for (const entry of list) {
+    if (!isObject(entry) || typeof entry.name !== 'string' || entry.name === '' || entry.name === OWN_AGENT) {
+      continue;
+    }
+    const agent: HostedAgentInfo = {
+      name: entry.name,
+      title: typeof entry.title === 'string' && entry.title !== '' ? entry.title : entry.name,
+      command: typeof entry.command === 'string' ? entry.command : '',
+      installed: entry.installed === true,
+      configured: entry.configured === true,
+    };
+    if (typeof entry.package === 'string' && entry.package !== '') {
+      agent.package = entry.package;
+    }
+    agents.push(agent);
+  }
+  return agents;
 }
 
 /** Tokens of one model request, or of a run (summed). */
@@ -46,6 +90,21 @@ export interface AgentPromptResult {
   error?: string;
 }
 
+/** One entry of a hosted agent's plan (ACP's plan entries). `status` is `pending`, `in_progress`
+ * or `completed`, `priority` `high`, `medium` or `low`; a newer agent's others are shown by name. */
+export interface PlanEntry {
+  content: string;
+  status: string;
+  priority: string;
+}
+
+/** What a hosted agent's turn cost so far (ACP's `UsageUpdate.cost`). */
+export interface ContextCost {
+  amount: number;
+  /** ISO 4217: `USD`. */
+  currency: string;
+}
+
 /** One `toolhost/agentUpdate`: what a running prompt streams, in order. */
 export type AgentUpdate =
   | { type: 'text'; text: string }
@@ -54,7 +113,11 @@ export type AgentUpdate =
   | { type: 'toolResult'; callId: string; name: string; isError: boolean; text: string; card?: Card }
   | ({ type: 'usage' } & AgentTokens)
   | { type: 'compaction'; tokensBefore: number; tokensAfter: number; pruned: number; summarized: boolean }
-  | { type: 'retry'; attempt: number; delayMs: number; reason: string };
+  | { type: 'retry'; attempt: number; delayMs: number; reason: string }
+  /** A hosted agent's plan, whole each time (the latest replaces the earlier). */
+  | { type: 'plan'; entries: PlanEntry[] }
+  /** A hosted agent's context window: `used` of `size` tokens. */
+  | { type: 'context'; used: number; size: number; cost?: ContextCost };
 
 export interface AgentUpdateParams {
   chatId: string;
@@ -113,9 +176,49 @@ export function asAgentUpdate(raw: unknown): AgentUpdate | undefined {
       };
     case 'retry':
       return { type: 'retry', attempt: nonNegative(raw.attempt), delayMs: nonNegative(raw.delayMs), reason: str(raw.reason) };
+    case 'plan':
+      return asPlan(raw.entries);
+    case 'context':
+      return asContext(raw);
     default:
       return undefined;
   }
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
+}
+
+/** A plan update: the entries must be a list; an entry without text is dropped (it would be an
+ * empty line), a missing status or priority is `pending` / `medium`. */
+function asPlan(raw: unknown): AgentUpdate | undefined {
+  if (!Array.isArray(raw)) {
+    return undefined;
+  }
+  const entries: PlanEntry[] = [];
+  for (const entry of raw) {
+    if (isObject(entry) && typeof entry.content === 'string' && entry.content.trim() !== '') {
+      entries.push({
+        content: entry.content,
+        status: typeof entry.status === 'string' && entry.status !== '' ? entry.status : 'pending',
+        priority: typeof entry.priority === 'string' && entry.priority !== '' ? entry.priority : 'medium',
+      });
+    }
+  }
+  return { type: 'plan', entries };
+}
+
+/** A context update: `used` and `size` must be counts (a line of nonsense numbers helps no one); a
+ * cost without an amount or a currency is left out. */
+function asContext(raw: Record<string, unknown>): AgentUpdate | undefined {
+  if (!isCount(raw.used) || !isCount(raw.size)) {
+    return undefined;
+  }
+  const cost = raw.cost;
+  if (isObject(cost) && typeof cost.amount === 'number' && Number.isFinite(cost.amount) && typeof cost.currency === 'string' && cost.currency !== '') {
+    return { type: 'context', used: raw.used, size: raw.size, cost: { amount: cost.amount, currency: cost.currency } };
+  }
+  return { type: 'context', used: raw.used, size: raw.size };
 }
 
 /** `toolhost/agentUpdate` params, or undefined for junk (or an update kind this client does not

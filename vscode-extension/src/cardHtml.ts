@@ -49,8 +49,9 @@ function statusIcon(card: Card): string {
   return `<span class="status-icon"${attr('aria-label', label)} role="img">${glyph}</span>`;
 }
 
-/** The agent that made the call through `toolhost mcp` (the title line's ` · <caller>`): a small
- * badge after the status; nothing for the editor's own calls. */
+/** The agent that made the call — through `toolhost mcp`, or a step of an agent toolhost hosts (the
+ * title line's ` · <caller>`): a small badge after the status; nothing for the editor's own
+ * calls. */
 function callerHtml(card: Card): string {
   const caller = cardCaller(card);
   if (caller === undefined) {
@@ -58,7 +59,7 @@ function callerHtml(card: Card): string {
   }
   return (
     `<span class="card-sep"> · </span>` +
-    `<span class="card-caller"${attr('title', `called by ${caller} (an MCP client, through toolhost mcp)`)}>${escapeHtml(caller)}</span>`
+    `<span class="card-caller"${attr('title', `called by ${caller}`)}>${escapeHtml(caller)}</span>`
   );
 }
 

@@ -1,14 +1,17 @@
-// The chat with toolhost's own agent in the panel (docs/agent.md, "In VS Code"): the transcript of
+// The chat with an agent in the panel (docs/agent.md, "In VS Code") — toolhost's own, or an ACP
+// agent toolhost hosts (agentPicker.ts), the same agent for the whole chat: the transcript of
 // one chat — each prompt the person sent, and what the run answered as `toolhost/agentUpdate`
 // streamed it: the model's text (appended, shown as markdown), its reasoning (folded), one line
-// per tool call that leads to the call's card, retries and compactions — and, when the run ended,
+// per tool call that leads to the call's card, retries and compactions, a hosted agent's plan (a
+// checklist, the latest replacing the earlier) and context window — and, when the run ended,
 // why (unless it answered), a failed run's error, and a footer with the tokens and the cost. Also
 // the chat box's HTML. Everything from the model or a tool is escaped. Pure: no `vscode` import,
 // so `node --test` covers it; chatView.ts sends the requests and feeds the updates in.
 
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
-import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdateParams } from './agentProtocol';
+import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdateParams, type ContextCost, type PlanEntry } from './agentProtocol';
+import { agentOptionsHtml, agentSelectTitle, OWN_CHAT_AGENT, type AgentPicker, type ChatAgent } from './agentPicker';
 
 /** A call of the agent, as a line of the transcript (its card is in the panel's feed). */
 export interface ChatToolLine {
@@ -28,19 +31,34 @@ export type ChatItem =
   | { kind: 'reasoning'; text: string }
   | ChatToolLine
   /** A retry of a model request, a compaction, the server's restart. */
-  | { kind: 'note'; text: string };
+  | { kind: 'note'; text: string }
+  /** A hosted agent's plan: one per exchange, the latest. */
+  | { kind: 'plan'; entries: PlanEntry[] };
+
+/** A hosted agent's context window, as its latest `context` update said. */
+export interface ChatContext {
+  used: number;
+  size: number;
+  cost?: ContextCost;
+}
 
 /** One prompt and its run. `running` until the request is answered; `stopping` after Stop, until
  * the request is answered as cancelled. */
 export interface ChatExchange {
   key: string;
   prompt: string;
+  /** The agent that answers (the chat's). */
+  agent: ChatAgent;
+  /** The first exchange of the chat: it says which agent answers. */
+  startsChat: boolean;
   /** The mode chosen for this prompt (none: the server's `[agent] mode`). */
   mode?: AgentMode;
   state: 'running' | 'stopping' | 'done';
   items: ChatItem[];
   /** The tokens of the model requests so far (the `usage` updates, summed). */
   usage: AgentTokens;
+  /** A hosted agent's context window, the latest. */
+  context?: ChatContext;
   runId?: string;
   /** The request's answer (a run that ended by itself). */
   result?: AgentPromptResult;
@@ -62,10 +80,13 @@ function firstLine(text: string): string {
   return (text.split('\n').find((l) => l.trim() !== '') ?? '').trim();
 }
 
-/** The transcript of one chat and the chat's id on the server (known once the server named it,
- * in the first update or the first answer). One prompt runs at a time. */
+/** The transcript of one chat, the agent it is with (from its first prompt on) and the chat's id on
+ * the server (known once the server named it, in the first update or the first answer). One prompt
+ * runs at a time. */
 export class ChatState {
   chatId: string | undefined;
+  /** The agent of the chat; undefined until its first prompt (then New chat may pick another). */
+  agent: ChatAgent | undefined;
   readonly exchanges: ChatExchange[] = [];
   private next = 1;
 
@@ -79,14 +100,19 @@ export class ChatState {
     return this.exchanges.find((x) => x.key === key);
   }
 
-  /** A new prompt; throws while another one runs (the server answers one prompt per chat). */
-  begin(prompt: string, mode?: AgentMode): ChatExchange {
+  /** A new prompt; throws while another one runs (the server answers one prompt per chat). The
+   * chat's first prompt sets its agent (`agent`, else the own one); a later prompt goes to the chat's
+   * agent whatever `agent` says. */
+  begin(prompt: string, mode?: AgentMode, agent?: ChatAgent): ChatExchange {
     if (this.running) {
       throw new Error('the agent is still answering the last prompt: stop it first');
     }
+    this.agent ??= { ...(agent ?? OWN_CHAT_AGENT) };
     const exchange: ChatExchange = {
       key: `x${this.next++}`,
       prompt,
+      agent: this.agent,
+      startsChat: this.exchanges.length === 0,
       state: 'running',
       items: [],
       usage: { ...ZERO_TOKENS },
@@ -174,6 +200,19 @@ export class ChatState {
         });
         x.attemptStart = x.items.length;
         break;
+      case 'plan': {
+        // The whole plan each time: the checklist stays where it first appeared, updated.
+        const plan = x.items.find((i) => i.kind === 'plan');
+        if (plan) {
+          plan.entries = update.entries;
+        } else {
+          x.items.push({ kind: 'plan', entries: update.entries });
+        }
+        break;
+      }
+      case 'context':
+        x.context = update.cost ? { used: update.used, size: update.size, cost: update.cost } : { used: update.used, size: update.size };
+        break;
     }
     return x;
   }
@@ -242,10 +281,11 @@ export class ChatState {
     return last;
   }
 
-  /** New chat: an empty transcript and no chat id. */
+  /** New chat: an empty transcript, no chat id and no agent yet. */
   clear(): void {
     this.exchanges.length = 0;
     this.chatId = undefined;
+    this.agent = undefined;
   }
 }
 
@@ -267,6 +307,17 @@ export function formatCost(cost: number): string {
  * requests' counts so far. */
 export function exchangeUsage(x: ChatExchange): AgentTokens {
   return x.result?.usage ?? x.usage;
+}
+
+/** A hosted agent's context window: `12,345 / 200,000 tokens · $0.0123` (the cost when given; in
+ * another currency `0.0123 EUR`). */
+export function contextText(context: ChatContext): string {
+  const used = `${tokens(context.used)} / ${tokens(context.size)} tokens`;
+  if (!context.cost) {
+    return used;
+  }
+  const cost = context.cost.currency === 'USD' ? formatCost(context.cost.amount) : `${context.cost.amount.toFixed(4)} ${context.cost.currency}`;
+  return `${used} · ${cost}`;
 }
 
 /** The footer: `2 turns · 250 tokens in · 20 out · 0 cached · $0.0003` (turns and cost once the
@@ -326,6 +377,17 @@ export function errorText(x: ChatExchange): string | undefined {
 }
 
 const TOOL_MARK: Record<ChatToolLine['status'], string> = { pending: '→', completed: '✓', failed: '✗' };
+/** A plan entry's mark by status; a status of a newer agent gets none. */
+const PLAN_MARK: Record<string, string> = { pending: '○', in_progress: '◐', completed: '✓' };
+
+function planHtml(entries: PlanEntry[]): string {
+  const lines = entries.map(
+    (e) =>
+      `<li class="chat-plan-entry" data-status="${escapeHtml(e.status)}" data-priority="${escapeHtml(e.priority)}">` +
+      `<span class="chat-plan-mark" aria-label="${escapeHtml(e.status.replace('_', ' '))}">${PLAN_MARK[e.status] ?? '·'}</span> ${escapeHtml(e.content)}</li>`,
+  );
+  return `<div class="chat-plan"><div class="chat-plan-title">Plan</div><ul>${lines.join('')}</ul></div>`;
+}
 
 function itemHtml(item: ChatItem, index: number): string {
   switch (item.kind) {
@@ -346,6 +408,8 @@ function itemHtml(item: ChatItem, index: number): string {
     }
     case 'note':
       return `<div class="chat-note">${escapeHtml(item.text)}</div>`;
+    case 'plan':
+      return planHtml(item.entries);
   }
 }
 
@@ -362,14 +426,18 @@ export function exchangeHtml(x: ChatExchange): string {
   const structured =
     x.result?.structured !== undefined ? `<pre class="chat-structured json">${escapeHtml(JSON.stringify(x.result.structured, null, 2))}</pre>` : '';
   const footer = footerText(x);
+  const context = x.context ? `<div class="chat-context">${escapeHtml(contextText(x.context))}</div>` : '';
+  const head = x.startsChat ? `<div class="chat-head" data-agent="${escapeHtml(x.agent.name)}">Chat with ${escapeHtml(x.agent.title)}</div>` : '';
   const stopAttr = x.result ? ` data-stop="${escapeHtml(x.result.stop)}"` : x.cancelled ? ' data-stop="cancelled"' : x.error !== undefined ? ' data-stop="failed"' : '';
   return (
-    `<article class="chat-x" data-chat-key="${escapeHtml(x.key)}" data-state="${x.state}"${stopAttr}>` +
+    `<article class="chat-x" data-chat-key="${escapeHtml(x.key)}" data-state="${x.state}" data-agent="${escapeHtml(x.agent.name)}"${stopAttr}>` +
+    head +
     `<div class="chat-user"><div class="chat-who">You${mode}</div><div class="chat-prompt">${escapeHtml(x.prompt)}</div></div>` +
-    `<div class="chat-agent"><div class="chat-who">toolhost agent</div>${items}${working}` +
+    `<div class="chat-agent"><div class="chat-who">${escapeHtml(x.agent.title)}</div>${items}${working}` +
     (stop ? `<div class="chat-stop">${escapeHtml(stop)}</div>` : '') +
     (error ? `<div class="chat-error" role="alert">${escapeHtml(error)}</div>` : '') +
     structured +
+    context +
     (footer ? `<div class="chat-footer">${escapeHtml(footer)}</div>` : '') +
     `</div></article>`
   );
@@ -380,9 +448,10 @@ export function chatLogHtml(state: ChatState): string {
   return state.exchanges.map(exchangeHtml).join('');
 }
 
-/** The chat section: the transcript, then the box (prompt, mode, Send / Stop / New chat). `mode`:
- * the mode picked last (none: the server's `[agent] mode`). */
-export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined): string {
+/** The chat section: the transcript, then the box (prompt, agent, mode, Send / Stop / New chat).
+ * `mode`: the mode picked last (none: the server's `[agent] mode`); `picker`: the agents on offer
+ * (the select is locked to the chat's agent once it started). */
+export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined, picker: AgentPicker): string {
   const running = state.running !== undefined;
   const options = [`<option value=""${mode === undefined ? ' selected' : ''}>default mode</option>`]
     .concat(AGENT_MODES.map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`))
@@ -393,6 +462,7 @@ export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined): 
     `<form id="chat-form" class="chat-form" aria-label="ask the agent">` +
     `<textarea id="chat-input" rows="2" aria-label="Prompt for toolhost's agent (Enter sends, Shift+Enter: new line)" placeholder="Ask toolhost's agent… (Enter sends, Shift+Enter: new line)"></textarea>` +
     `<div class="chat-bar">` +
+    `<select id="chat-agent" aria-label="The agent that answers"${state.agent ? ' disabled' : ''} title="${escapeHtml(agentSelectTitle(state.agent))}">${agentOptionsHtml(picker, state.agent)}</select>` +
     `<select id="chat-mode" aria-label="Permission mode for the next prompt" title="Permission mode: ask, accept-edits, plan or auto (default: [agent] mode of the configuration)">${options}</select>` +
     `<span class="chat-spacer"></span>` +
     `<button type="button" id="chat-new" class="action" title="Start a new chat (the transcript is cleared)">New chat</button>` +

@@ -1,12 +1,15 @@
-// The chat with toolhost's own agent (chat.ts draws it): a prompt from the panel's chat box (or
-// "toolhost: Ask the Agent") becomes a `toolhost/agentPrompt` request — continuing the chat with
-// its id, with the mode picked in the box —, the server's `toolhost/agentUpdate` notifications
-// stream into the transcript, and Stop cancels the request (`$/cancelRequest`: the run stops, the
-// chat keeps what was said). The calls' cards come as ordinary `toolhost/card` notifications.
+// The chat with an agent (chat.ts draws it): a prompt from the panel's chat box (or "toolhost: Ask
+// the Agent") becomes a `toolhost/agentPrompt` request — to the agent the chat is with (toolhost's
+// own, or one `toolhost/listAgents` offers, picked in the box for a new chat), continuing the chat
+// with its id, with the mode picked in the box —, the server's `toolhost/agentUpdate`
+// notifications stream into the transcript, and Stop cancels the request (`$/cancelRequest`: the
+// run stops, the chat keeps what was said). The calls' cards (a hosted agent's steps too) come as
+// ordinary `toolhost/card` notifications.
 
 import * as vscode from 'vscode';
 import { ChatState, type ChatExchange } from './chat';
-import { asAgentPromptResult, asAgentUpdateParams, type AgentMode, type AgentPromptParams } from './agentProtocol';
+import { asAgentPromptResult, asAgentUpdateParams, asHostedAgents, type AgentMode, type AgentPromptParams, type HostedAgentInfo } from './agentProtocol';
+import { AgentPicker, promptParams, type ChatAgent } from './agentPicker';
 
 /** Sends `toolhost/agentPrompt`; resolves undefined when `token` cancelled it. */
 export type PromptSender = (params: AgentPromptParams, token: vscode.CancellationToken) => Promise<unknown>;
@@ -17,6 +20,11 @@ export type ChatChange = { key: string } | undefined;
 /** A copy of the chat for the API (tests, diagnostics). */
 export interface ChatSnapshot {
   chatId: string | undefined;
+  /** The chat's agent (undefined before its first prompt). */
+  agent: ChatAgent | undefined;
+  /** The agent a new chat starts with, and the hosted agents on offer. */
+  picked: ChatAgent;
+  agents: HostedAgentInfo[];
   running: boolean;
   exchanges: ChatExchange[];
 }
@@ -31,6 +39,8 @@ export class ChatController implements vscode.Disposable {
   readonly state = new ChatState();
   /** The mode picked last in the chat box (undefined: the server's `[agent] mode`). */
   mode: AgentMode | undefined;
+  /** The agents on offer and the one picked for a new chat. */
+  readonly picker = new AgentPicker();
   private cancel: vscode.CancellationTokenSource | undefined;
   private readonly changeEmitter = new vscode.EventEmitter<ChatChange>();
   readonly onDidChange = this.changeEmitter.event;
@@ -64,7 +74,28 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  /** Sends `prompt` (continuing the chat) and resolves with its exchange once the run ended. */
+  /** Asks the server which agents it hosts (`list` sends `toolhost/listAgents`); a server that
+   * cannot say offers only its own agent. */
+  async loadAgents(list: () => Promise<unknown>): Promise<void> {
+    try {
+      this.picker.setAgents(asHostedAgents(await list()));
+    } catch (err) {
+      this.output.appendLine(`[toolhost] toolhost/listAgents failed (only toolhost's own agent is offered): ${err instanceof Error ? err.message : String(err)}`);
+      this.picker.setAgents([]);
+    }
+    this.changed(undefined);
+  }
+
+  /** Picks the agent of the next new chat (the chat box's select); false for one that cannot be
+   * picked. A chat already going on keeps its agent. */
+  pickAgent(name: unknown): boolean {
+    const picked = this.picker.pick(name);
+    this.changed(undefined);
+    return picked;
+  }
+
+  /** Sends `prompt` (continuing the chat, with its agent; a new chat with the picked one) and
+   * resolves with its exchange once the run ended. */
   async prompt(prompt: string, mode: AgentMode | undefined = this.mode): Promise<ChatExchange | undefined> {
     const text = prompt.trim();
     if (text === '') {
@@ -74,19 +105,17 @@ export class ChatController implements vscode.Disposable {
       void vscode.window.showWarningMessage('toolhost: the agent is still answering: stop it first (Stop, or Esc in the chat box).');
       return undefined;
     }
-    const x = this.state.begin(text, mode);
-    const params: AgentPromptParams = { prompt: text };
-    if (this.state.chatId !== undefined) {
-      params.chatId = this.state.chatId;
-    }
-    if (mode !== undefined) {
-      params.mode = mode;
-    }
+    const startsChat = this.state.agent === undefined;
+    const x = this.state.begin(text, mode, this.picker.picked);
+    const params = promptParams(text, x.agent, this.state.chatId, mode);
     const cancel = new vscode.CancellationTokenSource();
     this.cancel = cancel;
     this.setRunning(true);
-    this.changed(x);
-    this.output.appendLine(`[toolhost] agent prompt${params.chatId ? ` (chat ${params.chatId})` : ' (new chat)'}${mode ? `, mode ${mode}` : ''}`);
+    // A new chat locks the agent select: the whole chat box is drawn again.
+    this.changed(startsChat ? undefined : x);
+    this.output.appendLine(
+      `[toolhost] agent prompt to ${x.agent.title}${params.chatId ? ` (chat ${params.chatId})` : ' (new chat)'}${params.mode ? `, mode ${params.mode}` : ''}`,
+    );
     try {
       const raw = await this.sendWhenFree(params, cancel.token);
       const result = asAgentPromptResult(raw);
@@ -168,6 +197,9 @@ export class ChatController implements vscode.Disposable {
   snapshot(): ChatSnapshot {
     return {
       chatId: this.state.chatId,
+      agent: this.state.agent ? { ...this.state.agent } : undefined,
+      picked: this.picker.picked,
+      agents: this.picker.agents.map((a) => ({ ...a })),
       running: this.running,
       exchanges: JSON.parse(JSON.stringify(this.state.exchanges)) as ChatExchange[],
     };

@@ -97,10 +97,11 @@ export interface ToolhostApi {
   /** What waits for the person, questions and reviews alike, oldest first (the status bar's count;
    * `toolhost.pending.next` leads to the first). */
   pending(): PendingSnapshot[];
-  /** The chat with toolhost's own agent (the panel's chat box): what it shows, a prompt sent as
-   * from the box (resolves when the run ended), and Stop. */
+  /** The chat with an agent (the panel's chat box): what it shows, the agent picked for a new chat
+   * (false: it cannot be), a prompt sent as from the box (resolves when the run ended), and Stop. */
   readonly chat: {
     snapshot(): ChatSnapshot;
+    pickAgent(name: string): boolean;
     prompt(text: string, mode?: AgentMode): Promise<ChatExchange | undefined>;
     stop(): boolean;
   };
@@ -373,6 +374,9 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       if (state !== 'running') {
         pending.withdrawAll();
         chat.serverGone();
+      } else {
+        // The agents the chat box offers are the running server's.
+        void chat.loadAgents(() => request<unknown>(methods.listAgents));
       }
       showReviews();
       showQuestions();
@@ -524,6 +528,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     pending: () => pending.all().map((p) => ({ kind: p.kind, key: p.key, requestId: p.requestId })),
     chat: {
       snapshot: () => chat.snapshot(),
+      pickAgent: (name) => chat.pickAgent(name),
       prompt: (text, mode) => chat.prompt(text, mode),
       stop: () => chat.stop(),
     },

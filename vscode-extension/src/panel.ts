@@ -5,8 +5,9 @@
 // messages (Stop, open a spilled output file, Revert, open a web card's source in the browser, …).
 // Above the cards: the forms of the open questions (`toolhost/askUser`), the summaries of the open
 // reviews (review mode) with their buttons, and the session's todo list (the latest todo card's,
-// pinned). At the top: the chat with toolhost's own agent (chat.ts, chatView.ts) — its transcript,
-// streamed as the run goes (drawn again at most every 50 ms), and the chat box.
+// pinned). At the top: the chat with an agent (chat.ts, chatView.ts) — its transcript, streamed as
+// the run goes (drawn again at most every 50 ms), and the chat box with its agent choice
+// (agentPicker.ts).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -14,6 +15,7 @@ import { makeNonce, PANEL_STYLESHEETS, renderPage } from './cardHtml';
 import { resetMessage, storeMessage } from './cardMessages';
 import type { CardStore } from './cardStore';
 import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
+import { agentOptionsHtml, agentSelectTitle } from './agentPicker';
 import type { ChatController } from './chatView';
 import { pinnedTodosHtml } from './dataCards';
 import type { Card } from './cards';
@@ -164,6 +166,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     this.chatDirty.clear();
     if (keys.includes(undefined)) {
       await this.post({ type: 'chat', html: chatLogHtml(this.chat.state), ...this.chatStateMessage() });
+      await this.post(this.chatAgentsMessage());
       return;
     }
     for (const key of keys) {
@@ -174,12 +177,19 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
+  /** The agent select: its options, locked to the chat's agent once the chat started. */
+  private chatAgentsMessage(): { type: 'chatAgents'; html: string; locked: boolean; title: string } {
+    const agent = this.chat.state.agent;
+    return { type: 'chatAgents', html: agentOptionsHtml(this.chat.picker, agent), locked: agent !== undefined, title: agentSelectTitle(agent) };
+  }
+
   private async postReset(): Promise<void> {
     await this.post(resetMessage(this.store));
     await this.post({ type: 'reviews', html: this.reviewsHtml });
     await this.post({ type: 'questions', forms: this.questionForms });
     await this.post({ type: 'todos', html: this.todosHtml });
     await this.post({ type: 'chat', html: chatLogHtml(this.chat.state), ...this.chatStateMessage() });
+    await this.post(this.chatAgentsMessage());
   }
 
   private async post(message: unknown): Promise<void> {
@@ -203,7 +213,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       reviewsHtml: this.reviewsHtml,
       questionsHtml: this.questionForms.map((f) => f.html).join(''),
       todosHtml: this.todosHtml,
-      chatHtml: chatSectionHtml(this.chat.state, this.chat.mode),
+      chatHtml: chatSectionHtml(this.chat.state, this.chat.mode, this.chat.picker),
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
@@ -298,12 +308,15 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
-  /** The chat box: send, stop, new chat, a mode picked. */
+  /** The chat box: send, stop, new chat, a mode or an agent picked. */
   private onChatMessage(message: Record<string, unknown>): void {
     switch (message.op) {
       case 'send':
         if (typeof message.prompt === 'string') {
           this.chat.mode = asAgentMode(message.mode);
+          if (this.chat.state.agent === undefined && typeof message.agent === 'string') {
+            this.chat.pickAgent(message.agent);
+          }
           void this.chat.prompt(message.prompt, this.chat.mode);
         }
         break;
@@ -315,6 +328,9 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         break;
       case 'mode':
         this.chat.mode = asAgentMode(message.mode);
+        break;
+      case 'agent':
+        this.chat.pickAgent(message.agent);
         break;
       default:
         break;

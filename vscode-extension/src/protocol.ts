@@ -26,6 +26,7 @@ export const methods = {
   mcpServersChanged: 'toolhost/mcpServersChanged',
   agentPrompt: 'toolhost/agentPrompt',
   agentUpdate: 'toolhost/agentUpdate',
+  listAgents: 'toolhost/listAgents',
 } as const;
 
 /** `toolhost/setPlanMode` params (`{}` only reads) and result. */

@@ -61,7 +61,7 @@ describe('card HTML', () => {
       const headerText = textOf(header.replace(/^<span class="status-icon[^>]*>[^<]*<\/span>/, '').replace(/<span class="stats".*$/, ''));
       assert.equal(headerText, card.rendered.split('\n')[0]);
       assert.equal(titleLine(card), card.rendered.split('\n')[0]);
-      assert.match(header, /<span class="card-status">[a-z]+<\/span><span class="card-sep"> · <\/span><span class="card-caller" title="called by claude-code \(an MCP client, through toolhost mcp\)">claude-code<\/span>/);
+      assert.match(header, /<span class="card-status">[a-z]+<\/span><span class="card-sep"> · <\/span><span class="card-caller" title="called by claude-code">claude-code<\/span>/);
       assert.equal(attrValues(html, 'data-caller')[0], 'claude-code');
       assert.equal(attrValues(html, 'title')[0], card.rendered.split('\n')[0], 'the header tooltip is the title line');
       // the body is drawn exactly as for the editor's own calls

@@ -28,6 +28,7 @@ import {
   type AgentPromptResult,
   type AgentUpdate,
 } from '../src/agentProtocol';
+import { AgentPicker } from '../src/agentPicker';
 import { attrValues, textOf } from './helpers';
 
 const CHAT = 'chat_0123456789ab';
@@ -296,17 +297,17 @@ describe('chat HTML', () => {
 
   it('while running: a working line; the box has Stop shown and Send disabled', () => {
     const state = new ChatState();
-    const idle = chatSectionHtml(state, undefined);
+    const idle = chatSectionHtml(state, undefined, new AgentPicker());
     assert.match(idle, /<button type="button" id="chat-stop" class="action stop" hidden/);
     assert.doesNotMatch(idle, /id="chat-send"[^>]* disabled/);
     assert.match(idle, /<option value="" selected>default mode<\/option>/);
     const x = state.begin('q');
     assert.match(exchangeHtml(x), /<div class="chat-working" role="status">Working…<\/div>/);
-    const running = chatSectionHtml(state, 'plan');
+    const running = chatSectionHtml(state, 'plan', new AgentPicker());
     assert.doesNotMatch(running, /id="chat-stop"[^>]* hidden/);
     assert.match(running, /id="chat-send" class="action primary" disabled/);
     assert.match(running, /<option value="plan" selected>plan<\/option>/);
-    assert.deepEqual(attrValues(running, 'value'), ['', 'ask', 'accept-edits', 'plan', 'auto']);
+    assert.deepEqual(attrValues(running, 'value'), ['toolhost', '', 'ask', 'accept-edits', 'plan', 'auto']);
     assert.doesNotMatch(running, /style=|on[a-z]+=/, 'no inline styles or handlers (CSP)');
   });
 

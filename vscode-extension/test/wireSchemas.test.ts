@@ -271,14 +271,14 @@ describe('wire types against docs/schemas', () => {
     assertValid(validator('StructuredOutputState'), { schema: null, recorded: true, value: { a: 1 } }, 'a recorded run');
   });
 
-  it('the own agent (toolhost/agentPrompt, toolhost/agentUpdate): what the chat sends and reads', () => {
+  it('the agents (toolhost/agentPrompt, toolhost/agentUpdate): what the chat sends and reads', () => {
     assert.equal(methods.agentPrompt, 'toolhost/agentPrompt');
     assert.equal(methods.agentUpdate, 'toolhost/agentUpdate');
     const params = loadSchema('AgentPromptParams');
-    assert.deepEqual(propertyNames(params), ['chatId', 'mode', 'model', 'prompt']);
+    assert.deepEqual(propertyNames(params), ['agent', 'chatId', 'mode', 'model', 'prompt']);
     assert.deepEqual(params.required, ['prompt']);
     const validateParams = validator('AgentPromptParams');
-    const sent: AgentPromptParams[] = [{ prompt: 'read a.txt' }, { prompt: 'go on', chatId: 'chat_1', mode: 'accept-edits' }, ...AGENT_MODES.map((mode) => ({ prompt: 'x', mode }))];
+    const sent: AgentPromptParams[] = [{ prompt: 'read a.txt' }, { prompt: 'go on', chatId: 'chat_1', mode: 'accept-edits' }, { prompt: 'edit a.txt', chatId: 'chat_2', agent: 'claude' }, ...AGENT_MODES.map((mode) => ({ prompt: 'x', mode }))];
     for (const p of sent) {
       assertValid(validateParams, p, JSON.stringify(p));
     }
@@ -319,6 +319,9 @@ describe('wire types against docs/schemas', () => {
       { type: 'usage', promptTokens: 1, completionTokens: 2, totalTokens: 3, cachedTokens: 0 },
       { type: 'compaction', tokensBefore: 10, tokensAfter: 5, pruned: 1, summarized: false },
       { type: 'retry', attempt: 1, delayMs: 1000, reason: 'HTTP 503' },
+      // a hosted agent's
+      { type: 'plan', entries: [{ content: 'Edit a.txt', status: 'in_progress', priority: 'high' }] },
+      { type: 'context', used: 12345, size: 200000, cost: { amount: 0.0123, currency: 'USD' } },
     ];
     for (const u of updates) {
       const raw = { chatId: 'chat_1', runId: 'run_1', update: u };
