@@ -136,6 +136,10 @@ test('plugin loads lazily and works without setup()', function()
     ':Toolhost-ask',
     ':Toolhost-chat',
     'hl-ToolhostChatPrompt',
+    'hl-ToolhostChatAgent',
+    'toolhost-agents',
+    ':Toolhost-agent',
+    ':Toolhost-agents',
   }) do
     H.check(tags:find(tag .. '\t', 1, true) == 1 or tags:find('\n' .. tag .. '\t', 1, true) ~= nil, 'help tag ' .. tag)
   end
@@ -1453,6 +1457,8 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   local c = H.client()
   local th = require('toolhost')
   H.eq(th.complete('', 'Toolhost '), {
+    'agent',
+    'agents',
     'ask',
     'call',
     'cards',
@@ -4883,6 +4889,7 @@ end)
 
 require('nested_cards')(test)
 require('workflow_cards')(test)
+require('hosted_agents')(test)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

@@ -1,10 +1,14 @@
---- toolhost.chat: `:Toolhost ask` — toolhost's own agent from Neovim (|toolhost-chat|)
+--- toolhost.chat: `:Toolhost ask` — toolhost's own agent from Neovim (|toolhost-chat|) — and
+--- `:Toolhost agent`, an ACP agent the server hosts (Claude Code, Codex, …; |toolhost-agents|), in
+--- the same chat.
 ---
 --- A prompt is a `toolhost/agentPrompt` request; what the run streams (`toolhost/agentUpdate`)
---- is written to the chat buffer `toolhost://chat` as it arrives: `> prompt`, the answer's text,
---- one line per call (`→ read Read a.txt`, then ` ✓` or ` ✗ error`), and a footer when the request
---- is answered (`── answered · 2 turns · 440 tokens in, 27 out · $0.0005`). The next prompt
---- continues the chat (its `chatId`); Stop cancels the request (`$/cancelRequest`).
+--- is written to the chat buffer `toolhost://chat` as it arrives: `> prompt` (under a
+--- `── Claude Code ──` header when a hosted agent answers), the answer's text, one line per call
+--- (`→ read Read a.txt`, then ` ✓` or ` ✗ error`), a hosted agent's plan (`[x]`/`[>]`/`[ ]`) and
+--- context window (`context: 12,345 / 200,000 tokens`), and a footer when the request is answered
+--- (`── answered · 2 turns · 440 tokens in, 27 out · $0.0005`). The next prompt continues the chat
+--- (its `chatId`) with the chat's agent; Stop cancels the request (`$/cancelRequest`).
 
 local M = {}
 
@@ -30,18 +34,22 @@ M.namespace = ns
 ---@field run_id? string from its first update
 ---@field usage toolhost.ChatUsage summed over the run's `usage` updates
 ---@field streamed boolean some answer text arrived
+---@field agent? string the hosted agent answering (nil: toolhost's own)
 ---@field cb? fun(err: string?, result: table?)
 
 ---@class toolhost.ChatState
 ---@field buf? integer the chat buffer
 ---@field client_id? integer the server of the chat
 ---@field chat_id? string the chat to continue (from the last answer or update)
+---@field agent? string the hosted agent of the chat (nil: toolhost's own); its next prompt goes there
 ---@field run? toolhost.ChatRun the running prompt
 ---@field block? string what the buffer ends with: prompt, text, reasoning, call, note, footer
 ---@field attempt? {row: integer, col: integer, block: string?} where the model's current attempt began
 ---@field calls table<string, {row: integer, done: boolean}> call lines by call id
 ---@field rows table<integer, {client_id: integer, call_id: string}> call lines by 0-based row
 ---@field reasoning? {mark: integer?, row: integer} the reasoning block being streamed
+---@field plan? {row: integer, count: integer} the lines of this exchange's plan (a newer one replaces them)
+---@field context? {row: integer} this exchange's context-window line (a newer report replaces it)
 ---@field ended table<string, boolean> runs already ended here (a late update only marks calls)
 
 ---@type toolhost.ChatState
@@ -105,6 +113,7 @@ function M.buf()
   end, 'ask the next prompt')
   map('q', '<cmd>close<cr>', 'close the window')
   state.buf, state.block, state.attempt, state.reasoning = buf, nil, nil, nil
+  state.plan, state.context = nil, nil
   state.calls, state.rows = {}, {}
   if state.client_id then
     vim.b[buf].toolhost_client = state.client_id
@@ -260,7 +269,8 @@ local function first_line(text, max)
   return line
 end
 
---- The line of a call that started: `→ {tool} {title}`.
+--- The line of a call that started: `→ {tool} {title}` (`→ {title}` when the update names the
+--- call by its title, as a hosted agent's steps are).
 ---@param client_id integer
 ---@param update table a `toolCall` update
 local function call_started(client_id, update)
@@ -273,7 +283,9 @@ local function call_started(client_id, update)
   local title = type(card.title) == 'string' and card.title or ''
   edit(function(buf)
     open_block(buf, 'call')
-    local row = add_lines(buf, { vim.trim(('→ %s %s'):format(name, first_line(title))) })
+    -- A hosted agent's step is named by its title: said once.
+    local label = (title == name or title == '') and name or ('%s %s'):format(name, first_line(title))
+    local row = add_lines(buf, { '→ ' .. vim.trim(label) })
     state.calls[call_id] = { row = row, done = false }
     state.rows[row] = { client_id = client_id, call_id = call_id }
     vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = 'ToolhostChatCall', priority = 100 })
@@ -308,6 +320,128 @@ local function call_finished(client_id, update)
       hl_group = failed and 'ToolhostExitError' or 'ToolhostExitOk',
       priority = 110,
     })
+  end)
+end
+
+--- The mark of a plan entry's status: `[x]` completed, `[>]` in progress, `[ ]` pending.
+M.PLAN_MARKS = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
+
+--- The lines of a hosted agent's plan (`{type = "plan", entries}`), one per entry, and the
+--- highlight group of each: `[x] {content}` (done), `[>] {content}` (in progress), `[ ] {content}`.
+---@param entries any the update's `entries`: `{content, status, priority}` each
+---@return string[] lines
+---@return (string|false)[] groups one per line (false: none)
+function M.plan_lines(entries)
+  local lines, groups = {}, {}
+  for _, e in ipairs(type(entries) == 'table' and entries or {}) do
+    if type(e) == 'table' then
+      local content = type(e.content) == 'string' and e.content:gsub('%s*\n%s*', ' ') or ''
+      table.insert(lines, ('%s %s'):format(M.PLAN_MARKS[e.status] or '[ ]', content))
+      table.insert(
+        groups,
+        e.status == 'completed' and 'ToolhostTodoDone' or e.status == 'in_progress' and 'ToolhostTodoActive' or false
+      )
+    end
+  end
+  if #lines == 0 then
+    return { 'plan: no entries' }, { 'ToolhostChatNote' }
+  end
+  return lines, groups
+end
+
+--- `12345` → `12,345`.
+---@param n number
+---@return string
+local function thousands(n)
+  local digits = tostring(math.floor(n))
+  local sign, rest = digits:match('^(-?)(%d+)$')
+  if not rest then
+    return digits
+  end
+  return sign .. rest:reverse():gsub('(%d%d%d)', '%1,'):reverse():gsub('^,', '')
+end
+
+--- The line of a context-window report (`{type = "context", used, size, cost?}`):
+--- `context: 12,345 / 200,000 tokens · $0.0123` (a currency other than USD by its code).
+---@param update table
+---@return string
+function M.context_text(update)
+  local used, size = thousands(tonumber(update.used) or 0), thousands(tonumber(update.size) or 0)
+  local text = ('context: %s / %s tokens'):format(used, size)
+  local cost = type(update.cost) == 'table' and tonumber(update.cost.amount) or nil
+  if cost then
+    local currency = type(update.cost.currency) == 'string' and update.cost.currency or 'USD'
+    text = text .. (currency == 'USD' and (' · $%.4f'):format(cost) or (' · %.4f %s'):format(cost, currency))
+  end
+  return text
+end
+
+--- Moves what the chat remembers by row (call lines, the attempt, the reasoning, the context
+--- line) at or after `from` by `delta` rows: lines were inserted or removed above them.
+---@param from integer 0-based
+---@param delta integer
+local function shift_rows(from, delta)
+  if delta == 0 then
+    return
+  end
+  local rows = {}
+  for row, entry in pairs(state.rows) do
+    rows[row >= from and row + delta or row] = entry
+  end
+  state.rows = rows
+  for _, call in pairs(state.calls) do
+    if call.row >= from then
+      call.row = call.row + delta
+    end
+  end
+  for _, key in ipairs({ 'attempt', 'reasoning', 'context' }) do
+    local t = state[key]
+    if t and t.row >= from then
+      t.row = t.row + delta
+    end
+  end
+end
+
+--- Draws a hosted agent's plan: the first of the exchange as a block of its own, a later one in
+--- its place (the agent sends the whole plan each time).
+---@param entries any
+local function show_plan(entries)
+  local lines, groups = M.plan_lines(entries)
+  edit(function(buf)
+    local p = state.plan
+    if p then
+      vim.api.nvim_buf_clear_namespace(buf, ns, p.row, p.row + p.count)
+      vim.api.nvim_buf_set_lines(buf, p.row, p.row + p.count, false, lines)
+      shift_rows(p.row + p.count, #lines - p.count)
+      p.count = #lines
+    else
+      open_block(buf, 'plan')
+      p = { row = add_lines(buf, lines), count = #lines }
+      state.plan = p
+    end
+    for i, group in ipairs(groups) do
+      if group then
+        highlight_lines(buf, p.row + i - 1, 1, group)
+      end
+    end
+  end)
+end
+
+--- Draws a context-window report: one line per exchange, brought up to date in place.
+---@param update table
+local function show_context(update)
+  local line = M.context_text(update)
+  edit(function(buf)
+    local ctx = state.context
+    if ctx then
+      vim.api.nvim_buf_clear_namespace(buf, ns, ctx.row, ctx.row + 1)
+      vim.api.nvim_buf_set_lines(buf, ctx.row, ctx.row + 1, false, { line })
+    else
+      open_block(buf, 'context')
+      ctx = { row = add_lines(buf, { line }) }
+      state.context = ctx
+    end
+    highlight_lines(buf, ctx.row, 1, 'ToolhostChatNote')
   end)
 end
 
@@ -478,6 +612,10 @@ function M.on_update(client_id, params)
     end
     local before, after = tostring(u.tokensBefore), tostring(u.tokensAfter)
     note({ ('… conversation compacted (%s → %s tokens%s)'):format(before, after, extra) })
+  elseif u.type == 'plan' then
+    show_plan(u.entries)
+  elseif u.type == 'context' then
+    show_context(u)
   else
     return
   end
@@ -530,6 +668,8 @@ end
 ---@field mode? 'ask'|'accept-edits'|'plan'|'auto' the permission mode of this prompt
 ---@field model? string the model of this prompt
 ---@field client? vim.lsp.Client the server (default: the current one)
+---@field agent? string the hosted ACP agent to ask (`claude`, …; `toolhost`: the own agent); nil:
+---  the chat's agent (a new chat: the own one). Another agent than the chat's starts a new chat.
 
 --- Checks a permission mode; returns the problem, or nil.
 ---@param mode any
@@ -541,11 +681,27 @@ local function mode_problem(mode)
   return ('unknown mode %s (one of: %s)'):format(vim.inspect(mode), table.concat(M.MODES, ', '))
 end
 
---- Sends `task` to toolhost's own agent (`toolhost/agentPrompt`) and streams the run into the
---- chat buffer. The prompt continues the chat of the server (the last `chatId`) unless
---- `opts.new`, or the server is not the chat's. Without `task`, asks for it with
---- |vim.ui.input()|. One prompt at a time. `cb(err, result)` when the request is answered (or
---- stopped: err `cancelled`).
+--- The agent a prompt goes to and whether it starts a new chat: the one `opts.agent` names
+--- (another than the chat's: a new chat), else the chat's own agent when the prompt continues
+--- it, else (a new chat) toolhost's own.
+---@param opts toolhost.AskOpts
+---@param client_id integer the server of the prompt
+---@return string? agent nil: toolhost's own
+---@return boolean fresh a new chat
+local function agent_of(opts, client_id)
+  local fresh = opts.new == true or state.client_id ~= client_id
+  if opts.agent == nil then
+    return (not fresh) and state.agent or nil, fresh
+  end
+  local wanted = opts.agent ~= 'toolhost' and opts.agent ~= '' and opts.agent or nil
+  return wanted, fresh or wanted ~= state.agent
+end
+
+--- Sends `task` to toolhost's own agent, or the hosted ACP agent `opts.agent`
+--- (`toolhost/agentPrompt`), and streams the run into the chat buffer. The prompt continues the
+--- chat of the server (the last `chatId`) and its agent unless `opts.new`, another agent, or the
+--- server is not the chat's. Without `task`, asks for it with |vim.ui.input()|. One prompt at a
+--- time. `cb(err, result)` when the request is answered (or stopped: err `cancelled`).
 ---@param task? string
 ---@param opts? toolhost.AskOpts
 ---@param cb? fun(err: string?, result: table?)
@@ -556,7 +712,8 @@ function M.ask(task, opts, cb)
     return cb and cb('a prompt is running')
   end
   if type(task) ~= 'string' or vim.trim(task) == '' then
-    vim.ui.input({ prompt = 'Ask toolhost: ' }, function(input)
+    local whom = opts.agent and opts.agent ~= 'toolhost' and opts.agent or 'toolhost'
+    vim.ui.input({ prompt = ('Ask %s: '):format(whom) }, function(input)
       if type(input) == 'string' and vim.trim(input) ~= '' then
         M.ask(input, opts, cb)
       elseif cb then
@@ -578,13 +735,21 @@ function M.ask(task, opts, cb)
     notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
     return cb and cb('no toolhost server')
   end
-  if opts.new or state.client_id ~= c.id then
+  local agent, fresh = agent_of(opts, c.id)
+  if fresh then
     if state.chat_id and buf_valid() and not is_empty(state.buf --[[@as integer]]) then
       note({ '── new chat' .. (state.client_id ~= c.id and (' · ' .. tostring(c.root_dir)) or '') }, 'footer')
     end
     state.chat_id = nil
   end
-  state.client_id = c.id
+  state.client_id, state.agent = c.id, agent
+  state.plan, state.context = nil, nil
+  local header
+  if agent then
+    local agents = require('toolhost.agents')
+    agents.list_sync(c) -- the title, asked once per server
+    header = ('── %s ──'):format(agents.title(c.id, agent))
+  end
   local buf = M.open(false)
   vim.b[buf].toolhost_client = c.id
   local lines = {}
@@ -593,6 +758,9 @@ function M.ask(task, opts, cb)
   end
   edit(function(b)
     open_block(b, 'prompt')
+    if header then
+      highlight_lines(b, add_lines(b, { header }), 1, 'ToolhostChatAgent')
+    end
     local row = add_lines(b, lines)
     highlight_lines(b, row, #lines, 'ToolhostChatPrompt')
   end)
@@ -603,6 +771,7 @@ function M.ask(task, opts, cb)
     prompt = task,
     usage = { promptTokens = 0, completionTokens = 0, totalTokens = 0, cachedTokens = 0 },
     streamed = false,
+    agent = agent,
     cb = cb,
   }
   state.run = run
@@ -613,7 +782,12 @@ function M.ask(task, opts, cb)
     if not client then
       return finish(run, { '── error: ' .. tostring(err) }, err)
     end
+    -- The permission mode and the model are the own agent's settings; a hosted agent has its
+    -- own (`[acp.agents.<name>] mode`).
     local params = { prompt = task, chatId = state.chat_id, mode = mode, model = model }
+    if agent then
+      params = { prompt = task, chatId = state.chat_id, agent = agent }
+    end
     local ok, id = client:request('toolhost/agentPrompt', params, function(rpc_err, result)
       on_result(run, rpc_err, result)
     end)
@@ -646,7 +820,8 @@ function M.stop()
   return true
 end
 
---- Forgets the chat: the next prompt starts a new one (|:Toolhost-chat| `new`).
+--- Forgets the chat: the next prompt starts a new one, with toolhost's own agent unless
+--- |:Toolhost-agent| names another (|:Toolhost-chat| `new`).
 function M.new()
   if state.run then
     notify('a prompt is still running (stop it first)', vim.log.levels.WARN)
@@ -655,7 +830,7 @@ function M.new()
   if state.chat_id and buf_valid() and not is_empty(state.buf --[[@as integer]]) then
     note({ '── new chat' }, 'footer')
   end
-  state.chat_id = nil
+  state.chat_id, state.agent = nil, nil
 end
 
 --- <CR> in the chat buffer: on a call's line, the call's card in the cards buffer.
@@ -686,7 +861,7 @@ function M.forget(client_id)
     finish(state.run, { '── stopped: the server exited' }, 'the server exited')
   end
   if state.client_id == client_id then
-    state.client_id, state.chat_id = nil, nil
+    state.client_id, state.chat_id, state.agent = nil, nil, nil
   end
 end
 
@@ -716,6 +891,27 @@ function M.parse(args)
     rest = tail
   end
   return rest, opts
+end
+
+--- Parses the arguments of `:Toolhost agent`: the agent's name, then the task (may be empty:
+--- asked for).
+---@param args string
+---@return string? name nil when missing
+---@return string task
+function M.parse_agent(args)
+  local name, task = vim.trim(args):match('^(%S+)%s*(.-)$')
+  return name, task or ''
+end
+
+--- Completion of `:Toolhost agent`: the server's agents' names for the first word.
+---@param arg_lead string
+---@param line string
+---@return string[]
+function M.complete_agent(arg_lead, line)
+  if line:match('^%s*%S+%s+%S+%s+%S+%s') then
+    return {}
+  end
+  return require('toolhost.agents').complete(arg_lead)
 end
 
 --- Completion of `:Toolhost ask`: the options while only options precede the word.

@@ -287,6 +287,9 @@ function M.forget(client_id)
     if package.loaded['toolhost.chat'] then
       require('toolhost.chat').forget(client_id)
     end
+    if package.loaded['toolhost.agents'] then
+      require('toolhost.agents').forget(client_id)
+    end
     states[client_id] = nil
   end)
 end

@@ -94,8 +94,8 @@ end
 M.COMMANDS = {
   ask = {
     args = '[mode={mode}] [model={model}] [task]',
-    desc = 'toolhost’s own agent, in the chat buffer',
-    bang = 'a new chat',
+    desc = 'continue the chat with its agent (a new chat: toolhost’s own agent), in the chat buffer',
+    bang = 'a new chat, with toolhost’s own agent',
     run = function(args, opts)
       local chat = require('toolhost.chat')
       local task, o, problem = chat.parse(args)
@@ -107,6 +107,32 @@ M.COMMANDS = {
     end,
     complete = function(arg_lead, line)
       return require('toolhost.chat').complete(arg_lead, line)
+    end,
+  },
+  agent = {
+    args = '{name} [task]',
+    desc = 'ask a hosted ACP agent (claude, codex, …) in the chat buffer; the chat stays with it',
+    bang = 'a new chat',
+    run = function(args, opts)
+      local chat = require('toolhost.chat')
+      local name, task = chat.parse_agent(args)
+      if not name then
+        return notify('usage: ' .. M.usage('agent') .. ' (:Toolhost agents lists them)', vim.log.levels.ERROR)
+      end
+      chat.ask(task, { agent = name, new = opts.bang })
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.chat').complete_agent(arg_lead, line)
+    end,
+  },
+  agents = {
+    desc = 'list the ACP agents the server hosts (installed, or how to install them)',
+    run = function()
+      local c = require('toolhost.client').current(0, true)
+      if not c then
+        return notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
+      end
+      require('toolhost.agents').show(c)
     end,
   },
   chat = {

@@ -146,7 +146,8 @@ function M.check()
     if st.run then
       health.info(('a prompt is running (chat %s): stop it with :Toolhost chat stop'):format(st.chat_id or 'new'))
     elseif st.chat_id then
-      health.info(('the next prompt continues chat %s (:Toolhost chat new starts another)'):format(st.chat_id))
+      local with = st.agent and (' with the hosted agent ' .. st.agent) or ''
+      health.info(('the next prompt continues chat %s%s (:Toolhost chat new starts another)'):format(st.chat_id, with))
     end
   end
 

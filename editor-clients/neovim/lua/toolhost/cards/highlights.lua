@@ -42,6 +42,7 @@ function M.define_highlights()
     ToolhostChatReasoning = 'Comment',
     ToolhostChatNote = 'Comment',
     ToolhostChatFooter = 'Comment',
+    ToolhostChatAgent = 'Title',
   }
   for group, target in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = target, default = true })
