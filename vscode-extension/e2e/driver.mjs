@@ -23,7 +23,9 @@
 // mode picked, Shift+Enter for a new line) is sent with Enter; the reasoning folded, the tool line
 // leading to the read card (caller "toolhost agent"), the streamed answer, and the footer with the
 // tokens and the cost; a second prompt continues the chat; Stop (Esc) ends a slow answer; New chat
-// clears the transcript. The very last check restarts the server from the palette: it must stop
+// clears the transcript. Then a hosted ACP agent (with TOOLHOST_E2E_EXTERNAL_AGENT=1, in
+// externalAgent.mjs): the real Claude Code picked in the chat box, its edit reviewed hunk by hunk,
+// its step's diff card in the panel. The very last check restarts the server from the palette: it must stop
 // cleanly (`[toolhost] server stopped (exit code 0)` in the output channel), and no restart of the
 // run may have logged `[Error - …] Server process exited with code 0.`.
 //
@@ -34,12 +36,15 @@
 //      TOOLHOST_TEST_USER_DATA (code-server's user data dir: the output channel logs),
 //      TOOLHOST_E2E_MCP_BRIDGE (1: the MCP server `echo` is configured; check the bridge's view and cards),
 //      TOOLHOST_E2E_AGENT (1: the scripted model server is configured; check the chat),
-//      TOOLHOST_E2E_MODEL_URL (that server, for what it was sent), TOOLHOST_E2E_ONLY (chat: only the
-//      chat checks after the startup suite)
+//      TOOLHOST_E2E_MODEL_URL (that server, for what it was sent), TOOLHOST_E2E_EXTERNAL_AGENT (1:
+//      Claude Code is configured as a hosted agent; check its chat), TOOLHOST_E2E_ANTHROPIC_URL (its
+//      scripted Anthropic server), TOOLHOST_E2E_ONLY (chat: only the chat checks after the startup
+//      suite; external-agent: only the hosted agent's)
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { externalAgentChat } from './externalAgent.mjs';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? 'playwright-core');
@@ -1292,9 +1297,17 @@ async function main() {
     if (!frame) {
       throw new Error('no panel, cannot continue');
     }
+    // What the hosted agent's checks use of the driver.
+    const helpers = { check, shot, palette, assert, assertEqual, cardLines, chatExchanges, log };
     if (process.env.TOOLHOST_E2E_ONLY === 'chat') {
       log('  (TOOLHOST_E2E_ONLY=chat: only the chat checks)');
       await agentChat(page, frame);
+      await externalAgentChat(page, frame, helpers);
+      return;
+    }
+    if (process.env.TOOLHOST_E2E_ONLY === 'external-agent') {
+      log('  (TOOLHOST_E2E_ONLY=external-agent: only the hosted agent\'s checks)');
+      await externalAgentChat(page, frame, helpers);
       return;
     }
 
@@ -1500,6 +1513,7 @@ async function main() {
     await questionsAndTodos(page, frame);
     await mcpBridge(page, frame);
     await agentChat(page, frame);
+    await externalAgentChat(page, frame, helpers);
     await restartCleanly(page);
   } catch (err) {
     tally.failed += 1;

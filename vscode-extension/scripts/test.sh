@@ -32,8 +32,11 @@
 #        where it is stable, and needs Node 22), TOOLHOST_E2E_MCP_BRIDGE=0 to configure no MCP
 #        server (for a toolhost without the MCP bridge: `[mcp.servers]` is an unknown key there),
 #        TOOLHOST_E2E_AGENT=0 to configure no model server (and skip the chat checks),
+#        TOOLHOST_E2E_EXTERNAL_AGENT=0 to configure no hosted ACP agent (default: Claude Code,
+#        claude-agent-acp of the client tools, against e2e/anthropicServer.mjs, when it is installed),
 #        TOOLHOST_E2E_ONLY=chat to run only the chat checks of the driver after the startup suite
-#        (quicker while working on the chat).
+#        (quicker while working on the chat), TOOLHOST_E2E_ONLY=external-agent only the hosted
+#        agent's.
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -169,9 +172,11 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
   S="$(mktemp -d "${TMPDIR:-/tmp}/toolhost-vscode-e2e.XXXXXX")"
   CSPID=""
   MODELPID=""
+  ANTHROPICPID=""
   cleanup() {
     if [ -n "$CSPID" ]; then kill -- "-$CSPID" 2>/dev/null || true; wait "$CSPID" 2>/dev/null || true; fi
     if [ -n "$MODELPID" ]; then kill "$MODELPID" 2>/dev/null || true; wait "$MODELPID" 2>/dev/null || true; fi
+    if [ -n "$ANTHROPICPID" ]; then kill "$ANTHROPICPID" 2>/dev/null || true; wait "$ANTHROPICPID" 2>/dev/null || true; fi
     if [ -f "$S/cs.log" ]; then cp "$S/cs.log" "$OUT/code-server.log"; fi
     if [ -d "$S/user/logs" ]; then rm -rf "$OUT/vscode-logs"; cp -r "$S/user/logs" "$OUT/vscode-logs" 2>/dev/null || true; fi
     rm -rf "$S"
@@ -234,6 +239,27 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
       >> "$XDG_CONFIG_HOME/toolhost/config.toml"
   fi
   export TOOLHOST_E2E_AGENT
+  # A hosted ACP agent for the chat's agent choice: the real Claude Code (its adapter from the client
+  # tools) against the scripted Anthropic server (e2e/anthropicServer.mjs), which edits claude.txt
+  # of the workspace (the driver writes it); in the user config, with a home of its own.
+  CLAUDE_ACP="$TOOLS/npm/node_modules/.bin/claude-agent-acp"
+  TOOLHOST_E2E_EXTERNAL_AGENT="${TOOLHOST_E2E_EXTERNAL_AGENT:-1}"
+  if [ "$TOOLHOST_E2E_EXTERNAL_AGENT" = 1 ] && ! [ -x "$CLAUDE_ACP" ]; then
+    echo "no $CLAUDE_ACP (cargo xtask install-deps): the hosted agent checks are skipped" >&2
+    TOOLHOST_E2E_EXTERNAL_AGENT=0
+  fi
+  if [ "$TOOLHOST_E2E_EXTERNAL_AGENT" = 1 ]; then
+    node "$EXT_DIR/e2e/anthropicServer.mjs" "$WS/claude.txt" > "$S/anthropic-port" 2> "$S/anthropic.log" &
+    ANTHROPICPID=$!
+    for _ in $(seq 1 50); do [ -s "$S/anthropic-port" ] && break; sleep 0.1; done
+    ANTHROPIC_PORT="$(head -n1 "$S/anthropic-port")"
+    [ -n "$ANTHROPIC_PORT" ] || die "the scripted Anthropic server did not start: $(cat "$S/anthropic.log")"
+    export TOOLHOST_E2E_ANTHROPIC_URL="http://127.0.0.1:$ANTHROPIC_PORT"
+    mkdir -p "$S/claude-home"
+    printf '[acp]\noffer_toolhost = false\n\n[acp.agents.claude]\ncommand = "%s"\nmode = "default"\n\n[acp.agents.claude.env]\nIS_SANDBOX = "1"\nANTHROPIC_BASE_URL = "%s"\nANTHROPIC_API_KEY = "test-key"\nHOME = "%s"\nCLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"\nDISABLE_AUTOUPDATER = "1"\nDISABLE_TELEMETRY = "1"\nDISABLE_ERROR_REPORTING = "1"\nCLAUDE_CODE_ENABLE_PROMPT_SUGGESTION = "false"\n' \
+      "$CLAUDE_ACP" "$TOOLHOST_E2E_ANTHROPIC_URL" "$S/claude-home" >> "$XDG_CONFIG_HOME/toolhost/config.toml"
+  fi
+  export TOOLHOST_E2E_EXTERNAL_AGENT
   CS_FLAGS=(--config "$S/config.yaml" --user-data-dir "$S/user" --extensions-dir "$S/ext" --disable-telemetry --disable-update-check)
   installed() {
     "$CODE_SERVER" "${CS_FLAGS[@]}" --install-extension "$VSIX" > "$S/install.log" 2>&1 || { sed 's/^/    /' "$S/install.log" >&2; return 1; }

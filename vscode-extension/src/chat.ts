@@ -321,14 +321,17 @@ export function contextText(context: ChatContext): string {
 }
 
 /** The footer: `2 turns · 250 tokens in · 20 out · 0 cached · $0.0003` (turns and cost once the
- * run answered; the cost only with `[agent.price]`). Empty while no request counted anything. */
+ * run answered; the cost only with `[agent.price]`). Empty while no request counted anything; no
+ * tokens for a hosted agent's run that counted none (its context line stands for them). */
 export function footerText(x: ChatExchange): string {
   const usage = exchangeUsage(x);
   const parts: string[] = [];
   if (x.result) {
     parts.push(`${x.result.turns} ${x.result.turns === 1 ? 'turn' : 'turns'}`);
   }
-  if (x.result || usage.totalTokens > 0 || usage.promptTokens > 0) {
+  // A hosted agent counts no tokens of its own: its context line says how full the window is.
+  const counted = usage.totalTokens > 0 || usage.promptTokens > 0;
+  if ((x.result && x.context === undefined) || counted) {
     parts.push(`${tokens(usage.promptTokens)} tokens in`, `${tokens(usage.completionTokens)} out`, `${tokens(usage.cachedTokens)} cached`);
   }
   if (x.result?.cost !== undefined) {

@@ -226,6 +226,9 @@ describe('plan and context updates', () => {
     state.apply({ chatId: 'c', runId: 'r', update: { type: 'context', used: 12345, size: 200000, cost: { amount: 0.0123, currency: 'USD' } } });
     assert.match(exchangeHtml(x), /<div class="chat-context">12,345 \/ 200,000 tokens · \$0\.0123<\/div>/);
     assert.equal(textOf(exchangeHtml(x)).match(/tokens · \$/g)?.length, 1);
+    // the run counted no tokens of its own: the footer says only the turns
+    state.finish(x.key, { chatId: 'c', runId: 'r', stop: 'answered', turns: 1, answer: 'Done.', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedTokens: 0 } });
+    assert.match(exchangeHtml(x), /<div class="chat-footer">1 turn<\/div>/);
   });
 
   // [context, line]
