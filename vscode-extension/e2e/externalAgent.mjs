@@ -104,11 +104,16 @@ export async function externalAgentChat(page, frame, t) {
     const [x] = await chatExchanges(frame);
     assert(x, 'an exchange');
     assertEqual([x.state, x.stop, x.text], ['done', 'answered', 'Done.'], 'the exchange');
+    assertEqual(x.mode, null, 'no permission mode: Claude Code asks through its own');
     const header = await frame.evaluate(() => ({
       head: document.querySelector('#chat-log .chat-x .chat-head')?.textContent ?? null,
       who: document.querySelector('#chat-log .chat-x .chat-agent .chat-who')?.textContent ?? null,
     }));
     assertEqual(header, { head: 'Chat with Claude Code', who: 'Claude Code' }, 'who answers');
+    const context = (await frame.locator('#chat-log .chat-x .chat-context').first().textContent()) ?? '';
+    assert(/^[\d,]+ \/ [\d,]+ tokens( · \$\d+\.\d{4})?$/.test(context), `the context line: ${context}`);
+    // a step may end after the turn was answered: its line completes all the same
+    await frame.waitForFunction(() => Array.from(document.querySelectorAll('#chat-log .chat-x:first-child .chat-tool')).every((l) => l.getAttribute('data-status') === 'completed'), null, { timeout: 10_000 });
     // Claude Code's steps: the read, then the edit whose card is a diff.
     for (const tool of x.tools) {
       const lines = (await cardLines(frame, tool.callId)) ?? [];
@@ -127,7 +132,14 @@ export async function externalAgentChat(page, frame, t) {
     await frame.locator(`#chat-log button[data-card="${step.callId}"]`).click();
     await frame.waitForFunction((id) => document.activeElement?.getAttribute('data-call-id') === id, step.callId, { timeout: 5000 });
   });
+  // The chat and the card side by side in the Cards view: the MCP Servers view folded meanwhile.
+  const mcpView = page.locator('.pane-header', { hasText: 'MCP Servers' }).first();
+  const folded = (await mcpView.getAttribute('aria-expanded')) === 'true' && (await mcpView.click().then(() => true, () => false));
+  await frame.locator('#chat').scrollIntoViewIfNeeded().catch(() => undefined);
   await shot(page, 'chat-external-agent');
+  if (folded) {
+    await mcpView.click().catch(() => undefined);
+  }
 
   await check('a second prompt continues the chat with Claude Code (the agent choice stays locked); New chat frees it', async () => {
     const before = (await sentToModel()).length;

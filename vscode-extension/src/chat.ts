@@ -10,7 +10,7 @@
 
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
-import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdateParams, type ContextCost, type PlanEntry } from './agentProtocol';
+import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdate, type AgentUpdateParams, type ContextCost, type PlanEntry } from './agentProtocol';
 import { agentOptionsHtml, agentSelectTitle, OWN_CHAT_AGENT, type AgentPicker, type ChatAgent } from './agentPicker';
 
 /** A call of the agent, as a line of the transcript (its card is in the panel's feed). */
@@ -71,6 +71,9 @@ export interface ChatExchange {
   attemptStart: number;
 }
 
+/** The updates a finished run may still send: its calls' ends, its context window. */
+const LATE_UPDATES: ReadonlySet<AgentUpdate['type']> = new Set(['toolCall', 'toolResult', 'context']);
+
 export const ZERO_TOKENS: Readonly<AgentTokens> = { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedTokens: 0 };
 
 /** What a run's reasoning summary says when folded. */
@@ -118,16 +121,23 @@ export class ChatState {
       usage: { ...ZERO_TOKENS },
       attemptStart: 0,
     };
-    if (mode !== undefined) {
+    // (A hosted agent is sent no mode: its exchanges show none.)
+    if (mode !== undefined && this.agent.name === OWN_CHAT_AGENT.name) {
       exchange.mode = mode;
     }
     this.exchanges.push(exchange);
     return exchange;
   }
 
-  /** Applies one `toolhost/agentUpdate` to the running exchange; the exchange it changed, or
-   * undefined when the update is not this chat's (another chat's, or nothing runs). */
+  /** Applies one `toolhost/agentUpdate` to the running exchange — or, for a call's update or the
+   * context, to the finished exchange of its run: a hosted agent's last step may end after its
+   * turn was answered. The exchange it changed, or undefined when the update is not this chat's
+   * (another chat's, or nothing of it runs). */
   apply(params: AgentUpdateParams): ChatExchange | undefined {
+    const finished = this.exchanges.find((e) => e.state === 'done' && e.runId === params.runId);
+    if (finished) {
+      return LATE_UPDATES.has(params.update.type) ? this.applyTo(finished, params.update) : undefined;
+    }
     const x = this.running;
     if (!x) {
       return undefined;
@@ -137,7 +147,10 @@ export class ChatState {
     }
     x.runId = params.runId;
     this.chatId = params.chatId;
-    const update = params.update;
+    return this.applyTo(x, params.update);
+  }
+
+  private applyTo(x: ChatExchange, update: AgentUpdate): ChatExchange {
     const last = x.items[x.items.length - 1];
     switch (update.type) {
       case 'text':
@@ -460,13 +473,13 @@ export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined, p
     .concat(AGENT_MODES.map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`))
     .join('');
   return (
-    `<section id="chat" aria-label="chat with toolhost's agent"${running ? ' data-running="true"' : ''}>` +
+    `<section id="chat" aria-label="chat with an agent"${running ? ' data-running="true"' : ''}>` +
     `<div id="chat-log" role="log" aria-label="the chat" aria-live="polite">${chatLogHtml(state)}</div>` +
     `<form id="chat-form" class="chat-form" aria-label="ask the agent">` +
-    `<textarea id="chat-input" rows="2" aria-label="Prompt for toolhost's agent (Enter sends, Shift+Enter: new line)" placeholder="Ask toolhost's agent… (Enter sends, Shift+Enter: new line)"></textarea>` +
+    `<textarea id="chat-input" rows="2" aria-label="Prompt for the agent (Enter sends, Shift+Enter: new line)" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line)"></textarea>` +
     `<div class="chat-bar">` +
     `<select id="chat-agent" aria-label="The agent that answers"${state.agent ? ' disabled' : ''} title="${escapeHtml(agentSelectTitle(state.agent))}">${agentOptionsHtml(picker, state.agent)}</select>` +
-    `<select id="chat-mode" aria-label="Permission mode for the next prompt" title="Permission mode: ask, accept-edits, plan or auto (default: [agent] mode of the configuration)">${options}</select>` +
+    `<select id="chat-mode" aria-label="Permission mode for the next prompt" title="Permission mode of toolhost's agent: ask, accept-edits, plan or auto (default: [agent] mode of the configuration); a hosted agent asks through its own permission requests">${options}</select>` +
     `<span class="chat-spacer"></span>` +
     `<button type="button" id="chat-new" class="action" title="Start a new chat (the transcript is cleared)">New chat</button>` +
     `<button type="button" id="chat-stop" class="action stop"${running ? '' : ' hidden'} title="Stop the agent (Esc)">Stop</button>` +

@@ -164,6 +164,41 @@ describe('a chat stays with its agent', () => {
   });
 });
 
+describe('a hosted agent\'s late updates', () => {
+  const ZERO = { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedTokens: 0 };
+  const claude = { name: 'claude', title: 'Claude Code' };
+
+  it('a step that ends after the turn was answered completes its line in the finished exchange', () => {
+    const state = new ChatState();
+    const x = state.begin('edit a.txt', undefined, claude);
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolCall', callId: 's1', name: 'Edit a.txt' } });
+    state.finish(x.key, { chatId: 'c', runId: 'r1', stop: 'answered', turns: 1, answer: 'Done.', usage: ZERO });
+    assert.equal(state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolResult', callId: 's1', name: 'Edit a.txt', isError: false, text: 'ok' } }), x);
+    assert.deepEqual(x.items[0], { kind: 'tool', callId: 's1', name: 'Edit a.txt', title: 'Edit a.txt', status: 'completed' });
+    assert.equal(state.apply({ chatId: 'c', runId: 'r1', update: { type: 'text', text: 'late text' } }), undefined, 'no text after the answer');
+  });
+
+  it('a late update of the last run does not become the next run\'s', () => {
+    const state = new ChatState();
+    const first = state.begin('edit a.txt', undefined, claude);
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolCall', callId: 's1', name: 'Edit a.txt' } });
+    state.finish(first.key, { chatId: 'c', runId: 'r1', stop: 'answered', turns: 1, usage: ZERO });
+    const second = state.begin('more');
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolResult', callId: 's1', name: 'Edit a.txt', isError: false, text: 'ok' } });
+    assert.equal(second.runId, undefined, 'the next run is still unnamed');
+    assert.deepEqual(second.items, []);
+    state.apply({ chatId: 'c', runId: 'r2', update: { type: 'text', text: 'Done.' } });
+    assert.equal(second.runId, 'r2');
+  });
+
+  it('a hosted agent\'s exchange shows no permission mode (none is sent)', () => {
+    const state = new ChatState();
+    assert.equal(state.begin('edit', 'accept-edits', claude).mode, undefined);
+    assert.doesNotMatch(exchangeHtml(state.exchanges[0]!), /chat-mode-badge/);
+    assert.equal(new ChatState().begin('hi', 'plan').mode, 'plan');
+  });
+});
+
 describe('plan and context updates', () => {
   // [name, raw update, what is read (undefined: skipped)]
   const cases: [string, unknown, unknown][] = [
