@@ -64,6 +64,8 @@ pub struct HostedPrompt {
     /// The chat to continue (a new one when unknown or absent).
     pub chat_id: Option<String>,
     pub prompt: String,
+    /// The id the turn is recorded under (`agent/run`; a fresh one when absent).
+    pub run_id: Option<String>,
 }
 
 /// How a prompt ended.
@@ -107,7 +109,14 @@ pub(crate) struct Chat {
     turn: Mutex<Option<Turn>>,
     /// A restarted agent is replaying its loaded session: nothing it says now is new.
     replaying: std::sync::atomic::AtomicBool,
+    /// The run id of the chat's last turn (the next one continues it).
+    last_run: Mutex<Option<String>>,
+    /// Told when a turn ended (a prompt after a Stop waits for the stopped turn).
+    turn_ended: tokio::sync::Notify,
 }
+
+/// How long a prompt waits for the chat's stopped turn to end.
+const STOPPING_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 #[derive(Clone)]
 pub(crate) struct Turn {
@@ -149,25 +158,50 @@ impl HostedAgents {
         cancel: CancellationToken,
     ) -> Result<HostedOutcome, HostedError> {
         let chat = self.chat(&prompt)?;
-        {
-            let mut turn = chat.turn.lock().unwrap_or_else(PoisonError::into_inner);
-            if turn.is_some() {
+        let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
+        loop {
+            // Registered before looking, so an end in between is not missed.
+            let ended = chat.turn_ended.notified();
+            {
+                let mut turn = chat.turn.lock().unwrap_or_else(PoisonError::into_inner);
+                match turn.as_ref() {
+                    None => {
+                        *turn = Some(Turn {
+                            sink: Arc::clone(&sink),
+                            answer: Arc::default(),
+                            cancel: cancel.clone(),
+                        });
+                        break;
+                    }
+                    // A stopped turn is ending: the next prompt waits for it.
+                    Some(running) if running.cancel.is_cancelled() => {}
+                    Some(_) => {
+                        return Err(HostedError::new(
+                            "CHAT_BUSY",
+                            format!("chat {} is still answering a prompt", chat.id),
+                        ));
+                    }
+                }
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
                 return Err(HostedError::new(
                     "CHAT_BUSY",
-                    format!("chat {} is still answering a prompt", chat.id),
+                    format!("chat {} is still stopping its last prompt", chat.id),
                 ));
             }
-            *turn = Some(Turn {
-                sink: Arc::clone(&sink),
-                answer: Arc::default(),
-                cancel: cancel.clone(),
-            });
         }
         chat.steps.set_sink(Some(Arc::clone(&sink)));
+        let run_id = prompt.run_id.clone().unwrap_or_else(toolhost_host::agent::new_run_id);
+        let record = Record { host: &self.host, run_id: &run_id };
+        let continues =
+            chat.last_run.lock().unwrap_or_else(PoisonError::into_inner).replace(run_id.clone());
+        record.start(&chat.spec, continues, &prompt.prompt);
         let outcome = chat.run_turn(&prompt.prompt, &cancel).await;
+        record.end(&outcome);
         chat.steps.end_all();
         chat.steps.set_sink(None);
         chat.turn.lock().unwrap_or_else(PoisonError::into_inner).take();
+        chat.turn_ended.notify_waiters();
         outcome
     }
 
@@ -194,6 +228,8 @@ impl HostedAgents {
             notes: Mutex::new(Vec::new()),
             turn: Mutex::new(None),
             replaying: std::sync::atomic::AtomicBool::new(false),
+            last_run: Mutex::new(None),
+            turn_ended: tokio::sync::Notify::new(),
         });
         chats.insert(id, Arc::clone(&chat));
         Ok(chat)
@@ -363,6 +399,67 @@ impl Chat {
     /// Told to the agent with its next prompt.
     pub(crate) fn note(&self, note: String) {
         self.notes.lock().unwrap_or_else(PoisonError::into_inner).push(note);
+    }
+}
+
+/// A hosted turn's conversation in the session log, in the own agent's records (`agent/run`,
+/// the user's and the agent's `agent/message`, `agent/end`), so a replay shows the prompts and
+/// answers between the steps' cards.
+struct Record<'a> {
+    host: &'a Host,
+    run_id: &'a str,
+}
+
+impl Record<'_> {
+    fn put(&self, kind: &str, data: Value) {
+        let Some(log) = self.host.session() else { return };
+        if let Err(err) = log.enqueue(kind, data, true) {
+            tracing::warn!(kind, %err, "cannot record the hosted agent's conversation");
+        }
+    }
+
+    fn start(&self, spec: &AgentSpec, continues: Option<String>, prompt: &str) {
+        use toolhost_agent::log as records;
+        let mut run = serde_json::json!({
+            "runId": self.run_id,
+            "model": format!("acp:{}", spec.name),
+            "mode": spec.mode.clone().unwrap_or_else(|| "agent".to_owned()),
+        });
+        if let Some(continues) = continues {
+            run["continues"] = Value::String(continues);
+        }
+        self.put(records::AGENT_RUN, run);
+        self.put(
+            records::AGENT_MESSAGE,
+            serde_json::json!({"runId": self.run_id, "role": "user", "content": prompt}),
+        );
+    }
+
+    fn end(&self, outcome: &Result<HostedOutcome, HostedError>) {
+        use toolhost_agent::log as records;
+        let usage = serde_json::json!({"promptTokens": 0, "completionTokens": 0, "totalTokens": 0});
+        let end = match outcome {
+            Ok(done) => {
+                if let Some(answer) = &done.answer {
+                    self.put(
+                        records::AGENT_MESSAGE,
+                        serde_json::json!({"runId": self.run_id, "role": "assistant", "content": answer}),
+                    );
+                }
+                let mut end = serde_json::json!({
+                    "runId": self.run_id, "stop": done.stop, "turns": 1, "usage": usage,
+                });
+                if let Some(answer) = &done.answer {
+                    end["answer"] = Value::String(answer.clone());
+                }
+                end
+            }
+            Err(err) => serde_json::json!({
+                "runId": self.run_id, "stop": "failed", "turns": 0, "usage": usage,
+                "error": err.to_string(),
+            }),
+        };
+        self.put(records::AGENT_END, end);
     }
 }
 

@@ -290,6 +290,28 @@ fn claude_edits_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
         .cloned()
         .unwrap();
     assert_eq!(replayed_sed["rendered"], sed["rendered"]);
+    // And the conversation between them: the prompts and the agent's answers.
+    let said: Vec<(String, String)> = replayed["conversation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "agent/message")
+        .map(|r| {
+            let data = &r["data"];
+            (
+                data["role"].as_str().unwrap().to_owned(),
+                data["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("user", "edit a.txt and b.txt"),
+        ("assistant", "Done."),
+        ("user", "anything else?"),
+        ("assistant", "Noted."),
+    ]
+    .map(|(who, text)| (who.to_owned(), text.to_owned()));
+    assert_eq!(said, expected, "{replayed:#}");
 
     assert!(!marked_processes(&mark).is_empty(), "the agent runs while the editor is open");
     client.shutdown().unwrap();
@@ -314,8 +336,15 @@ fn claude_wait_script(root: PathBuf, hang: Arc<Mutex<bool>>) -> Box<model_server
             std::thread::sleep(Duration::from_secs(20));
             return Reply::not_found();
         }
+        // A stopped prompt got no answer, so the next one shares its user message: the later
+        // prompt is looked for first.
         if last.contains("go on") {
             return anthropic_turn(json!({"type": "text", "text": "Going on."}), "end_turn");
+        }
+        if last.contains("stop me") {
+            // Stopped from the editor while it waits for this answer.
+            std::thread::sleep(Duration::from_secs(20));
+            return Reply::not_found();
         }
         match model_server::anthropic_tool_results(&body) {
             0 => anthropic_turn(
@@ -389,6 +418,32 @@ fn an_unanswered_permission_is_cancelled_and_a_killed_agent_is_started_again() {
         history.contains("create c.txt"),
         "the restarted agent has the conversation: {history}"
     );
+
+    // Stop: the request is answered cancelled at once, the agent stops its turn and stays.
+    let running = marked_processes(&mark);
+    let request = server::raw_request(
+        json!("stopped"),
+        "toolhost/agentPrompt",
+        json!({"agent": "claude", "chatId": chat, "prompt": "stop me"}),
+    );
+    client.write_raw(&request).unwrap();
+    wait_until("the agent asks the model", Duration::from_secs(60), || {
+        main_requests(&model).iter().any(|b| last_user_text(b).contains("stop me"))
+    });
+    client.notify("$/cancelRequest", json!({"id": "stopped"})).unwrap();
+    let stopped = server::wait_response(&mut client, &json!("stopped"), Duration::from_secs(30))
+        .expect("the prompt answers");
+    assert_eq!(stopped["error"]["code"], -32800, "{stopped}");
+    let after = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "chatId": chat, "prompt": "go on"}),
+        )
+        .unwrap();
+    assert_eq!(after["answer"], "Going on.", "{after}");
+    // The adapter (the first process with the mark) still runs: it was not started again.
+    let adapter = running.iter().min().copied().unwrap();
+    assert!(marked_processes(&mark).contains(&adapter), "the same agent answered");
 
     client.shutdown().unwrap();
     wait_until("no agent process is left", Duration::from_secs(20), || {
@@ -473,7 +528,10 @@ fn codex_patches_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
     let (mut client, asked) = editor(&env, Some(json!({"accepted": [1]})), Some(json!("first")));
 
     let first = client
-        .request("toolhost/agentPrompt", json!({"agent": "codex", "prompt": "edit a.txt and b.txt"}))
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "codex", "prompt": "edit a.txt and b.txt"}),
+        )
         .unwrap();
     assert_eq!(first["stop"], "answered", "{first}");
     let reviews: Vec<Value> = asked

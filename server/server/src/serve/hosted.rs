@@ -55,7 +55,12 @@ pub(super) async fn prompt(
     let guard = cancel.clone().drop_guard();
     state.prompts.fetch_add(1, Ordering::SeqCst);
     let task_state = Arc::clone(state);
-    let request = HostedPrompt { agent, chat_id: Some(chat_id.clone()), prompt: params.prompt };
+    let request = HostedPrompt {
+        agent,
+        chat_id: Some(chat_id.clone()),
+        prompt: params.prompt,
+        run_id: Some(run_id.clone()),
+    };
     let task_cancel = cancel.clone();
     let task = tokio::spawn(async move {
         let outcome = hosted.prompt(request, sink, task_cancel).await;
