@@ -245,8 +245,10 @@ fn codex_script(root: PathBuf) -> Box<model_server::Script> {
                 json!({"file_path": root.join("greet.rs").display().to_string()}),
             )),
             1 => model_server::responses_stream(call("call_edit", "edit", edit_args(&root))),
-            _ => model_server::responses_stream(json!({"type": "message", "role": "assistant", "id": "msg_done",
-                "content": [{"type": "output_text", "text": "Done."}]})),
+            _ => model_server::responses_stream(
+                json!({"type": "message", "role": "assistant", "id": "msg_done",
+                "content": [{"type": "output_text", "text": "Done."}]}),
+            ),
         }
     })
 }
