@@ -8,6 +8,7 @@
 // the chat box's HTML. Everything from the model or a tool is escaped. Pure: no `vscode` import,
 // so `node --test` covers it; chatView.ts sends the requests and feeds the updates in.
 
+import type { Card } from './cards';
 import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
 import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdate, type AgentUpdateParams, type ContextCost, type PlanEntry } from './agentProtocol';
@@ -228,6 +229,29 @@ export class ChatState {
         break;
     }
     return x;
+  }
+
+  /** A call's card came (`toolhost/card`): a tool line still pending takes the final card's
+   * status — a hosted agent's last step may end after its run stopped streaming updates. The
+   * exchange it changed, if any. */
+  settle(card: Pick<Card, 'callId' | 'status' | 'title'>): ChatExchange | undefined {
+    if (card.status !== 'completed' && card.status !== 'failed') {
+      return undefined;
+    }
+    for (const x of this.exchanges) {
+      const line = x.items.find((i): i is ChatToolLine => i.kind === 'tool' && i.callId === card.callId);
+      if (line) {
+        if (line.status !== 'pending') {
+          return undefined;
+        }
+        line.status = card.status;
+        if (card.title) {
+          line.title = card.title;
+        }
+        return x;
+      }
+    }
+    return undefined;
   }
 
   /** The request was answered: how the run ended. */

@@ -7,6 +7,7 @@
 // ordinary `toolhost/card` notifications.
 
 import * as vscode from 'vscode';
+import type { Card } from './cards';
 import { ChatState, type ChatExchange } from './chat';
 import { asAgentPromptResult, asAgentUpdateParams, asHostedAgents, type AgentMode, type AgentPromptParams, type HostedAgentInfo } from './agentProtocol';
 import { AgentPicker, promptParams, type ChatAgent } from './agentPicker';
@@ -69,6 +70,15 @@ export class ChatController implements vscode.Disposable {
       return;
     }
     const x = this.state.apply(params);
+    if (x) {
+      this.changed(x);
+    }
+  }
+
+  /** A call's card (the card store's): a tool line of the chat still pending takes its final
+   * status. */
+  handleCard(card: Card): void {
+    const x = this.state.settle(card);
     if (x) {
       this.changed(x);
     }

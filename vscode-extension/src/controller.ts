@@ -5,7 +5,7 @@
 // store, shows `toolhost/notice`s (a message, and a line in the output channel), answers
 // `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and `toolhost/askUser` to the
 // question forms, switches plan mode, passes the MCP bridge's `toolhost/mcpServersChanged` on (the
-// MCP Servers view), hands the own agent's `toolhost/agentUpdate` notifications to the chat
+// MCP Servers view), hands the agents' `toolhost/agentUpdate` notifications to the chat
 // (chatView.ts), and reports its state, the session's review and plan modes and what waits for the
 // person (status bar, API).
 

@@ -1,5 +1,5 @@
 // Entry point: wires the card store, the panel, the language client, review mode and the question
-// forms (`toolhost/askUser`) over one queue of what waits for the person (pending.ts), plan mode, the chat with toolhost's own agent (`toolhost/agentPrompt`), the MCP Servers view (the bridge's external servers), the
+// forms (`toolhost/askUser`) over one queue of what waits for the person (pending.ts), plan mode, the chat with an agent — toolhost's own or one the server hosts (`toolhost/agentPrompt`, `toolhost/listAgents`) —, the MCP Servers view (the bridge's external servers), the
 // `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
@@ -368,6 +368,12 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     asks,
     asks.onDidChange(showQuestions),
     chat,
+    // A tool line of the chat follows its call's card to the end.
+    store.onChange((event) => {
+      if (event.type === 'upsert') {
+        chat.handleCard(event.card);
+      }
+    }),
     controller.onDidChangeState((state) => {
       // A stopped server waits for no answer: its reviews and questions close, and its chats are
       // gone (the next prompt starts a new one).

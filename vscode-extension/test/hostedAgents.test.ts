@@ -178,6 +178,23 @@ describe('a hosted agent\'s late updates', () => {
     assert.equal(state.apply({ chatId: 'c', runId: 'r1', update: { type: 'text', text: 'late text' } }), undefined, 'no text after the answer');
   });
 
+  it('a step whose result never streamed completes its line from its final card', () => {
+    const state = new ChatState();
+    const x = state.begin('edit a.txt', undefined, claude);
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolCall', callId: 's1', name: 'Edit a.txt' } });
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolCall', callId: 's2', name: 'Bash' } });
+    state.apply({ chatId: 'c', runId: 'r1', update: { type: 'toolResult', callId: 's2', name: 'Bash', isError: true, text: 'exit 1' } });
+    state.finish(x.key, { chatId: 'c', runId: 'r1', stop: 'answered', turns: 1, usage: ZERO });
+    assert.equal(state.settle({ callId: 's1', status: 'pending', title: 'Edit a.txt' }), undefined, 'a pending card settles nothing');
+    assert.equal(state.settle({ callId: 's1', status: 'completed', title: 'Edit a.txt' }), x);
+    assert.equal(state.settle({ callId: 's2', status: 'completed', title: 'Bash' }), undefined, 'a line with its result keeps it');
+    assert.equal(state.settle({ callId: 'other', status: 'completed', title: 'x' }), undefined);
+    assert.deepEqual(
+      x.items.map((i) => (i.kind === 'tool' ? i.status : i.kind)),
+      ['completed', 'failed'],
+    );
+  });
+
   it('a late update of the last run does not become the next run\'s', () => {
     const state = new ChatState();
     const first = state.begin('edit a.txt', undefined, claude);
