@@ -1526,12 +1526,13 @@ async function main() {
     }
   } finally {
     await browser.close();
+    // Here, not after the block: a TOOLHOST_E2E_ONLY run returns early, and must be counted too.
+    log(`ui: ${tally.passed} passed, ${tally.failed} failed`);
+    const passed = tally.passed + mochaTally.passed;
+    const failed = tally.failed + mochaTally.failed;
+    log(`e2e: ${passed} passed, ${failed} failed${mochaTally.pending ? `, ${mochaTally.pending} skipped` : ''}`);
+    process.exit(failed === 0 && mochaTally.passed > 0 ? 0 : 1);
   }
-  log(`ui: ${tally.passed} passed, ${tally.failed} failed`);
-  const passed = tally.passed + mochaTally.passed;
-  const failed = tally.failed + mochaTally.failed;
-  log(`e2e: ${passed} passed, ${failed} failed${mochaTally.pending ? `, ${mochaTally.pending} skipped` : ''}`);
-  process.exit(failed === 0 && mochaTally.passed > 0 ? 0 : 1);
 }
 
 main().catch((err) => {
