@@ -17,6 +17,7 @@
 mod link;
 mod spec;
 mod steps;
+mod terminals;
 
 pub use spec::{AgentSpec, KnownAgent, known_agents, resolve};
 
@@ -113,7 +114,12 @@ pub(crate) struct Chat {
     last_run: Mutex<Option<String>>,
     /// Told when a turn ended (a prompt after a Stop waits for the stopped turn).
     turn_ended: tokio::sync::Notify,
+    /// The agent's terminals (each a `bash` call).
+    terminals: terminals::Terminals,
 }
+
+/// How long a turn's answer waits for its steps' calls to end.
+const STEPS_FINISHING: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a prompt waits for the chat's stopped turn to end.
 const STOPPING_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -197,8 +203,9 @@ impl HostedAgents {
             chat.last_run.lock().unwrap_or_else(PoisonError::into_inner).replace(run_id.clone());
         record.start(&chat.spec, continues, &prompt.prompt);
         let outcome = chat.run_turn(&prompt.prompt, &cancel).await;
-        record.end(&outcome);
         chat.steps.end_all();
+        chat.steps.finished(STEPS_FINISHING).await;
+        record.end(&outcome);
         chat.steps.set_sink(None);
         chat.turn.lock().unwrap_or_else(PoisonError::into_inner).take();
         chat.turn_ended.notify_waiters();
@@ -230,6 +237,7 @@ impl HostedAgents {
             replaying: std::sync::atomic::AtomicBool::new(false),
             last_run: Mutex::new(None),
             turn_ended: tokio::sync::Notify::new(),
+            terminals: terminals::Terminals::default(),
         });
         chats.insert(id, Arc::clone(&chat));
         Ok(chat)
@@ -252,6 +260,7 @@ impl HostedAgents {
             if let Some(link) = chat.link.lock().await.take() {
                 link.stop().await;
             }
+            chat.release_all_terminals();
         }
     }
 
@@ -333,6 +342,7 @@ impl Chat {
         }
         if let Some(old) = slot.take() {
             old.stop().await;
+            self.release_all_terminals();
         }
         let link = Arc::new(Link::start(self).await?);
         let earlier = self.session.lock().unwrap_or_else(PoisonError::into_inner).clone();

@@ -570,3 +570,52 @@ fn codex_patches_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
         marked_processes(&mark).is_empty()
     });
 }
+
+/// The hosted agent's terminals run on toolhost's shell: an agent on the official Python ACP SDK
+/// that works only through `terminal/*` gets each command's output and exit status, a killed
+/// one's signal, and every terminal is a `bash` card by the agent.
+#[test]
+fn an_agents_terminals_run_on_toolhosts_shell() {
+    let env = Env::new();
+    let python = workspace_root().join(".client-tools/py/bin/python");
+    assert!(python.exists(), "{} is missing: run `cargo xtask install-deps`", python.display());
+    let agent = workspace_root().join("tests/acp-agents/terminal_agent.py");
+    env.write_user_config(&format!(
+        "[acp]\noffer_toolhost = false\n\n[acp.agents.terminals]\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+        python.display(),
+        agent.display()
+    ));
+    let (mut client, _) = editor(&env, None, None);
+    let mut ask = |prompt: &str, chat: Option<&str>| {
+        let mut params = json!({"agent": "terminals", "prompt": prompt});
+        if let Some(chat) = chat {
+            params["chatId"] = json!(chat);
+        }
+        client.request("toolhost/agentPrompt", params).unwrap()
+    };
+    let ran = ask("run", None);
+    assert_eq!(ran["answer"], "exit 0: hello from the terminal", "{ran}");
+    let chat = ran["chatId"].as_str().unwrap().to_owned();
+    let failed = ask("fail", Some(&chat));
+    assert_eq!(failed["answer"], "exit 3: oops", "{failed}");
+    let killed = ask("kill", Some(&chat));
+    let answer = killed["answer"].as_str().unwrap_or_default();
+    assert!(answer.starts_with("killed: exit None signal SIG"), "{killed}");
+
+    let terminals: Vec<Value> = client
+        .seen
+        .iter()
+        .filter(|n| n["method"] == "toolhost/card" && n["params"]["tool"] == "bash")
+        .map(|n| n["params"].clone())
+        .filter(|c| c["status"] != "pending")
+        .collect();
+    assert_eq!(terminals.len(), 3, "{terminals:#?}");
+    for card in &terminals {
+        assert_eq!(card["caller"], "terminals", "{card:#}");
+    }
+    // Each command's output on its terminal card; the killed one's call was stopped.
+    assert_eq!(terminals[0]["kind"], "terminal", "{:#}", terminals[0]);
+    assert_eq!(terminals[1]["terminal"]["exitCode"], 3, "{:#}", terminals[1]);
+    assert_eq!(terminals[2]["status"], "failed", "{:#}", terminals[2]);
+    client.shutdown().unwrap();
+}

@@ -9,12 +9,15 @@
 
 use super::{Chat, HostedError};
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, FileSystemCapabilities,
-    Implementation, InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio,
+    CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
+    CreateTerminalResponse, EnvVariable, FileSystemCapabilities, Implementation, InitializeRequest,
+    KillTerminalRequest, KillTerminalResponse, LoadSessionRequest, McpServer, McpServerStdio,
     NewSessionRequest, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, TextContent, ToolCallContent, WriteTextFileRequest,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    TerminalOutputRequest, TerminalOutputResponse, TextContent, ToolCallContent,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
     WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -110,7 +113,8 @@ impl Link {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let ended = CancellationToken::new();
         let weak = Arc::downgrade(chat);
-        let (w1, w2, w3, w4) = (weak.clone(), weak.clone(), weak.clone(), weak);
+        let (w1, w2, w3, w4) = (weak.clone(), weak.clone(), weak.clone(), weak.clone());
+        let (w5, w6, w7, w8, w9) = (weak.clone(), weak.clone(), weak.clone(), weak.clone(), weak);
         let ended_by = ended.clone();
         let name = spec.name.clone();
         tokio::spawn(async move {
@@ -174,6 +178,78 @@ impl Link {
                     },
                     acp::on_receive_request!(),
                 )
+                .on_receive_request(
+                    async move |req: CreateTerminalRequest,
+                                r: Responder<CreateTerminalResponse>,
+                                _cx| {
+                        let Some(chat) = w5.upgrade() else {
+                            return r.respond_with_error(acp::Error::internal_error());
+                        };
+                        let created = chat.create_terminal(&req).map(CreateTerminalResponse::new);
+                        r.respond_with_result(created.map_err(hosted_error))
+                    },
+                    acp::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |req: TerminalOutputRequest,
+                                r: Responder<TerminalOutputResponse>,
+                                _cx| {
+                        let Some(chat) = w6.upgrade() else {
+                            return r.respond_with_error(acp::Error::internal_error());
+                        };
+                        let output =
+                            chat.terminal_output(&req.terminal_id.0).map(|(text, cut, exit)| {
+                                TerminalOutputResponse::new(text, cut).exit_status(exit)
+                            });
+                        r.respond_with_result(output.map_err(hosted_error))
+                    },
+                    acp::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |req: WaitForTerminalExitRequest,
+                                r: Responder<WaitForTerminalExitResponse>,
+                                _cx| {
+                        let Some(chat) = w7.upgrade() else {
+                            return r.respond_with_error(acp::Error::internal_error());
+                        };
+                        tokio::spawn(async move {
+                            let exit = chat.terminal_exit(&req.terminal_id.0).await;
+                            let answer =
+                                exit.map(WaitForTerminalExitResponse::new).map_err(hosted_error);
+                            let _ = r.respond_with_result(answer);
+                        });
+                        Ok(())
+                    },
+                    acp::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |req: KillTerminalRequest,
+                                r: Responder<KillTerminalResponse>,
+                                _cx| {
+                        let Some(chat) = w8.upgrade() else {
+                            return r.respond_with_error(acp::Error::internal_error());
+                        };
+                        let killed = chat
+                            .kill_terminal(&req.terminal_id.0)
+                            .map(|()| KillTerminalResponse::new());
+                        r.respond_with_result(killed.map_err(hosted_error))
+                    },
+                    acp::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |req: ReleaseTerminalRequest,
+                                r: Responder<ReleaseTerminalResponse>,
+                                _cx| {
+                        let Some(chat) = w9.upgrade() else {
+                            return r.respond_with_error(acp::Error::internal_error());
+                        };
+                        let released = chat
+                            .release_terminal(&req.terminal_id.0)
+                            .map(|()| ReleaseTerminalResponse::new());
+                        r.respond_with_result(released.map_err(hosted_error))
+                    },
+                    acp::on_receive_request!(),
+                )
                 .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
                     let _ = cx_tx.send(cx);
                     let _ = stop_rx.await;
@@ -213,7 +289,7 @@ impl Link {
         };
         let capabilities = ClientCapabilities::new()
             .fs(FileSystemCapabilities::new().read_text_file(true).write_text_file(true))
-            .terminal(false);
+            .terminal(true);
         let request = InitializeRequest::new(acp::schema::ProtocolVersion::V1)
             .client_capabilities(capabilities)
             .client_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
@@ -510,7 +586,7 @@ impl Chat {
         let mut partial = Vec::new();
         let (mut accepted_any, mut rejected_any) = (false, false);
         // An agent may show one file's edit in several pieces (one per hunk): applied in turn.
-        let mut files: Vec<(String, Vec<(Option<String>, String)>)> = Vec::new();
+        let mut files: Vec<(String, Vec<Piece>)> = Vec::new();
         for (path, old_text, new_text) in proposals {
             match files.iter_mut().find(|(p, _)| *p == path) {
                 Some((_, pieces)) => pieces.push((old_text, new_text)),
@@ -675,6 +751,14 @@ impl Chat {
         Ok(WriteTextFileResponse::new())
     }
 }
+
+/// A hosted-side failure as the agent gets it.
+fn hosted_error(err: HostedError) -> acp::Error {
+    acp::Error::invalid_params().data(json!(err.to_string()))
+}
+
+/// One piece of a proposed edit: the text it replaces (none: the whole file) and its new text.
+type Piece = (Option<String>, String);
 
 /// How the person decided on a step's proposed edits.
 enum Reviewed {

@@ -41,6 +41,8 @@ pub(crate) struct Steps {
     running: Mutex<HashMap<String, Step>>,
     /// Announced calls that have not yet said what they do (see [`Steps::announced`]).
     pending: Mutex<HashMap<String, ToolCall>>,
+    /// The tasks that follow each step's call to its end (and send its `toolResult`).
+    following: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     sink: Mutex<Option<UpdateSink>>,
 }
 
@@ -69,6 +71,7 @@ impl Steps {
             prefix,
             running: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            following: Mutex::new(Vec::new()),
             sink: Mutex::new(None),
         }
     }
@@ -76,12 +79,6 @@ impl Steps {
     /// Where the steps' `toolCall` / `toolResult` updates go (the prompt running now).
     pub(crate) fn set_sink(&self, sink: Option<UpdateSink>) {
         *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = sink;
-    }
-
-    fn send(&self, update: Value) {
-        if let Some(sink) = self.sink.lock().unwrap_or_else(PoisonError::into_inner).clone() {
-            sink(update);
-        }
     }
 
     /// The host call recording the agent's tool call `id`, if it runs.
@@ -169,12 +166,20 @@ impl Steps {
             proposals: Vec::new(),
         };
         self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), step);
-        let steps = Arc::clone(self);
+        // The turn that started the step hears its end, even after it answered.
+        let sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let send = move |update: Value| {
+            if let Some(sink) = &sink {
+                sink(update);
+            }
+        };
         let title = call.title.clone();
-        tokio::spawn(async move {
+        let following = tokio::spawn(async move {
             let mut handle = handle;
             if let Some(card) = handle.started().await {
-                steps.send(json!({"type": "toolCall", "callId": card.call_id, "name": title, "card": card}));
+                send(
+                    json!({"type": "toolCall", "callId": card.call_id, "name": title, "card": card}),
+                );
             }
             let finished = handle.finish().await;
             match finished {
@@ -187,7 +192,7 @@ impl Steps {
                         .filter_map(|block| block.as_text())
                         .collect::<Vec<_>>()
                         .join("\n");
-                    steps.send(json!({
+                    send(json!({
                         "type": "toolResult",
                         "callId": card.call_id,
                         "name": title,
@@ -199,6 +204,7 @@ impl Steps {
                 Err(err) => tracing::warn!(%err, "the agent's step was not recorded"),
             }
         });
+        self.following.lock().unwrap_or_else(PoisonError::into_inner).push(following);
         if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
             let fields =
                 ToolCallUpdateFields::new().status(call.status).content(call.content.clone());
@@ -296,6 +302,14 @@ impl Steps {
             let _ = step.events.send(StepEvent::Settled(tx));
         }
         let _ = rx.await;
+    }
+
+    /// Waits until every step's call ended and its `toolResult` was sent (at most `limit`), so
+    /// a turn's answer comes after its steps' results.
+    pub(crate) async fn finished(&self, limit: std::time::Duration) {
+        let following: Vec<_> =
+            self.following.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect();
+        let _ = tokio::time::timeout(limit, futures::future::join_all(following)).await;
     }
 
     /// The prompt ended (or the agent went away): every step still open ends `cancelled`.
