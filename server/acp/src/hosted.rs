@@ -15,6 +15,7 @@
 //! its session loaded when it can load sessions, else a new session told the conversation so far.
 
 mod link;
+mod options;
 mod spec;
 mod steps;
 mod terminals;
@@ -22,6 +23,7 @@ mod terminals;
 pub use spec::{AgentSpec, KnownAgent, known_agents, resolve};
 
 use link::Link;
+use options::Offered;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +31,10 @@ use steps::Steps;
 use toolhost_contract::CancellationToken;
 use toolhost_host::Host;
 use toolhost_host::acp_config::AcpSettings;
+use toolhost_protocol::lsp_ext::AgentOption;
+use toolhost_protocol::session_log::{
+    AgentEndEvent, AgentMessageEvent, AgentRunEvent, AgentTokens,
+};
 
 /// Where a prompt's updates go, in order (`{type: "text", text}`, …; docs/protocol.md,
 /// `toolhost/agentUpdate`).
@@ -62,8 +68,8 @@ impl std::error::Error for HostedError {}
 pub struct HostedPrompt {
     /// The agent's name (`claude`, `codex`, `gemini` or a `[acp.agents.<name>]`).
     pub agent: String,
-    /// The chat to continue (a new one when unknown or absent).
-    pub chat_id: Option<String>,
+    /// The chat to continue (a new one when unknown).
+    pub chat_id: String,
     pub prompt: String,
     /// The id the turn is recorded under (`agent/run`; a fresh one when absent).
     pub run_id: Option<String>,
@@ -78,7 +84,7 @@ pub struct HostedOutcome {
     /// What the agent said.
     pub answer: Option<String>,
     /// The agent's token counts for the turn, when it reported them.
-    pub usage: Option<Value>,
+    pub usage: Option<AgentTokens>,
     /// The agent process had ended and was started again for this prompt.
     pub restarted: bool,
 }
@@ -102,6 +108,8 @@ pub(crate) struct Chat {
     link: tokio::sync::Mutex<Option<Arc<Link>>>,
     /// The agent's session id, for `session/load` after a restart.
     session: Mutex<Option<String>>,
+    /// The settings the agent offers for its session and what the person chose.
+    offered: Mutex<Offered>,
     /// The conversation as text, told to a new session when the old one cannot be loaded.
     transcript: Mutex<Vec<(String, String)>>,
     /// What the agent is told with the next prompt (hunks the person rejected after it wrote).
@@ -131,20 +139,6 @@ pub(crate) struct Turn {
     cancel: CancellationToken,
 }
 
-fn new_chat_id() -> String {
-    format!("chat_{:012x}", rand_u48())
-}
-
-fn rand_u48() -> u64 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    let counter = {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    };
-    (nanos ^ counter.rotate_left(32) ^ u64::from(std::process::id())) & 0xffff_ffff_ffff
-}
-
 impl HostedAgents {
     pub fn new(host: Arc<Host>, settings: AcpSettings) -> Arc<Self> {
         Arc::new(HostedAgents { host, settings, chats: Mutex::new(HashMap::new()) })
@@ -163,7 +157,7 @@ impl HostedAgents {
         sink: UpdateSink,
         cancel: CancellationToken,
     ) -> Result<HostedOutcome, HostedError> {
-        let chat = self.chat(&prompt)?;
+        let chat = self.chat(&prompt.agent, &prompt.chat_id)?;
         let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
         loop {
             // Registered before looking, so an end in between is not missed.
@@ -212,15 +206,14 @@ impl HostedAgents {
         outcome
     }
 
-    fn chat(&self, prompt: &HostedPrompt) -> Result<Arc<Chat>, HostedError> {
+    /// Chat `id`, or a new chat of `agent` under that id.
+    fn chat(&self, agent: &str, id: &str) -> Result<Arc<Chat>, HostedError> {
         let mut chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(id) = prompt.chat_id.as_deref()
-            && let Some(chat) = chats.get(id)
-        {
+        if let Some(chat) = chats.get(id) {
             return Ok(Arc::clone(chat));
         }
-        let spec = resolve(&self.settings, &prompt.agent)?;
-        let id = prompt.chat_id.clone().filter(|c| !c.is_empty()).unwrap_or_else(new_chat_id);
+        let spec = resolve(&self.settings, agent)?;
+        let id = id.to_owned();
         let steps = Arc::new(Steps::new(Arc::clone(&self.host), spec.title.clone(), id.clone()));
         let chat = Arc::new(Chat {
             id: id.clone(),
@@ -231,6 +224,7 @@ impl HostedAgents {
             steps,
             link: tokio::sync::Mutex::new(None),
             session: Mutex::new(None),
+            offered: Mutex::new(Offered::default()),
             transcript: Mutex::new(Vec::new()),
             notes: Mutex::new(Vec::new()),
             turn: Mutex::new(None),
@@ -241,6 +235,37 @@ impl HostedAgents {
         });
         chats.insert(id, Arc::clone(&chat));
         Ok(chat)
+    }
+
+    /// The settings chat `chat_id` offers (a new chat of `agent` is started for it: its agent
+    /// running, its session open).
+    pub async fn options(
+        &self,
+        agent: &str,
+        chat_id: &str,
+    ) -> Result<Vec<AgentOption>, HostedError> {
+        let chat = self.chat(agent, chat_id)?;
+        chat.connect().await?;
+        Ok(chat.offered().list())
+    }
+
+    /// Sets `option` of chat `chat_id` to `value` (kept for the chat's next agent, should this
+    /// one end) and answers every setting as it is now.
+    pub async fn set_option(
+        &self,
+        chat_id: &str,
+        option: &str,
+        value: Value,
+    ) -> Result<Vec<AgentOption>, HostedError> {
+        let chat = self.chats.lock().unwrap_or_else(PoisonError::into_inner).get(chat_id).cloned();
+        let chat = chat.ok_or_else(|| {
+            HostedError::new("CHAT_UNKNOWN", format!("no hosted agent's chat {chat_id} is open"))
+        })?;
+        let (link, _, session) = chat.connect().await?;
+        let setting = chat.offered().setting(option, &value)?;
+        link.set(&chat, &session, setting).await?;
+        chat.offered().chose(option, value);
+        Ok(chat.offered().list())
     }
 
     /// Stops every agent process (the editor went away): each gets its stdin closed, then a
@@ -309,9 +334,14 @@ impl Chat {
                 .push(("Assistant".to_owned(), answer.clone()));
         }
         let response = response?;
-        // Token counts come as the agent's `usage_update`s (`context` updates); the turn's own
-        // totals are an unstable part of ACP that toolhost does not read yet.
-        let usage = None;
+        // The turn's totals (an unstable part of ACP that Claude Code sends); the context's
+        // size came as the agent's `usage_update`s (`context` updates).
+        let usage = response.usage.as_ref().map(|usage| AgentTokens {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+            cached_tokens: usage.cached_read_tokens.unwrap_or(0),
+        });
         use agent_client_protocol::v1::schema::StopReason;
         let stop = match response.stop_reason {
             StopReason::EndTurn => "answered",
@@ -347,16 +377,28 @@ impl Chat {
         let link = Arc::new(Link::start(self).await?);
         let earlier = self.session.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let (session, restart) = match earlier {
-            None => (link.new_session().await?, Restart::No),
+            None => (link.new_session(self).await?, Restart::No),
             Some(id) if link.can_load() => match self.load(&link, &id).await {
                 Ok(()) => (id, Restart::Loaded),
                 Err(err) => {
                     tracing::warn!(%err, "the agent could not load its session; a new one is told the conversation");
-                    (link.new_session().await?, Restart::Told)
+                    (link.new_session(self).await?, Restart::Told)
                 }
             },
-            Some(_) => (link.new_session().await?, Restart::Told),
+            Some(_) => (link.new_session(self).await?, Restart::Told),
         };
+        // What the person chose before the agent was started again.
+        let chosen = self.offered().chosen();
+        for (id, value) in chosen {
+            let setting = self.offered().setting(&id, &value);
+            let set = match setting {
+                Ok(setting) => link.set(self, &session, setting).await,
+                Err(err) => Err(err),
+            };
+            if let Err(err) = set {
+                tracing::warn!(%err, option = id, "a chosen setting was not taken again");
+            }
+        }
         *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.clone());
         *slot = Some(Arc::clone(&link));
         Ok((link, restart, session))
@@ -366,7 +408,7 @@ impl Chat {
     async fn load(&self, link: &Link, id: &str) -> Result<(), HostedError> {
         use std::sync::atomic::Ordering;
         self.replaying.store(true, Ordering::SeqCst);
-        let loaded = link.load_session(id).await;
+        let loaded = link.load_session(self, id).await;
         self.replaying.store(false, Ordering::SeqCst);
         loaded
     }
@@ -406,6 +448,17 @@ impl Chat {
         (turn.sink)(update);
     }
 
+    /// The settings the agent offers.
+    pub(crate) fn offered(&self) -> std::sync::MutexGuard<'_, Offered> {
+        self.offered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells the running turn the agent's settings changed.
+    pub(crate) fn send_options(&self) {
+        let options = self.offered().list();
+        self.send(serde_json::json!({"type": "options", "options": options}));
+    }
+
     /// Told to the agent with its next prompt.
     pub(crate) fn note(&self, note: String) {
         self.notes.lock().unwrap_or_else(PoisonError::into_inner).push(note);
@@ -421,55 +474,75 @@ struct Record<'a> {
 }
 
 impl Record<'_> {
-    fn put(&self, kind: &str, data: Value) {
+    fn put(&self, kind: &str, event: &impl serde::Serialize) {
         let Some(log) = self.host.session() else { return };
+        let data = match serde_json::to_value(event) {
+            Ok(data) => data,
+            Err(err) => {
+                tracing::warn!(kind, %err, "cannot encode the hosted agent's record");
+                return;
+            }
+        };
         if let Err(err) = log.enqueue(kind, data, true) {
             tracing::warn!(kind, %err, "cannot record the hosted agent's conversation");
         }
     }
 
+    fn message(&self, role: &str, content: &str) -> AgentMessageEvent {
+        AgentMessageEvent {
+            run_id: self.run_id.to_owned(),
+            role: role.to_owned(),
+            content: Some(content.to_owned()),
+            reasoning: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            call_id: None,
+        }
+    }
+
     fn start(&self, spec: &AgentSpec, continues: Option<String>, prompt: &str) {
         use toolhost_agent::log as records;
-        let mut run = serde_json::json!({
-            "runId": self.run_id,
-            "model": format!("acp:{}", spec.name),
-            "mode": spec.mode.clone().unwrap_or_else(|| "agent".to_owned()),
-        });
-        if let Some(continues) = continues {
-            run["continues"] = Value::String(continues);
-        }
-        self.put(records::AGENT_RUN, run);
-        self.put(
-            records::AGENT_MESSAGE,
-            serde_json::json!({"runId": self.run_id, "role": "user", "content": prompt}),
-        );
+        let run = AgentRunEvent {
+            run_id: self.run_id.to_owned(),
+            model: format!("acp:{}", spec.name),
+            mode: spec.mode.clone().unwrap_or_else(|| "agent".to_owned()),
+            continues,
+            parent_call_id: None,
+        };
+        self.put(records::AGENT_RUN, &run);
+        self.put(records::AGENT_MESSAGE, &self.message("user", prompt));
     }
 
     fn end(&self, outcome: &Result<HostedOutcome, HostedError>) {
         use toolhost_agent::log as records;
-        let usage = serde_json::json!({"promptTokens": 0, "completionTokens": 0, "totalTokens": 0});
         let end = match outcome {
             Ok(done) => {
                 if let Some(answer) = &done.answer {
-                    self.put(
-                        records::AGENT_MESSAGE,
-                        serde_json::json!({"runId": self.run_id, "role": "assistant", "content": answer}),
-                    );
+                    self.put(records::AGENT_MESSAGE, &self.message("assistant", answer));
                 }
-                let mut end = serde_json::json!({
-                    "runId": self.run_id, "stop": done.stop, "turns": 1, "usage": usage,
-                });
-                if let Some(answer) = &done.answer {
-                    end["answer"] = Value::String(answer.clone());
+                AgentEndEvent {
+                    run_id: self.run_id.to_owned(),
+                    stop: done.stop.to_owned(),
+                    turns: 1,
+                    usage: done.usage.clone().unwrap_or_default(),
+                    cost: None,
+                    answer: done.answer.clone(),
+                    structured: None,
+                    error: None,
                 }
-                end
             }
-            Err(err) => serde_json::json!({
-                "runId": self.run_id, "stop": "failed", "turns": 0, "usage": usage,
-                "error": err.to_string(),
-            }),
+            Err(err) => AgentEndEvent {
+                run_id: self.run_id.to_owned(),
+                stop: "failed".to_owned(),
+                turns: 0,
+                usage: AgentTokens::default(),
+                cost: None,
+                answer: None,
+                structured: None,
+                error: Some(err.to_string()),
+            },
         };
-        self.put(records::AGENT_END, end);
+        self.put(records::AGENT_END, &end);
     }
 }
 

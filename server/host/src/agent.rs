@@ -10,4 +10,4 @@ mod run;
 
 pub use conversation::{conversation_from_log, conversation_in};
 pub use report::{end_json, event_json, record_text, update_json, usage_line};
-pub use run::{RunReport, RunRequest, RunUpdate, SharedMode, new_run_id, run};
+pub use run::{RunReport, RunRequest, RunUpdate, SharedMode, new_chat_id, new_run_id, run};

@@ -273,6 +273,11 @@ pub mod methods {
     /// prompt of one); answered when the run ends, cancelled with `$/cancelRequest`.
     pub const AGENT_PROMPT: &str = "toolhost/agentPrompt";
     pub const LIST_AGENTS: &str = "toolhost/listAgents";
+    /// Client→server request: start a hosted agent's chat (without a prompt) and read the
+    /// settings its agent offers — modes, models, thought levels (`AgentOptionsResult`).
+    pub const AGENT_OPTIONS: &str = "toolhost/agentOptions";
+    /// Client→server request: change one setting of a hosted agent's chat (`AgentOptionsResult`).
+    pub const AGENT_SET_OPTION: &str = "toolhost/agentSetOption";
     /// Server→client notification: what a running agent prompt streams (text, reasoning, calls,
     /// usage, compaction, retries).
     pub const AGENT_UPDATE: &str = "toolhost/agentUpdate";
@@ -321,6 +326,69 @@ pub struct AgentPromptResult {
     /// A failed run's error: `CODE: message`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Params of `toolhost/agentOptions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOptionsParams {
+    /// The hosted agent (as for `toolhost/agentPrompt`).
+    pub agent: String,
+    /// The chat to read; a new chat (its agent started, its session opened) when absent or
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+}
+
+/// Params of `toolhost/agentSetOption`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSetOptionParams {
+    pub chat_id: String,
+    /// The option's `id` (from `toolhost/agentOptions`).
+    pub option: String,
+    /// One of the option's `values` (a select), or a boolean.
+    pub value: Value,
+}
+
+/// Result of `toolhost/agentOptions` and `toolhost/agentSetOption`; also the `options` of an
+/// `{type: "options"}` agent update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOptionsResult {
+    pub chat_id: String,
+    pub options: Vec<AgentOption>,
+}
+
+/// One setting a hosted agent offers for its session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOption {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `mode`, `model`, `thought_level`, or the agent's own word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The value in effect: a value id (a select) or a boolean.
+    pub current: Value,
+    /// A select's choices (empty for a boolean).
+    #[serde(default)]
+    pub values: Vec<AgentOptionValue>,
+}
+
+/// One choice of a select option.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOptionValue {
+    pub value: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The group the agent files it under, when it groups its choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// Params of `toolhost/agentUpdate`.

@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use std::path::{Path, PathBuf};
 use toolhost_protocol::card::{CallPresentation, Card};
 use toolhost_protocol::lsp_ext::{
-    AgentPromptParams, AgentPromptResult, AgentUpdateParams, AskUserParams, AskUserResult,
-    McpServersResult, PlanModeState, SetPlanModeParams, StructuredOutputParams,
-    StructuredOutputState,
+    AgentOptionsParams, AgentOptionsResult, AgentPromptParams, AgentPromptResult,
+    AgentSetOptionParams, AgentUpdateParams, AskUserParams, AskUserResult, McpServersResult,
+    PlanModeState, SetPlanModeParams, StructuredOutputParams, StructuredOutputState,
 };
 use toolhost_protocol::lsp_ext::{
     AttachParams, AttachResult, CallOutputParams, CallToolParams, CallToolResult, CancelCallParams,
@@ -68,6 +68,9 @@ fn schemas() -> Vec<(&'static str, String)> {
         ("AgentPromptParams", schema_of::<AgentPromptParams>()),
         ("AgentPromptResult", schema_of::<AgentPromptResult>()),
         ("AgentUpdateParams", schema_of::<AgentUpdateParams>()),
+        ("AgentOptionsParams", schema_of::<AgentOptionsParams>()),
+        ("AgentSetOptionParams", schema_of::<AgentSetOptionParams>()),
+        ("AgentOptionsResult", schema_of::<AgentOptionsResult>()),
         ("ToolhostServerCapability", schema_of::<ToolhostServerCapability>()),
         ("SessionHeader", schema_of::<SessionHeader>()),
         ("Envelope", schema_of::<Envelope>()),

@@ -247,7 +247,11 @@ async fn gate(policies: &Policies, exec: &Execution) -> Gate {
         Some(reason) => Some(reason),
         None => {
             let mut reason = None;
-            for guard in &policies.guards {
+            // An internal tool's call records what happened outside the host's control (a
+            // hosted agent's step already taken): refusing it would only lose the record.
+            let internal = exec.tool().is_some_and(|tool| tool.internal());
+            let guards = if internal { &[][..] } else { &policies.guards[..] };
+            for guard in guards {
                 let checked = std::panic::catch_unwind(AssertUnwindSafe(|| guard.check(exec)))
                     .unwrap_or_else(|p| {
                         Err(ToolError::plain(format!(

@@ -672,6 +672,19 @@ async fn pre_execute_deny_is_a_code_less_denial_that_reaches_post_execute() {
 }
 
 #[tokio::test]
+async fn a_guard_never_refuses_an_internal_tools_record_of_what_already_happened() {
+    // Seen with a hosted agent in plan mode: its step's record was refused, and what the
+    // agent changed went unrecorded.
+    let registry = Registry::default();
+    let calls = counter();
+    let _d = registry.register(Echo::new("step").made_internal().counting(&calls)).unwrap();
+    registry.add_guard(guard(|_exec| Ok(Some("plan mode is active".to_owned()))));
+    let res = registry.dispatch(call("step", json!({}))).await;
+    assert!(!res.result.is_error(), "{:?}", res.result);
+    assert_eq!(count(&calls), 1);
+}
+
+#[tokio::test]
 async fn guard_denies_with_its_reason_and_only_after_allow() {
     let registry = Registry::default();
     let calls = counter();

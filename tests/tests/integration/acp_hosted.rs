@@ -210,15 +210,64 @@ fn claude_edits_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
     let claude = agents["agents"].as_array().unwrap().iter().find(|a| a["name"] == "claude");
     assert_eq!(claude.unwrap()["installed"], true, "{agents}");
 
+    // The chat opened first: the agent's modes and models, one of its models chosen.
+    let opened = client.request("toolhost/agentOptions", json!({"agent": "claude"})).unwrap();
+    let chat = opened["chatId"].as_str().unwrap().to_owned();
+    let options = opened["options"].as_array().unwrap().clone();
+    let of = |category: &str| {
+        options.iter().find(|o| o["category"] == category).cloned().unwrap_or_else(|| {
+            panic!("no {category} option: {opened:#}");
+        })
+    };
+    assert_eq!(of("mode")["current"], "default", "the configured mode: {opened:#}");
+    let model_option = of("model");
+    let other_model = model_option["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["value"].clone())
+        .find(|v| *v != model_option["current"])
+        .unwrap_or_else(|| panic!("one model only: {model_option}"));
+    let set = client
+        .request(
+            "toolhost/agentSetOption",
+            json!({"chatId": chat, "option": model_option["id"], "value": other_model}),
+        )
+        .unwrap();
+    let now = set["options"].as_array().unwrap().iter().find(|o| o["id"] == model_option["id"]);
+    assert_eq!(now.unwrap()["current"], other_model, "{set:#}");
+    let refused = client.request(
+        "toolhost/agentSetOption",
+        json!({"chatId": chat, "option": model_option["id"], "value": "no-such-model"}),
+    );
+    assert!(format!("{refused:?}").contains("OPTION_VALUE_UNKNOWN"), "{refused:?}");
+
+    // toolhost's own plan mode holds back toolhost's agent, not the record of what a hosted
+    // agent does (its steps were refused, and its changes went unrecorded).
+    client.request("toolhost/setPlanMode", json!({"active": true})).unwrap();
+
     let first = client
         .request(
             "toolhost/agentPrompt",
-            json!({"agent": "claude", "prompt": "edit a.txt and b.txt"}),
+            json!({"agent": "claude", "chatId": chat, "prompt": "edit a.txt and b.txt"}),
         )
         .unwrap();
     assert_eq!(first["stop"], "answered", "{first}");
     assert_eq!(first["answer"], "Done.", "{first}");
-    let chat = first["chatId"].as_str().unwrap().to_owned();
+    assert_eq!(first["chatId"], chat.as_str());
+    // The turn's token counts, as the agent reported them.
+    assert!(first["usage"]["promptTokens"].as_u64().unwrap() > 0, "{first}");
+    assert!(first["usage"]["completionTokens"].as_u64().unwrap() > 0, "{first}");
+    // The chosen model is the one the agent asked for.
+    let chosen = other_model.as_str().unwrap().to_owned();
+    for body in main_requests(&model) {
+        assert!(
+            body["model"].as_str().unwrap().contains(&chosen),
+            "{} for {chosen}",
+            body["model"]
+        );
+    }
+    client.request("toolhost/setPlanMode", json!({"active": false})).unwrap();
 
     // The edit: reviewed before it landed, hunk by hunk; only the accepted hunk is in the file.
     let reviews: Vec<Value> = asked

@@ -83,6 +83,12 @@ impl AgentSteps {
         tx
     }
 
+    /// The call of step `key` ended (or never ran): its events are dropped, so whoever waits
+    /// for the step to take one in (`StepEvent::Settled`) waits no more.
+    pub fn close(&self, key: &str) {
+        self.take(key);
+    }
+
     fn take(&self, key: &str) -> Option<mpsc::UnboundedReceiver<StepEvent>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(key)
     }

@@ -7,6 +7,7 @@
 //! Handlers run inside the connection's dispatch loop: anything that waits (the person, the
 //! host) runs on a task of its own and answers through its responder.
 
+use super::options::Setting;
 use super::{Chat, HostedError};
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest,
@@ -15,9 +16,9 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
     ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    TerminalOutputRequest, TerminalOutputResponse, TextContent, ToolCallContent,
-    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    ToolCallContent, WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
     WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -352,31 +353,56 @@ impl Link {
         self.load_session
     }
 
-    /// Opens a session in the workspace (in the configured mode).
-    pub(crate) async fn new_session(&self) -> Result<String, HostedError> {
+    /// Opens a session in the workspace (in the configured mode); what it offers is kept.
+    pub(crate) async fn new_session(&self, chat: &Chat) -> Result<String, HostedError> {
         let request =
             NewSessionRequest::new(self.root.clone()).mcp_servers(self.mcp_servers.clone());
-        let session =
-            self.request(request, START_TIMEOUT, "session/new").await?.session_id.0.to_string();
-        self.set_mode(&session).await;
+        let opened = self.request(request, START_TIMEOUT, "session/new").await?;
+        let session = opened.session_id.0.to_string();
+        chat.offered().opened(opened.modes, opened.config_options);
+        self.set_configured_mode(chat, &session).await;
         Ok(session)
     }
 
     /// Loads an earlier session (what it replays is not drawn again: no turn is running).
-    pub(crate) async fn load_session(&self, id: &str) -> Result<(), HostedError> {
+    pub(crate) async fn load_session(&self, chat: &Chat, id: &str) -> Result<(), HostedError> {
         let request = LoadSessionRequest::new(id.to_owned(), self.root.clone())
             .mcp_servers(self.mcp_servers.clone());
-        self.request(request, START_TIMEOUT, "session/load").await?;
-        self.set_mode(id).await;
+        let loaded = self.request(request, START_TIMEOUT, "session/load").await?;
+        chat.offered().opened(loaded.modes, loaded.config_options);
+        self.set_configured_mode(chat, id).await;
         Ok(())
     }
 
-    async fn set_mode(&self, session: &str) {
+    /// The mode the agent's entry names (`[acp.agents.<name>] mode`).
+    async fn set_configured_mode(&self, chat: &Chat, session: &str) {
         let Some(mode) = self.mode.clone() else { return };
-        let request = SetSessionModeRequest::new(session.to_owned(), mode.clone());
-        if let Err(err) = self.request(request, START_TIMEOUT, "session/set_mode").await {
+        if let Err(err) = self.set(chat, session, Setting::Mode(mode.clone())).await {
             tracing::warn!(%err, mode, "the agent did not switch modes");
         }
+    }
+
+    /// Switches one of the session's settings; what the agent answers is kept.
+    pub(crate) async fn set(
+        &self,
+        chat: &Chat,
+        session: &str,
+        setting: Setting,
+    ) -> Result<(), HostedError> {
+        match setting {
+            Setting::Mode(mode) => {
+                let request = SetSessionModeRequest::new(session.to_owned(), mode.clone());
+                self.request(request, START_TIMEOUT, "session/set_mode").await?;
+                chat.offered().mode_changed(&mode);
+            }
+            Setting::Config { id, value } => {
+                let request = SetSessionConfigOptionRequest::new(session.to_owned(), id, value);
+                let answer =
+                    self.request(request, START_TIMEOUT, "session/set_config_option").await?;
+                chat.offered().config_changed(answer.config_options);
+            }
+        }
+        Ok(())
     }
 
     /// Runs one turn; `cancel` asks the agent to stop (`session/cancel`), which it answers by
@@ -461,6 +487,14 @@ impl Chat {
             SessionUpdate::Plan(plan) => {
                 let entries = serde_json::to_value(&plan.entries).unwrap_or_default();
                 self.send(json!({"type": "plan", "entries": entries}));
+            }
+            SessionUpdate::ConfigOptionUpdate(update) => {
+                self.offered().config_changed(update.config_options);
+                self.send_options();
+            }
+            SessionUpdate::CurrentModeUpdate(update) => {
+                self.offered().mode_changed(&update.current_mode_id.0);
+                self.send_options();
             }
             SessionUpdate::UsageUpdate(usage) => {
                 let mut update = json!({"type": "context", "used": usage.used, "size": usage.size});

@@ -46,6 +46,18 @@ pub(crate) struct Steps {
     sink: Mutex<Option<UpdateSink>>,
 }
 
+/// Closes a step's events when the task following its call ends.
+struct CloseOnDrop {
+    host: Arc<Host>,
+    key: String,
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.host.agent_steps().close(&self.key);
+    }
+}
+
 /// How long an announced call that says nothing about itself waits for its input before its
 /// card is made anyway.
 const ANNOUNCED_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
@@ -174,8 +186,12 @@ impl Steps {
             }
         };
         let title = call.title.clone();
+        let host = Arc::clone(&self.host);
         let following = tokio::spawn(async move {
             let mut handle = handle;
+            // However the call ends — even refused before its body took the step's events —
+            // nothing waits on them afterwards.
+            let _closed = CloseOnDrop { host, key };
             if let Some(card) = handle.started().await {
                 send(
                     json!({"type": "toolCall", "callId": card.call_id, "name": title, "card": card}),

@@ -210,6 +210,11 @@ pub fn new_run_id() -> String {
     format!("run_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
+/// A new chat id (a chat: the runs of one conversation, the own agent's or a hosted one's).
+pub fn new_chat_id() -> String {
+    format!("chat_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+}
+
 /// A finished run with what the caller reports.
 pub struct RunReport {
     pub run_id: String,

@@ -113,11 +113,18 @@ pub struct Echo {
     pub name: &'static str,
     pub calls: Arc<AtomicUsize>,
     pub meta: bool,
+    /// Made by the host, never by a model (`Tool::internal`).
+    pub internal: bool,
 }
 
 impl Echo {
     pub fn new(name: &'static str) -> Self {
-        Echo { name, calls: counter(), meta: false }
+        Echo { name, calls: counter(), meta: false, internal: false }
+    }
+
+    pub fn made_internal(mut self) -> Self {
+        self.internal = true;
+        self
     }
 
     pub fn with_meta(mut self) -> Self {
@@ -141,6 +148,10 @@ impl Tool for Echo {
 
     fn description(&self) -> String {
         "echo arguments back".to_owned()
+    }
+
+    fn internal(&self) -> bool {
+        self.internal
     }
 
     async fn call(&self, args: EchoArgs, _cx: ToolContext) -> Result<String, ToolError> {

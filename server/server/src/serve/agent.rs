@@ -37,10 +37,6 @@ pub(super) struct Chat {
 /// The chats of one connection, by id.
 pub(super) type Chats = std::sync::Mutex<HashMap<String, Chat>>;
 
-fn new_chat_id() -> String {
-    format!("chat_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
-}
-
 /// Sends one run's `toolhost/agentUpdate` notifications.
 #[derive(Clone)]
 struct Updates {
@@ -102,7 +98,11 @@ pub(super) async fn prompt(
     if params.prompt.trim().is_empty() {
         return Err(ErrorObject::invalid_params("Invalid params: the prompt is empty"));
     }
-    let chat_id = params.chat_id.clone().filter(|c| !c.is_empty()).unwrap_or_else(new_chat_id);
+    let chat_id = params
+        .chat_id
+        .clone()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(toolhost_host::agent::new_chat_id);
     let history = {
         let mut chats =
             state.chats.lock().map_err(|_| ErrorObject::internal("chat table poisoned"))?;

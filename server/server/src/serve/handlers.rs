@@ -109,6 +109,18 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::LIST_AGENTS => {
             spawn(state, id, async move { super::hosted::list(&task_state) });
         }
+        methods::AGENT_OPTIONS => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::AgentOptionsParams = params(raw, true)?;
+                super::hosted::options(&task_state, p).await
+            });
+        }
+        methods::AGENT_SET_OPTION => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::AgentSetOptionParams = params(raw, true)?;
+                super::hosted::set_option(&task_state, p).await
+            });
+        }
         methods::SET_REVIEW => {
             spawn(state, id, async move {
                 let p: toolhost_protocol::lsp_ext::SetReviewParams = params(raw, true)?;

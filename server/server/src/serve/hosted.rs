@@ -10,7 +10,8 @@ use toolhost_acp::hosted::{HostedAgents, HostedError, HostedPrompt};
 use toolhost_contract::CancellationToken;
 use toolhost_jsonrpc::message::{ErrorObject, codes};
 use toolhost_protocol::lsp_ext::{
-    AgentPromptParams, AgentPromptResult, AgentUpdateParams, methods,
+    AgentOptionsParams, AgentOptionsResult, AgentPromptParams, AgentPromptResult,
+    AgentSetOptionParams, AgentUpdateParams, methods,
 };
 use toolhost_protocol::session_log::AgentTokens;
 
@@ -26,8 +27,44 @@ pub(super) fn list(state: &Arc<ServerState>) -> Result<serde_json::Value, ErrorO
     Ok(serde_json::json!({ "agents": agents }))
 }
 
-fn new_chat_id() -> String {
-    format!("chat_{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+/// A hosted agent's error as the reply to a request that could not be carried out.
+fn refused(err: HostedError) -> ErrorObject {
+    match err.code {
+        "CHAT_BUSY" => {
+            ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {}", err.message))
+        }
+        "AGENT_UNKNOWN"
+        | "AGENT_NOT_INSTALLED"
+        | "CHAT_UNKNOWN"
+        | "OPTION_UNKNOWN"
+        | "OPTION_VALUE_UNKNOWN" => {
+            ErrorObject::invalid_params(format!("Invalid params: {}: {}", err.code, err.message))
+        }
+        _ => ErrorObject::internal(format!("{}: {}", err.code, err.message)),
+    }
+}
+
+/// `toolhost/agentOptions`: starts the chat's agent when needed and answers its settings.
+pub(super) async fn options(
+    state: &Arc<ServerState>,
+    params: AgentOptionsParams,
+) -> Result<AgentOptionsResult, ErrorObject> {
+    let hosted = agents(state)?;
+    let chat_id =
+        params.chat_id.filter(|c| !c.is_empty()).unwrap_or_else(toolhost_host::agent::new_chat_id);
+    let options = hosted.options(&params.agent, &chat_id).await.map_err(refused)?;
+    Ok(AgentOptionsResult { chat_id, options })
+}
+
+/// `toolhost/agentSetOption`: changes one setting of a hosted agent's chat.
+pub(super) async fn set_option(
+    state: &Arc<ServerState>,
+    params: AgentSetOptionParams,
+) -> Result<AgentOptionsResult, ErrorObject> {
+    let hosted = agents(state)?;
+    let options =
+        hosted.set_option(&params.chat_id, &params.option, params.value).await.map_err(refused)?;
+    Ok(AgentOptionsResult { chat_id: params.chat_id, options })
 }
 
 /// Runs one prompt of a hosted agent's chat to the end of its turn.
@@ -40,7 +77,11 @@ pub(super) async fn prompt(
         return Err(ErrorObject::invalid_params("Invalid params: the prompt is empty"));
     }
     let hosted = agents(state)?;
-    let chat_id = params.chat_id.clone().filter(|c| !c.is_empty()).unwrap_or_else(new_chat_id);
+    let chat_id = params
+        .chat_id
+        .clone()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(toolhost_host::agent::new_chat_id);
     let run_id = toolhost_host::agent::new_run_id();
     let editor = state.editor.clone();
     let (sink_chat, sink_run) = (chat_id.clone(), run_id.clone());
@@ -57,7 +98,7 @@ pub(super) async fn prompt(
     let task_state = Arc::clone(state);
     let request = HostedPrompt {
         agent,
-        chat_id: Some(chat_id.clone()),
+        chat_id: chat_id.clone(),
         prompt: params.prompt,
         run_id: Some(run_id.clone()),
     };
@@ -76,14 +117,12 @@ pub(super) async fn prompt(
     })?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(HostedError { code: "CHAT_BUSY", message }) => {
-            return Err(ErrorObject::new(
-                codes::INVALID_REQUEST,
-                format!("Invalid request: {message}"),
-            ));
-        }
-        Err(HostedError { code: code @ ("AGENT_UNKNOWN" | "AGENT_NOT_INSTALLED"), message }) => {
-            return Err(ErrorObject::invalid_params(format!("Invalid params: {code}: {message}")));
+        Err(
+            err @ HostedError {
+                code: "CHAT_BUSY" | "AGENT_UNKNOWN" | "AGENT_NOT_INSTALLED", ..
+            },
+        ) => {
+            return Err(refused(err));
         }
         Err(err) => {
             return Ok(AgentPromptResult {
@@ -99,16 +138,7 @@ pub(super) async fn prompt(
             });
         }
     };
-    let usage = outcome
-        .usage
-        .as_ref()
-        .map(|u| AgentTokens {
-            prompt_tokens: u["promptTokens"].as_u64().unwrap_or(0),
-            completion_tokens: u["completionTokens"].as_u64().unwrap_or(0),
-            total_tokens: u["totalTokens"].as_u64().unwrap_or(0),
-            cached_tokens: u["cachedTokens"].as_u64().unwrap_or(0),
-        })
-        .unwrap_or_default();
+    let usage = outcome.usage.unwrap_or_default();
     Ok(AgentPromptResult {
         chat_id: outcome.chat_id,
         run_id,
