@@ -3,7 +3,9 @@
 -- says who answers, a plan drawn as `[x]`/`[>]`/`[ ]` lines that a newer plan replaces, the
 -- context-window line; then the real Claude Code (the npm adapter `claude-agent-acp`) against the
 -- scripted Anthropic server tests/anthropic_server.py: its edit of a.txt reviewed hunk by hunk in
--- the plugin's review buffer, its `agent_step` card in the cards buffer, the chat continued with it.
+-- the plugin's review buffer, its `agent_step` card in the cards buffer, the chat continued with it;
+-- `:Toolhost agent-options`: the agent's settings picked with vim.ui.select (a stub picking by
+-- label), set, shown in the chat's header, and the next prompt on the chosen model.
 -- Registered by tests/run.lua: `require('hosted_agents')(test)`.
 
 local H = require('helpers')
@@ -22,6 +24,77 @@ local AGENTS = {
     { name = 'mine', title = 'Mine', command = '/opt/mine', installed = false, configured = true },
   },
 }
+
+--- What `toolhost/agentOptions` answers in the stand-in tests: Claude Code's kinds of settings.
+local OPTIONS = {
+  {
+    id = 'mode',
+    name = 'Mode',
+    category = 'mode',
+    current = 'default',
+    values = {
+      { value = 'default', name = 'Default', description = 'Ask before edits' },
+      { value = 'plan', name = 'Plan' },
+    },
+  },
+  {
+    id = 'model',
+    name = 'Model',
+    category = 'model',
+    current = 'default',
+    values = {
+      { value = 'default', name = 'Default (recommended)', description = vim.NIL },
+      { value = 'opus', name = 'Opus', group = 'Claude' },
+    },
+  },
+  { id = 'fast', name = 'Fast', current = false, values = {} },
+}
+
+--- Replaces vim.ui.select with a stub that picks by label, as the question tests of
+--- tests/run.lua do: each step is the formatted text to choose, or a function of the texts and
+--- items returning it. Returns the pickers it saw (`{prompt, texts}`) and the restoring function.
+---@param steps (string|fun(texts: string[], items: any[]): string)[]
+---@return {prompt: string, texts: string[]}[] seen
+---@return fun() restore
+local function select_by_label(steps)
+  local seen, orig = {}, vim.ui.select
+  vim.ui.select = function(items, opts, cb)
+    local texts = vim.tbl_map(opts.format_item or tostring, items)
+    table.insert(seen, { prompt = opts.prompt, texts = texts })
+    local step = table.remove(steps, 1)
+    H.check(step ~= nil, ('an unexpected picker %q: %s'):format(opts.prompt, vim.inspect(texts)))
+    local label = type(step) == 'function' and step(texts, items) or step
+    for i, text in ipairs(texts) do
+      if text == label then
+        return cb(items[i], i)
+      end
+    end
+    error(('no %q among %s'):format(label, vim.inspect(texts)))
+  end
+  return seen, function()
+    vim.ui.select = orig
+  end
+end
+
+--- Replaces vim.notify to collect `{msg, level}`; returns them and the restoring function.
+---@return {[1]: string, [2]: integer?}[] notes
+---@return fun() restore
+local function collect_notes()
+  local notes, orig = {}, vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notes, { msg, level })
+  end
+  return notes, function()
+    vim.notify = orig
+  end
+end
+
+--- The chat window's winbar (the header), without its highlight.
+---@return string?
+local function winbar()
+  local win = vim.fn.bufwinid(require('toolhost.chat').state().buf or -1)
+  return win ~= -1 and (vim.wo[win].winbar:gsub('%%#[%w_]+#', '')) or nil
+end
 
 --- A stand-in client: what the chat sends, without a server.
 ---@return table client
@@ -321,6 +394,103 @@ return function(test)
     end
   end)
 
+  test('hosted agents: agent-options picked, set, shown in the header; the chat continued', function()
+    local chat = require('toolhost.chat')
+    local agents = require('toolhost.agents')
+    local ao = require('toolhost.agent_options')
+    local fake, sent = fake_client()
+    agents.remember(fake.id, AGENTS)
+    local restore_select, restore_notify = function() end, function() end
+    local ok, err = pcall(function()
+      local options = ao.valid(OPTIONS)
+      H.eq(vim.tbl_map(ao.label, options), { 'Mode: Default', 'Model: Default (recommended)', 'Fast: false' }, 'labels')
+      H.eq(ao.summary(options), 'Mode: Default · Model: Default (recommended)', 'the header’s part')
+      H.eq(ao.summary({}), '', 'no settings')
+      H.eq(
+        ao.valid({ { id = 'x', current = 'a', values = { { value = 'a' }, 'junk' } }, { name = 'no id' } }),
+        { { id = 'x', current = 'a', values = { { value = 'a' } } } },
+        'malformed options and values dropped'
+      )
+
+      -- Named from outside a chat: a new chat, its settings read, the model chosen.
+      local seen, restore = select_by_label({ 'Model: Default (recommended)', '[Claude] Opus' })
+      restore_select = restore
+      local done
+      ao.choose({ client = fake, agent = 'claude' }, function(e, r)
+        done = { e, r }
+      end)
+      H.eq({ sent[1].method, sent[1].params }, { 'toolhost/agentOptions', { agent = 'claude' } }, 'a new chat')
+      sent[1].cb(nil, { chatId = 'chat_o', options = OPTIONS })
+      H.eq(seen, {
+        {
+          prompt = 'Claude Code setting: ',
+          texts = { 'Mode: Default', 'Model: Default (recommended)', 'Fast: false' },
+        },
+        { prompt = 'Model: ', texts = { 'Default (recommended) (current)', '[Claude] Opus' } },
+      }, 'the pickers')
+      H.eq(
+        { sent[2].method, sent[2].params },
+        { 'toolhost/agentSetOption', { chatId = 'chat_o', option = 'model', value = 'opus' } },
+        'the choice set'
+      )
+      local set = vim.deepcopy(OPTIONS)
+      set[2].current = 'opus'
+      sent[2].cb(nil, { chatId = 'chat_o', options = set })
+      H.eq(done[1], nil, 'set')
+      H.eq({ chat.state().agent, chat.state().chat_id }, { 'claude', 'chat_o' }, 'the chat is Claude Code’s')
+      H.eq(chat.header(), 'Claude Code · Mode: Default · Model: Opus', 'the header')
+      H.eq(winbar(), 'Claude Code · Mode: Default · Model: Opus', 'in the chat window’s winbar')
+
+      -- The next :Toolhost agent claude continues that chat; an options update redraws the header.
+      chat.ask('plan it', { client = fake, agent = 'claude' })
+      H.eq(sent[3].params, { prompt = 'plan it', chatId = 'chat_o', agent = 'claude' }, 'the chat continued')
+      local planned = vim.deepcopy(set)
+      planned[1].current = 'plan'
+      chat.on_update(fake.id, { chatId = 'chat_o', runId = 'run_p', update = { type = 'options', options = planned } })
+      H.eq(winbar(), 'Claude Code · Mode: Plan · Model: Opus', 'redrawn on an options update')
+      sent[3].cb(nil, { chatId = 'chat_o', runId = 'run_p', stop = 'answered', turns = 1, usage = {} })
+      local text = H.buf_text(chat.state().buf)
+      H.check(('\n' .. text):find('\n── Claude Code ──\n> plan it\n', 1, true) ~= nil, 'the exchange’s own header:\n' .. text)
+
+      -- Without a name: the chat's agent; an on/off setting picks true or false.
+      restore()
+      seen, restore = select_by_label({ 'Fast: false', 'true' })
+      restore_select = restore
+      ao.choose({ client = fake })
+      H.eq(sent[4].params, { agent = 'claude', chatId = 'chat_o' }, 'the chat’s agent and chat')
+      sent[4].cb(nil, { chatId = 'chat_o', options = planned })
+      H.eq(seen[2].texts, { 'true', 'false (current)' }, 'on/off')
+      H.eq(sent[5].params, { chatId = 'chat_o', option = 'fast', value = true }, 'a boolean value')
+
+      -- A refused value, a chat without a hosted agent: errors.
+      local notes, restore_n = collect_notes()
+      restore_notify = restore_n
+      sent[5].cb({ code = -32602, message = 'OPTION_VALUE_UNKNOWN: fast offers no such value' })
+      chat.new()
+      H.eq(winbar(), '', 'a new chat has no header')
+      ao.choose({ client = fake })
+      restore_n()
+      H.eq(notes, {
+        {
+          'toolhost: setting fast of claude failed: OPTION_VALUE_UNKNOWN: fast offers no such value',
+          vim.log.levels.ERROR,
+        },
+        {
+          'toolhost: the chat has no hosted agent; name one: :Toolhost agent-options {name}',
+          vim.log.levels.ERROR,
+        },
+      }, 'the errors')
+      H.eq(#sent, 5, 'nothing sent for the chat without a hosted agent')
+    end)
+    restore_select()
+    restore_notify()
+    chat.forget(fake.id)
+    agents.forget(fake.id)
+    if not ok then
+      error(err, 0)
+    end
+  end)
+
   test('hosted agents (real Claude Code): an edit reviewed hunk by hunk, its card, the chat continued', function()
     local ws, sessions = H.workspace({ ['a.txt'] = A_TXT })
     with_claude(ws, function(record)
@@ -435,6 +605,109 @@ return function(test)
       H.check(text:find('\nNoted.\n', 1, true) ~= nil, 'the second answer:\n' .. text)
       io.stdout:write('     hosted agents: the chat buffer:\n       ' .. text:gsub('\n', '\n       ') .. '\n')
       H.reset() -- the server (and the agent it started) stop before the Anthropic server does
+    end)
+  end)
+
+  test('hosted agents (real Claude Code): the model picked with :Toolhost agent-options, the next prompt on it', function()
+    local ws, sessions = H.workspace({ ['a.txt'] = A_TXT })
+    with_claude(ws, function(record)
+      H.setup(sessions)
+      vim.cmd.edit(ws .. '/a.txt')
+      local c = H.client()
+      local chat = require('toolhost.chat')
+      H.eq(require('toolhost').complete('cl', 'Toolhost agent-options cl'), { 'claude' }, 'the agent’s name completes')
+      local options, chosen
+      local seen, restore = select_by_label({
+        function(texts, items)
+          options = items
+          for i, o in ipairs(items) do
+            if o.category == 'model' then
+              return texts[i]
+            end
+          end
+          error('no model option: ' .. vim.inspect(texts))
+        end,
+        function(texts, items)
+          -- A model other than the current one, by a name Claude Code's model id contains.
+          local current = vim.iter(options):find(function(o)
+            return o.category == 'model'
+          end).current
+          for _, wanted in ipairs({ 'opus', 'haiku', 'sonnet' }) do
+            for i, v in ipairs(items) do
+              if v.value == wanted and v.value ~= current then
+                chosen = v
+                return texts[i]
+              end
+            end
+          end
+          error('no model to switch to: ' .. vim.inspect(texts))
+        end,
+      })
+      local ok, err = pcall(function()
+        vim.cmd('Toolhost agent-options claude')
+        H.wait(function()
+          return chosen and chat.header() and chat.header():find('Model: ' .. chosen.name, 1, true)
+        end, 'the model set', 60000)
+      end)
+      restore()
+      if not ok then
+        error(err, 0)
+      end
+      io.stdout:write(('     hosted agents: the pickers:\n       %s\n'):format(vim.inspect(seen):gsub('\n', '\n       ')))
+      local categories = vim.tbl_map(function(o)
+        return o.category
+      end, options)
+      H.check(
+        vim.tbl_contains(categories, 'mode') and vim.tbl_contains(categories, 'model'),
+        'a mode and a model option: ' .. vim.inspect(options)
+      )
+      local chat_id = chat.state().chat_id
+      H.check(type(chat_id) == 'string', 'the chat opened by agentOptions')
+      H.check(winbar():find('Model: ' .. chosen.name, 1, true) ~= nil, 'the header shows the model: ' .. winbar())
+
+      -- The next prompt continues that chat, on the chosen model.
+      local prompts = {}
+      local request = c.request
+      c.request = function(self, method, params, ...)
+        if method == 'toolhost/agentPrompt' then
+          table.insert(prompts, vim.deepcopy(params))
+        end
+        return request(self, method, params, ...)
+      end
+      vim.cmd('Toolhost agent claude anything else?')
+      H.wait(function()
+        return not chat.running()
+      end, 'the answer', 60000)
+      H.eq(prompts[1], { prompt = 'anything else?', chatId = chat_id, agent = 'claude' }, 'the chat continued')
+      H.check(H.buf_text(chat.state().buf):find('\nNoted.\n', 1, true) ~= nil, 'the answer')
+      local models = {}
+      for _, body in ipairs(main_loop_requests(record)) do
+        if last_user_text(body):find('anything else?', 1, true) then
+          table.insert(models, body.model)
+        end
+      end
+      H.check(#models > 0, 'the prompt reached Claude Code’s main loop')
+      for _, model in ipairs(models) do
+        H.check(tostring(model):find(chosen.value, 1, true) ~= nil, ('the model %s is %s'):format(model, chosen.value))
+      end
+      H.check(winbar():find('Model: ' .. chosen.name, 1, true) ~= nil, 'the header after the prompt: ' .. winbar())
+
+      -- A value the agent does not offer: an error notification.
+      local notes, restore_notify = collect_notes()
+      local answered
+      require('toolhost.agent_options').set(c, 'claude', chat_id, 'model', 'no-such-model', function(e)
+        answered = e or 'no error'
+      end)
+      H.wait(function()
+        return answered
+      end, 'the refusal', 20000)
+      restore_notify()
+      H.check(
+        notes[1] and notes[1][2] == vim.log.levels.ERROR and notes[1][1]:find('OPTION_VALUE_UNKNOWN', 1, true),
+        'an error notification: ' .. vim.inspect(notes)
+      )
+      io.stdout:write(('     hosted agents: models asked: %s; header: %s\n'):format(table.concat(models, ', '), winbar()))
+      H.reset()
     end)
   end)
 end

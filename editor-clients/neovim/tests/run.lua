@@ -1458,6 +1458,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
   local th = require('toolhost')
   H.eq(th.complete('', 'Toolhost '), {
     'agent',
+    'agent-options',
     'agents',
     'ask',
     'call',

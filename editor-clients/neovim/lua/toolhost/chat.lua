@@ -50,6 +50,7 @@ M.namespace = ns
 ---@field reasoning? {mark: integer?, row: integer} the reasoning block being streamed
 ---@field plan? {row: integer, count: integer} the lines of this exchange's plan (a newer one replaces them)
 ---@field context? {row: integer} this exchange's context-window line (a newer report replaces it)
+---@field options? toolhost.AgentOption[] the hosted agent's settings for the chat (nil: not asked yet)
 ---@field ended table<string, boolean> runs already ended here (a late update only marks calls)
 
 ---@type toolhost.ChatState
@@ -112,6 +113,13 @@ function M.buf()
     M.ask()
   end, 'ask the next prompt')
   map('q', '<cmd>close<cr>', 'close the window')
+  vim.api.nvim_create_autocmd('BufWinEnter', {
+    buffer = buf,
+    desc = 'toolhost chat: the header of a hosted agent’s chat',
+    callback = function()
+      M.draw_header()
+    end,
+  })
   state.buf, state.block, state.attempt, state.reasoning = buf, nil, nil, nil
   state.plan, state.context = nil, nil
   state.calls, state.rows = {}, {}
@@ -402,6 +410,36 @@ local function shift_rows(from, delta)
   end
 end
 
+--- The chat's header: the hosted agent and its mode and model as far as known
+--- (`Claude Code · Mode: Default · Model: Opus`); nil for toolhost's own agent.
+---@return string?
+function M.header()
+  if not state.agent or not state.client_id then
+    return nil
+  end
+  local title = require('toolhost.agents').title(state.client_id, state.agent)
+  local settings = require('toolhost.agent_options').summary(state.options)
+  return settings == '' and title or (title .. ' · ' .. settings)
+end
+
+--- Shows the header in the winbar of the windows showing the chat (the chat's state stays in
+--- sight while its lines scroll); a chat with toolhost's own agent gets the global winbar back.
+function M.draw_header()
+  if not buf_valid() then
+    return
+  end
+  local text = M.header()
+  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
+    if text then
+      vim.wo[win][0].winbar = '%#ToolhostChatAgent#' .. text:gsub('%%', '%%%%')
+    else
+      vim.api.nvim_win_call(win, function()
+        vim.cmd('setlocal winbar<')
+      end)
+    end
+  end
+end
+
 --- Draws a hosted agent's plan: the first of the exchange as a block of its own, a later one in
 --- its place (the agent sends the whole plan each time).
 ---@param entries any
@@ -616,6 +654,9 @@ function M.on_update(client_id, params)
     show_plan(u.entries)
   elseif u.type == 'context' then
     show_context(u)
+  elseif u.type == 'options' then
+    state.options = require('toolhost.agent_options').valid(u.options)
+    M.draw_header()
   else
     return
   end
@@ -651,7 +692,7 @@ end
 --- The server a prompt goes to: from the chat buffer the chat's server; elsewhere the current
 --- one (|:Toolhost|), started when needed.
 ---@return vim.lsp.Client?
-local function server()
+function M.server()
   local cl = require('toolhost.client')
   local cur = vim.api.nvim_get_current_buf()
   if cur == state.buf and state.client_id then
@@ -661,6 +702,15 @@ local function server()
     end
   end
   return cl.current(cur, true)
+end
+
+--- Writes `── new chat` (with the server's folder when the server changes) under a chat that had
+--- begun: what follows does not continue it.
+---@param client vim.lsp.Client the new chat's server
+local function mark_new_chat(client)
+  if state.chat_id and buf_valid() and not is_empty(state.buf --[[@as integer]]) then
+    note({ '── new chat' .. (state.client_id ~= client.id and (' · ' .. tostring(client.root_dir)) or '') }, 'footer')
+  end
 end
 
 ---@class toolhost.AskOpts
@@ -730,17 +780,15 @@ function M.ask(task, opts, cb)
     notify(problem, vim.log.levels.ERROR)
     return cb and cb(problem)
   end
-  local c = opts.client or server()
+  local c = opts.client or M.server()
   if not c then
     notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
     return cb and cb('no toolhost server')
   end
   local agent, fresh = agent_of(opts, c.id)
   if fresh then
-    if state.chat_id and buf_valid() and not is_empty(state.buf --[[@as integer]]) then
-      note({ '── new chat' .. (state.client_id ~= c.id and (' · ' .. tostring(c.root_dir)) or '') }, 'footer')
-    end
-    state.chat_id = nil
+    mark_new_chat(c)
+    state.chat_id, state.options = nil, nil
   end
   state.client_id, state.agent = c.id, agent
   state.plan, state.context = nil, nil
@@ -752,6 +800,7 @@ function M.ask(task, opts, cb)
   end
   local buf = M.open(false)
   vim.b[buf].toolhost_client = c.id
+  M.draw_header()
   local lines = {}
   for _, l in ipairs(vim.split(vim.trim(task), '\n', { plain = true })) do
     table.insert(lines, l == '' and '>' or ('> ' .. l))
@@ -798,6 +847,42 @@ function M.ask(task, opts, cb)
   end)
 end
 
+--- The chat whose settings `:Toolhost agent-options` reads: the chat's own hosted agent and chat
+--- (`agent` nil or the chat's), else `agent` in a new chat (no agent: nil — toolhost's own agent
+--- has no settings there).
+---@param client_id integer the server asked
+---@param agent? string
+---@return {agent: string?, chat_id: string?, fresh: boolean}
+function M.options_target(client_id, agent)
+  local ours = state.client_id == client_id
+  if agent == 'toolhost' or agent == '' then
+    agent = nil
+  end
+  if agent == nil or (ours and agent == state.agent) then
+    return { agent = ours and state.agent or nil, chat_id = ours and state.chat_id or nil, fresh = false }
+  end
+  return { agent = agent, chat_id = nil, fresh = true }
+end
+
+--- Takes a hosted agent's settings (`toolhost/agentOptions`, `toolhost/agentSetOption`): the
+--- chat becomes that agent's chat `result.chatId` (another one than the chat's starts a new chat,
+--- as a prompt would), its next prompt continues it, and the header shows the settings.
+---@param client vim.lsp.Client
+---@param agent string
+---@param result {chatId: string, options: toolhost.AgentOption[]}
+function M.adopt_options(client, agent, result)
+  local same = state.client_id == client.id and state.agent == agent
+  if not (same and (state.chat_id == nil or state.chat_id == result.chatId)) then
+    mark_new_chat(client)
+    state.client_id, state.agent = client.id, agent
+  end
+  state.chat_id, state.options = result.chatId, result.options
+  require('toolhost.agents').list_sync(client) -- the title, asked once per server
+  local buf = M.open(false)
+  vim.b[buf].toolhost_client = client.id
+  M.draw_header()
+end
+
 --- Stops the running prompt: cancels its request (`$/cancelRequest`; the server stops the run,
 --- records it as cancelled and keeps the chat) and ends it here with `── cancelled`. Calls
 --- already running finish; their lines still get ✓/✗.
@@ -830,7 +915,8 @@ function M.new()
   if state.chat_id and buf_valid() and not is_empty(state.buf --[[@as integer]]) then
     note({ '── new chat' }, 'footer')
   end
-  state.chat_id, state.agent = nil, nil
+  state.chat_id, state.agent, state.options = nil, nil, nil
+  M.draw_header()
 end
 
 --- <CR> in the chat buffer: on a call's line, the call's card in the cards buffer.
@@ -861,7 +947,8 @@ function M.forget(client_id)
     finish(state.run, { '── stopped: the server exited' }, 'the server exited')
   end
   if state.client_id == client_id then
-    state.client_id, state.chat_id, state.agent = nil, nil, nil
+    state.client_id, state.chat_id, state.agent, state.options = nil, nil, nil, nil
+    M.draw_header()
   end
 end
 

@@ -125,6 +125,20 @@ M.COMMANDS = {
       return require('toolhost.chat').complete_agent(arg_lead, line)
     end,
   },
+  ['agent-options'] = {
+    args = '[name]',
+    desc = 'pick the mode, model or effort of the chat’s hosted agent (of {name}: in a new chat)',
+    run = function(args)
+      local name, extra = vim.trim(args):match('^(%S*)%s*(.-)$')
+      if extra ~= '' then
+        return notify('usage: ' .. M.usage('agent-options'), vim.log.levels.ERROR)
+      end
+      require('toolhost.agent_options').choose({ agent = name ~= '' and name or nil })
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.chat').complete_agent(arg_lead, line)
+    end,
+  },
   agents = {
     desc = 'list the ACP agents the server hosts (installed, or how to install them)',
     run = function()
