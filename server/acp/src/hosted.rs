@@ -191,6 +191,7 @@ impl HostedAgents {
             }
         }
         chat.steps.set_sink(Some(Arc::clone(&sink)));
+        chat.steps.begin_turn().await;
         let run_id = prompt.run_id.clone().unwrap_or_else(toolhost_host::agent::new_run_id);
         let record = Record { host: &self.host, run_id: &run_id };
         let continues =
@@ -286,6 +287,7 @@ impl HostedAgents {
                 link.stop().await;
             }
             chat.release_all_terminals();
+            self.host.agent_steps().end_chat(&chat.id);
         }
     }
 

@@ -500,6 +500,120 @@ fn an_unanswered_permission_is_cancelled_and_a_killed_agent_is_started_again() {
     });
 }
 
+/// A shell command whose files are a glob: no word of it names one.
+const GLOB_SED: &str = "for f in c*.txt; do sed -i 's/one/ONE/' \"$f\"; done";
+
+fn claude_glob_script() -> Box<model_server::Script> {
+    Box::new(move |request: &Recorded| {
+        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
+            return Reply::json(&json!({"input_tokens": 10}));
+        }
+        let Some(body) = request.json() else { return Reply::not_found() };
+        if !main_loop(&body) {
+            return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
+        }
+        match model_server::anthropic_tool_results(&body) {
+            0 => anthropic_turn(
+                json!({"type": "tool_use", "id": "toolu_glob", "name": "Bash",
+                       "input": {"command": GLOB_SED, "description": "Uppercase one"}}),
+                "tool_use",
+            ),
+            _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
+        }
+    })
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn changes_a_step_never_names_are_found_through_git_in_a_mode_that_does_not_ask() {
+    let env = Env::new();
+    env.write("c1.txt", "one\n");
+    env.write("c2.txt", "one two\n");
+    env.write("c3.txt", "x\n");
+    git(&env.root, &["init", "-q"]);
+    git(&env.root, &["add", "."]);
+    git(&env.root, &["commit", "-q", "-m", "base"]);
+    // Changed before the turn: its before side is this, not what git committed.
+    env.write("c3.txt", "one\n");
+    let home = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(claude_glob_script());
+    let mark = format!("glob-{}", std::process::id());
+    configure(&env, &model.base_url(), home.path(), &mark, 60_000);
+    let (mut client, asked) = editor(&env, None, None);
+
+    // A mode that runs commands without asking, chosen from the agent's own modes.
+    let opened = client.request("toolhost/agentOptions", json!({"agent": "claude"})).unwrap();
+    let chat = opened["chatId"].as_str().unwrap().to_owned();
+    let mode = opened["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["category"] == "mode")
+        .cloned()
+        .unwrap_or_else(|| panic!("{opened:#}"));
+    assert!(
+        mode["values"].as_array().unwrap().iter().any(|v| v["value"] == "bypassPermissions"),
+        "{mode}"
+    );
+    client
+        .request(
+            "toolhost/agentSetOption",
+            json!({"chatId": chat, "option": mode["id"], "value": "bypassPermissions"}),
+        )
+        .unwrap();
+
+    let done = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "chatId": chat, "prompt": "uppercase one"}),
+        )
+        .unwrap();
+    assert_eq!(done["answer"], "Done.", "{done}");
+    assert!(asked.lock().unwrap().is_empty(), "nobody was asked: {:?}", asked.lock().unwrap());
+    let read = |name: &str| std::fs::read_to_string(env.root.join(name)).unwrap();
+    assert_eq!(
+        (read("c1.txt"), read("c2.txt"), read("c3.txt")),
+        ("ONE\n".into(), "ONE two\n".into(), "ONE\n".into())
+    );
+
+    // The step's card shows the three files it changed, each against what it held before.
+    let cards = step_cards(&client);
+    let step = cards
+        .iter()
+        .find(|c| c["title"].as_str().is_some_and(|t| t.contains("sed -i")))
+        .unwrap_or_else(|| panic!("{cards:#?}"));
+    assert_eq!(step["kind"], "diff", "{step}");
+    let rendered = step["rendered"].as_str().unwrap();
+    for expected in ["c1.txt", "c2.txt", "c3.txt", "-one two", "+ONE two"] {
+        assert!(rendered.contains(expected), "{expected} in {rendered}");
+    }
+    assert!(!rendered.contains("-x"), "c3's before is its changed text: {rendered}");
+
+    // One revert restores all three as they were when the turn began.
+    let reverted = client.call_tool("revert", json!({"call_id": step["callId"]})).unwrap();
+    assert_ne!(reverted["isError"], true, "{reverted}");
+    assert_eq!(
+        (read("c1.txt"), read("c2.txt"), read("c3.txt")),
+        ("one\n".into(), "one two\n".into(), "one\n".into())
+    );
+
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+}
+
 /// `[acp.agents.codex]`: the adapter with its own `CODEX_HOME` pointing Codex at the scripted
 /// Responses server, in its `read-only` mode (it asks before each patch and each command that
 /// leaves its sandbox).

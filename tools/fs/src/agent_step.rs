@@ -68,10 +68,16 @@ pub enum StepStatus {
     Cancelled,
 }
 
-/// The running steps' channels, by the step key the host gave the call.
+mod baseline;
+
+use baseline::Baseline;
+
+/// The running steps' channels, by the step key the host gave the call, and each chat's
+/// baseline of what git sees changed.
 #[derive(Default)]
 pub struct AgentSteps {
     waiting: Mutex<HashMap<String, mpsc::UnboundedReceiver<StepEvent>>>,
+    baselines: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Baseline>>>>,
 }
 
 impl AgentSteps {
@@ -81,6 +87,30 @@ impl AgentSteps {
         let (tx, rx) = mpsc::unbounded_channel();
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned(), rx);
         tx
+    }
+
+    /// A turn of `chat` begins in the workspace rooted at `root`: what git sees changed now is
+    /// the baseline its steps' unnamed changes are found against (`baseline.rs`).
+    pub async fn begin_turn(&self, chat: &str, root: &std::path::Path, ws: &Workspace) {
+        let taken = Baseline::take(root, ws).await;
+        let mut baselines = self.baselines.lock().unwrap_or_else(PoisonError::into_inner);
+        match taken {
+            Some(baseline) => {
+                baselines.insert(chat.to_owned(), Arc::new(tokio::sync::Mutex::new(baseline)));
+            }
+            None => {
+                baselines.remove(chat);
+            }
+        }
+    }
+
+    /// Chat `chat` is over: its baseline is dropped.
+    pub fn end_chat(&self, chat: &str) {
+        self.baselines.lock().unwrap_or_else(PoisonError::into_inner).remove(chat);
+    }
+
+    fn baseline(&self, chat: &str) -> Option<Arc<tokio::sync::Mutex<Baseline>>> {
+        self.baselines.lock().unwrap_or_else(PoisonError::into_inner).get(chat).cloned()
     }
 
     /// The call of step `key` ended (or never ran): its events are dropped, so whoever waits
@@ -107,6 +137,9 @@ pub struct AgentStepArgs {
     /// The files the step named when it started.
     #[serde(default)]
     pub paths: Vec<String>,
+    /// The chat whose baseline finds the step's unnamed changes (absent: named files only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -275,6 +308,22 @@ impl Tool for AgentStepTool {
                 None => break StepEnd { status: StepStatus::Cancelled, output: None },
             }
         };
+        // What the step changed without naming it (git's view against the turn's baseline).
+        let baseline = args.chat.as_deref().and_then(|chat| self.steps.baseline(chat));
+        let mut baseline = match &baseline {
+            Some(baseline) => Some(baseline.lock().await),
+            None => None,
+        };
+        if let Some(baseline) = baseline.as_mut() {
+            let named: Vec<String> = taken.keys().cloned().collect();
+            let covered = |key: &str| named.iter().any(|k| k == key);
+            for (key, before) in baseline.changes(&ws, &covered).await {
+                if taken.len() >= MAX_FILES {
+                    break;
+                }
+                taken.insert(key, Snapshot { before });
+            }
+        }
         let mut files = Vec::new();
         for (path, mut snap) in taken {
             // Looked at too late: the file already held the proposed whole text.
@@ -291,6 +340,9 @@ impl Tool for AgentStepTool {
             }
             let now =
                 ws.record_external_change(&path, snap.before.clone()).await.map_err(fs_failure)?;
+            if let Some(baseline) = baseline.as_mut() {
+                baseline.moved_on(&path, now.clone());
+            }
             if now == snap.before {
                 continue;
             }

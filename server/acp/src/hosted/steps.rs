@@ -88,6 +88,13 @@ impl Steps {
         }
     }
 
+    /// A turn begins: what git sees changed now is what the turn's steps are measured against
+    /// for the changes they do not name.
+    pub(crate) async fn begin_turn(&self) {
+        let host = &self.host;
+        host.agent_steps().begin_turn(&self.prefix, host.root(), host.workspace()).await;
+    }
+
     /// Where the steps' `toolCall` / `toolResult` updates go (the prompt running now).
     pub(crate) fn set_sink(&self, sink: Option<UpdateSink>) {
         *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = sink;
@@ -158,6 +165,7 @@ impl Steps {
             "title": call.title,
             "kind": kind_name(call),
             "paths": paths,
+            "chat": self.prefix,
         });
         let request = CallRequest::new(AGENT_STEP, arguments)
             .by(Some(self.caller.clone()))
