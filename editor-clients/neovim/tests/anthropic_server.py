@@ -11,17 +11,17 @@ plain text. The main loop's answer depends on the conversation:
 - no `tool_result` yet: `Read` of `<workspace>/a.txt` (Claude Code edits only a file it read);
 - one: `Edit` of that file, line 1 and line 12 uppercased (two hunks);
 - more: the text `Done.`.
-`count_tokens` requests get a count. `--record FILE` appends every request body to FILE as one
-JSON line; `--workspace DIR` is where a.txt is.
+`count_tokens` requests get a count. `--record FILE` appends every messages request body (its
+`model` among the rest) to FILE as one JSON line; `--workspace DIR` is where a.txt is. The HTTP/SSE
+loop is model_server.py's `serve`.
 """
 import argparse
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from model_server import serve
 
 ARGS = None
-LOCK = threading.Lock()
 
 A_TXT = "".join(
     w + "\n"
@@ -113,36 +113,13 @@ def events(block, stop_reason):
     yield "message_stop", {"type": "message_stop"}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def reply(self, status, content_type, payload):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if not self.path.startswith("/v1/messages"):
-            self.reply(404, "application/json", b'{"error": "not found"}')
-            return
-        if "count_tokens" in self.path:
-            self.reply(200, "application/json", b'{"input_tokens": 10}')
-            return
-        body = json.loads(raw or b"{}")
-        if ARGS.record:
-            with LOCK, open(ARGS.record, "a", encoding="utf-8") as f:
-                f.write(json.dumps(body) + "\n")
-        stream = b"".join(
-            f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events(*script(body))
-        )
-        self.reply(200, "text/event-stream", stream)
+def answer(path, body):
+    """The Messages endpoint: a token count, or the scripted message as server-sent events."""
+    if not path.startswith("/v1/messages"):
+        return None
+    if "count_tokens" in path:
+        return {"input_tokens": 10}
+    return events(*script(body))
 
 
 def main():
@@ -151,13 +128,7 @@ def main():
     parser.add_argument("--record", help="append each request body to this file (JSON lines)")
     parser.add_argument("--workspace", required=True, help="the folder holding a.txt")
     ARGS = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    serve(answer, ARGS.record)
 
 
 if __name__ == "__main__":

@@ -240,9 +240,10 @@ end
 return function(test)
   test('hosted agents: plan and context lines, :Toolhost agent parsed, agents listed', function()
     local chat = require('toolhost.chat')
+    local chat_state = require('toolhost.chat_state')
     local agents = require('toolhost.agents')
     H.eq({
-      chat.plan_lines({
+      chat_state.plan_lines({
         { content = 'Read a.txt', status = 'completed', priority = 'high' },
         { content = 'Edit\n  a.txt', status = 'in_progress', priority = 'medium' },
         { content = 'Run the tests', status = 'pending', priority = 'low' },
@@ -252,15 +253,15 @@ return function(test)
       { '[x] Read a.txt', '[>] Edit a.txt', '[ ] Run the tests', '[ ] Odd' },
       { 'ToolhostTodoDone', 'ToolhostTodoActive', false, false },
     }, 'plan lines and their groups')
-    H.eq({ chat.plan_lines({}) }, { { 'plan: no entries' }, { 'ToolhostChatNote' } }, 'an empty plan')
+    H.eq({ chat_state.plan_lines({}) }, { { 'plan: no entries' }, { 'ToolhostChatNote' } }, 'an empty plan')
     H.eq(
-      chat.context_text({ used = 12345, size = 200000, cost = { amount = 0.01234, currency = 'USD' } }),
+      chat_state.context_text({ used = 12345, size = 200000, cost = { amount = 0.01234, currency = 'USD' } }),
       'context: 12,345 / 200,000 tokens · $0.0123',
       'context with a cost'
     )
-    H.eq(chat.context_text({ used = 999, size = 1000000 }), 'context: 999 / 1,000,000 tokens', 'without a cost')
+    H.eq(chat_state.context_text({ used = 999, size = 1000000 }), 'context: 999 / 1,000,000 tokens', 'without a cost')
     H.eq(
-      chat.context_text({ used = 0, size = 8000, cost = { amount = 1.5, currency = 'EUR' } }),
+      chat_state.context_text({ used = 0, size = 8000, cost = { amount = 1.5, currency = 'EUR' } }),
       'context: 0 / 8,000 tokens · 1.5000 EUR',
       'another currency'
     )
@@ -450,7 +451,8 @@ return function(test)
       H.eq(winbar(), 'Claude Code · Mode: Plan · Model: Opus', 'redrawn on an options update')
       sent[3].cb(nil, { chatId = 'chat_o', runId = 'run_p', stop = 'answered', turns = 1, usage = {} })
       local text = H.buf_text(chat.state().buf)
-      H.check(('\n' .. text):find('\n── Claude Code ──\n> plan it\n', 1, true) ~= nil, 'the exchange’s own header:\n' .. text)
+      local exchange = '\n── Claude Code ──\n> plan it\n'
+      H.check(('\n' .. text):find(exchange, 1, true) ~= nil, 'the exchange’s own header:\n' .. text)
 
       -- Without a name: the chat's agent; an on/off setting picks true or false.
       restore()
@@ -608,7 +610,7 @@ return function(test)
     end)
   end)
 
-  test('hosted agents (real Claude Code): the model picked with :Toolhost agent-options, the next prompt on it', function()
+  test('hosted agents (real Claude Code): the model picked with agent-options, the next prompt on it', function()
     local ws, sessions = H.workspace({ ['a.txt'] = A_TXT })
     with_claude(ws, function(record)
       H.setup(sessions)
@@ -653,7 +655,8 @@ return function(test)
       if not ok then
         error(err, 0)
       end
-      io.stdout:write(('     hosted agents: the pickers:\n       %s\n'):format(vim.inspect(seen):gsub('\n', '\n       ')))
+      local pickers = vim.inspect(seen):gsub('\n', '\n       ')
+      io.stdout:write(('     hosted agents: the pickers:\n       %s\n'):format(pickers))
       local categories = vim.tbl_map(function(o)
         return o.category
       end, options)
@@ -706,7 +709,8 @@ return function(test)
         notes[1] and notes[1][2] == vim.log.levels.ERROR and notes[1][1]:find('OPTION_VALUE_UNKNOWN', 1, true),
         'an error notification: ' .. vim.inspect(notes)
       )
-      io.stdout:write(('     hosted agents: models asked: %s; header: %s\n'):format(table.concat(models, ', '), winbar()))
+      local asked = table.concat(models, ', ')
+      io.stdout:write(('     hosted agents: models asked: %s; header: %s\n'):format(asked, winbar()))
       H.reset()
     end)
   end)

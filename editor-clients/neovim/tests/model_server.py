@@ -14,6 +14,8 @@ What it answers depends on the request's last message:
   tokens) — or, with `--slow`, `tick ` every 50 ms for about 30 s (a run to stop).
 
 `--record FILE` appends every request body to FILE as one JSON line.
+
+`serve` is the HTTP/SSE loop of the scripted model servers: this one and anthropic_server.py.
 """
 import argparse
 import json
@@ -23,7 +25,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
-LOCK = threading.Lock()
 
 
 def usage(prompt, completion):
@@ -75,36 +76,75 @@ def slow():
     yield usage(50, 600)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def serve(answer, record=None):
+    """Serves POST requests on 127.0.0.1 — a free port, printed as the first line of stdout —
+    until interrupted. `answer(path, body)` gives the reply to a request and its JSON body: None
+    (404), a dict (a JSON object), or an iterable of server-sent events `(event, data)` — `event`
+    None for a bare `data:` line, `data` a JSON value or, a string, sent as it is — written and
+    flushed as they come (a slow answer streams), the connection closed after. The body of every
+    request answered with events is appended to `record` as one JSON line."""
+    lock = threading.Lock()
 
-    def log_message(self, *args):  # quiet
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # quiet
+            pass
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            reply = answer(self.path, body)
+            if reply is None:
+                self.send_error(404)
+                return
+            if isinstance(reply, dict):
+                payload = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                return
+            if record:
+                with lock, open(record, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(body) + "\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for event, data in reply:
+                    line = data if isinstance(data, str) else json.dumps(data)
+                    head = f"event: {event}\n" if event else ""
+                    self.wfile.write(f"{head}data: {line}\n\n".encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading (a cancelled run)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
         pass
 
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if not self.path.endswith("/chat/completions"):
-            self.send_error(404)
-            return
-        body = json.loads(raw or b"{}")
-        if ARGS.record:
-            with LOCK, open(ARGS.record, "a", encoding="utf-8") as f:
-                f.write(json.dumps(body) + "\n")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        try:
-            for chunk in script(body):
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client stopped reading (a cancelled run)
+
+def answer(path, body):
+    """The chat completions endpoint: the script's chunks as `data:` events, then `[DONE]`."""
+    if not path.endswith("/chat/completions"):
+        return None
+    return stream(script(body))
+
+
+def stream(chunks):
+    """The chunks as bare `data:` events, then the `[DONE]` that ends an OpenAI stream."""
+    for chunk in chunks:
+        yield None, chunk
+    yield None, "[DONE]"
 
 
 def main():
@@ -113,13 +153,7 @@ def main():
     parser.add_argument("--record", help="append each request body to this file (JSON lines)")
     parser.add_argument("--slow", action="store_true", help="plain answers stream slowly")
     ARGS = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    serve(answer, ARGS.record)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 --- for its chat (its mode, its model, its effort; |:Toolhost-agent-options|). The settings are asked
 --- with `toolhost/agentOptions` (which starts the agent and opens its chat when it has none yet),
 --- one is chosen with two |vim.ui.select()| pickers (the setting, then its value) and set with
---- `toolhost/agentSetOption`. The chat keeps what the server answers (|toolhost.chat|): its
+--- `toolhost/agentSetOption`. The chat keeps what the server answers (`toolhost.chat`): its
 --- header shows the mode and the model, and its next prompt continues that chat.
 
 local M = {}
@@ -142,6 +142,24 @@ local function request(client, method, params, cb)
   end)
 end
 
+--- The chat whose settings `:Toolhost agent-options` reads: the chat's own hosted agent and chat
+--- (`agent` nil or the chat's), else `agent` in a new chat (no agent: nil — toolhost's own agent
+--- has no settings there).
+---@param client_id integer the server asked
+---@param agent? string
+---@return {agent: string?, chat_id: string?, fresh: boolean}
+local function target(client_id, agent)
+  local chat = require('toolhost.chat').state()
+  local ours = chat.client_id == client_id
+  if agent == 'toolhost' or agent == '' then
+    agent = nil
+  end
+  if agent == nil or (ours and agent == chat.agent) then
+    return { agent = ours and chat.agent or nil, chat_id = ours and chat.chat_id or nil, fresh = false }
+  end
+  return { agent = agent, chat_id = nil, fresh = true }
+end
+
 ---@class toolhost.AgentOptionsOpts
 ---@field agent? string the hosted agent (default: the chat's); another than the chat's opens a new chat
 ---@field client? vim.lsp.Client the server (default: the chat's, else the current one)
@@ -165,15 +183,15 @@ function M.choose(opts, cb)
   if not c then
     return fail('no toolhost server for this buffer or directory')
   end
-  local target = chat.options_target(c.id, opts.agent)
-  if not target.agent then
+  local chosen = target(c.id, opts.agent)
+  if not chosen.agent then
     return fail('the chat has no hosted agent; name one: :Toolhost agent-options {name}')
   end
-  if target.fresh and chat.running() then
+  if chosen.fresh and chat.running() then
     return fail('a prompt is still running (stop it first)')
   end
-  local agent = target.agent --[[@as string]]
-  local params = { agent = agent, chatId = target.chat_id }
+  local agent = chosen.agent --[[@as string]]
+  local params = { agent = agent, chatId = chosen.chat_id }
   request(c, 'toolhost/agentOptions', params, function(err, result)
     if err or not result then
       return fail(('the settings of %s: %s'):format(agent, tostring(err)))

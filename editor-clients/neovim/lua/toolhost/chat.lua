@@ -8,7 +8,9 @@
 --- (`→ read Read a.txt`, then ` ✓` or ` ✗ error`), a hosted agent's plan (`[x]`/`[>]`/`[ ]`) and
 --- context window (`context: 12,345 / 200,000 tokens`), and a footer when the request is answered
 --- (`── answered · 2 turns · 440 tokens in, 27 out · $0.0005`). The next prompt continues the chat
---- (its `chatId`) with the chat's agent; Stop cancels the request (`$/cancelRequest`).
+--- (its `chatId`) with the chat's agent; Stop cancels the request (`$/cancelRequest`). How the
+--- plan, the context line and the header (a hosted agent's mode and model, in the winbar) look
+--- is `toolhost.chat_state`'s; this module places them.
 
 local M = {}
 
@@ -17,6 +19,8 @@ M.NAME = 'toolhost://chat'
 
 --- The permission modes a prompt may ask for (docs/agent.md).
 M.MODES = { 'ask', 'accept-edits', 'plan', 'auto' }
+
+local chat_state = require('toolhost.chat_state')
 
 local ns = vim.api.nvim_create_namespace('toolhost-chat')
 M.namespace = ns
@@ -48,13 +52,13 @@ M.namespace = ns
 ---@field calls table<string, {row: integer, done: boolean}> call lines by call id
 ---@field rows table<integer, {client_id: integer, call_id: string}> call lines by 0-based row
 ---@field reasoning? {mark: integer?, row: integer} the reasoning block being streamed
----@field plan? {row: integer, count: integer} the lines of this exchange's plan (a newer one replaces them)
----@field context? {row: integer} this exchange's context-window line (a newer report replaces it)
+---@field blocks table<string, {row: integer, count: integer}> this exchange's plan and context line,
+---  by kind (a newer one replaces them)
 ---@field options? toolhost.AgentOption[] the hosted agent's settings for the chat (nil: not asked yet)
 ---@field ended table<string, boolean> runs already ended here (a late update only marks calls)
 
 ---@type toolhost.ChatState
-local state = { calls = {}, rows = {}, ended = {} }
+local state = { calls = {}, rows = {}, ended = {}, blocks = {} }
 
 ---@param msg string
 ---@param level? integer
@@ -121,8 +125,7 @@ function M.buf()
     end,
   })
   state.buf, state.block, state.attempt, state.reasoning = buf, nil, nil, nil
-  state.plan, state.context = nil, nil
-  state.calls, state.rows = {}, {}
+  state.calls, state.rows, state.blocks = {}, {}, {}
   if state.client_id then
     vim.b[buf].toolhost_client = state.client_id
   end
@@ -331,61 +334,9 @@ local function call_finished(client_id, update)
   end)
 end
 
---- The mark of a plan entry's status: `[x]` completed, `[>]` in progress, `[ ]` pending.
-M.PLAN_MARKS = { completed = '[x]', in_progress = '[>]', pending = '[ ]' }
-
---- The lines of a hosted agent's plan (`{type = "plan", entries}`), one per entry, and the
---- highlight group of each: `[x] {content}` (done), `[>] {content}` (in progress), `[ ] {content}`.
----@param entries any the update's `entries`: `{content, status, priority}` each
----@return string[] lines
----@return (string|false)[] groups one per line (false: none)
-function M.plan_lines(entries)
-  local lines, groups = {}, {}
-  for _, e in ipairs(type(entries) == 'table' and entries or {}) do
-    if type(e) == 'table' then
-      local content = type(e.content) == 'string' and e.content:gsub('%s*\n%s*', ' ') or ''
-      table.insert(lines, ('%s %s'):format(M.PLAN_MARKS[e.status] or '[ ]', content))
-      table.insert(
-        groups,
-        e.status == 'completed' and 'ToolhostTodoDone' or e.status == 'in_progress' and 'ToolhostTodoActive' or false
-      )
-    end
-  end
-  if #lines == 0 then
-    return { 'plan: no entries' }, { 'ToolhostChatNote' }
-  end
-  return lines, groups
-end
-
---- `12345` → `12,345`.
----@param n number
----@return string
-local function thousands(n)
-  local digits = tostring(math.floor(n))
-  local sign, rest = digits:match('^(-?)(%d+)$')
-  if not rest then
-    return digits
-  end
-  return sign .. rest:reverse():gsub('(%d%d%d)', '%1,'):reverse():gsub('^,', '')
-end
-
---- The line of a context-window report (`{type = "context", used, size, cost?}`):
---- `context: 12,345 / 200,000 tokens · $0.0123` (a currency other than USD by its code).
----@param update table
----@return string
-function M.context_text(update)
-  local used, size = thousands(tonumber(update.used) or 0), thousands(tonumber(update.size) or 0)
-  local text = ('context: %s / %s tokens'):format(used, size)
-  local cost = type(update.cost) == 'table' and tonumber(update.cost.amount) or nil
-  if cost then
-    local currency = type(update.cost.currency) == 'string' and update.cost.currency or 'USD'
-    text = text .. (currency == 'USD' and (' · $%.4f'):format(cost) or (' · %.4f %s'):format(cost, currency))
-  end
-  return text
-end
-
---- Moves what the chat remembers by row (call lines, the attempt, the reasoning, the context
---- line) at or after `from` by `delta` rows: lines were inserted or removed above them.
+--- Moves what the chat remembers by row (call lines, the attempt, the reasoning, the exchange's
+--- plan and context line) at or after `from` by `delta` rows: lines were inserted or removed above
+--- them.
 ---@param from integer 0-based
 ---@param delta integer
 local function shift_rows(from, delta)
@@ -402,9 +353,12 @@ local function shift_rows(from, delta)
       call.row = call.row + delta
     end
   end
-  for _, key in ipairs({ 'attempt', 'reasoning', 'context' }) do
-    local t = state[key]
-    if t and t.row >= from then
+  local marks = { attempt = state.attempt, reasoning = state.reasoning }
+  for kind, block in pairs(state.blocks) do
+    marks[kind] = block
+  end
+  for _, t in pairs(marks) do
+    if t.row >= from then
       t.row = t.row + delta
     end
   end
@@ -417,69 +371,40 @@ function M.header()
   if not state.agent or not state.client_id then
     return nil
   end
-  local title = require('toolhost.agents').title(state.client_id, state.agent)
-  local settings = require('toolhost.agent_options').summary(state.options)
-  return settings == '' and title or (title .. ' · ' .. settings)
+  return chat_state.header(state.client_id, state.agent, state.options)
 end
 
---- Shows the header in the winbar of the windows showing the chat (the chat's state stays in
---- sight while its lines scroll); a chat with toolhost's own agent gets the global winbar back.
+--- Shows the header in the winbar of the windows showing the chat.
 function M.draw_header()
-  if not buf_valid() then
-    return
-  end
-  local text = M.header()
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-    if text then
-      vim.wo[win][0].winbar = '%#ToolhostChatAgent#' .. text:gsub('%%', '%%%%')
-    else
-      vim.api.nvim_win_call(win, function()
-        vim.cmd('setlocal winbar<')
-      end)
-    end
+  if buf_valid() then
+    chat_state.draw_header(state.buf --[[@as integer]], M.header())
   end
 end
 
---- Draws a hosted agent's plan: the first of the exchange as a block of its own, a later one in
---- its place (the agent sends the whole plan each time).
----@param entries any
-local function show_plan(entries)
-  local lines, groups = M.plan_lines(entries)
+--- Draws `lines` (each highlighted with its group of `groups`; false: none) as this exchange's
+--- block `kind` — a hosted agent's plan or context line, which the agent sends whole each time:
+--- the first as a block of its own, a later one in the earlier one's place.
+---@param kind 'plan'|'context'
+---@param lines string[]
+---@param groups (string|false)[]
+local function place(kind, lines, groups)
   edit(function(buf)
-    local p = state.plan
-    if p then
-      vim.api.nvim_buf_clear_namespace(buf, ns, p.row, p.row + p.count)
-      vim.api.nvim_buf_set_lines(buf, p.row, p.row + p.count, false, lines)
-      shift_rows(p.row + p.count, #lines - p.count)
-      p.count = #lines
+    local b = state.blocks[kind]
+    if b then
+      vim.api.nvim_buf_clear_namespace(buf, ns, b.row, b.row + b.count)
+      vim.api.nvim_buf_set_lines(buf, b.row, b.row + b.count, false, lines)
+      shift_rows(b.row + b.count, #lines - b.count)
+      b.count = #lines
     else
-      open_block(buf, 'plan')
-      p = { row = add_lines(buf, lines), count = #lines }
-      state.plan = p
+      open_block(buf, kind)
+      b = { row = add_lines(buf, lines), count = #lines }
+      state.blocks[kind] = b
     end
     for i, group in ipairs(groups) do
       if group then
-        highlight_lines(buf, p.row + i - 1, 1, group)
+        highlight_lines(buf, b.row + i - 1, 1, group)
       end
     end
-  end)
-end
-
---- Draws a context-window report: one line per exchange, brought up to date in place.
----@param update table
-local function show_context(update)
-  local line = M.context_text(update)
-  edit(function(buf)
-    local ctx = state.context
-    if ctx then
-      vim.api.nvim_buf_clear_namespace(buf, ns, ctx.row, ctx.row + 1)
-      vim.api.nvim_buf_set_lines(buf, ctx.row, ctx.row + 1, false, { line })
-    else
-      open_block(buf, 'context')
-      ctx = { row = add_lines(buf, { line }) }
-      state.context = ctx
-    end
-    highlight_lines(buf, ctx.row, 1, 'ToolhostChatNote')
   end)
 end
 
@@ -651,9 +576,9 @@ function M.on_update(client_id, params)
     local before, after = tostring(u.tokensBefore), tostring(u.tokensAfter)
     note({ ('… conversation compacted (%s → %s tokens%s)'):format(before, after, extra) })
   elseif u.type == 'plan' then
-    show_plan(u.entries)
+    place('plan', chat_state.plan_lines(u.entries))
   elseif u.type == 'context' then
-    show_context(u)
+    place('context', chat_state.context_lines(u))
   elseif u.type == 'options' then
     state.options = require('toolhost.agent_options').valid(u.options)
     M.draw_header()
@@ -791,7 +716,7 @@ function M.ask(task, opts, cb)
     state.chat_id, state.options = nil, nil
   end
   state.client_id, state.agent = c.id, agent
-  state.plan, state.context = nil, nil
+  state.blocks = {}
   local header
   if agent then
     local agents = require('toolhost.agents')
@@ -845,23 +770,6 @@ function M.ask(task, opts, cb)
     end
     run.request_id = id
   end)
-end
-
---- The chat whose settings `:Toolhost agent-options` reads: the chat's own hosted agent and chat
---- (`agent` nil or the chat's), else `agent` in a new chat (no agent: nil — toolhost's own agent
---- has no settings there).
----@param client_id integer the server asked
----@param agent? string
----@return {agent: string?, chat_id: string?, fresh: boolean}
-function M.options_target(client_id, agent)
-  local ours = state.client_id == client_id
-  if agent == 'toolhost' or agent == '' then
-    agent = nil
-  end
-  if agent == nil or (ours and agent == state.agent) then
-    return { agent = ours and state.agent or nil, chat_id = ours and state.chat_id or nil, fresh = false }
-  end
-  return { agent = agent, chat_id = nil, fresh = true }
 end
 
 --- Takes a hosted agent's settings (`toolhost/agentOptions`, `toolhost/agentSetOption`): the
