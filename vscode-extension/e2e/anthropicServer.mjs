@@ -5,7 +5,8 @@
 // many tool results the conversation holds: none → `Read` of the file (Claude Code edits only a
 // file it read), one → `Edit` of it, line 1 and line 12 uppercased (two hunks), more → the text
 // "Done.". `count_tokens` gets a count; `GET /requests` answers the main loop's request bodies so
-// far (the conversations sent).
+// far (the conversations sent), `GET /models` the `model` of every request, main loop or side, in
+// order (`[{model, main}]`: which model the agent's chosen setting made Claude Code ask for).
 //
 //   node e2e/anthropicServer.mjs <absolute path of the 12-line file>
 //       prints the port it listens on (a free one, or $PORT), then serves until it is killed
@@ -17,6 +18,7 @@ export const TWELVE_EDITED = TWELVE.replace(/^one\n/, 'ONE\n').replace(/twelve\n
 
 const file = process.argv[2] ?? '';
 const mainRequests = [];
+const models = [];
 
 /** Whether the request is the agent's loop (it offers tools), not a side request. */
 function mainLoop(body) {
@@ -74,6 +76,10 @@ const server = http.createServer((req, res) => {
     json(res, 200, mainRequests);
     return;
   }
+  if (req.method === 'GET' && req.url === '/models') {
+    json(res, 200, models);
+    return;
+  }
   if (req.method !== 'POST' || !(req.url ?? '').startsWith('/v1/messages')) {
     json(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no ${req.method} ${req.url} here` } });
     return;
@@ -95,6 +101,7 @@ const server = http.createServer((req, res) => {
       json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'the body is not JSON' } });
       return;
     }
+    models.push({ model: typeof body.model === 'string' ? body.model : null, main: mainLoop(body) });
     if (mainLoop(body)) {
       mainRequests.push(body);
     }

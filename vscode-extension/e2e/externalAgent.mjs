@@ -1,11 +1,15 @@
 // The e2e of a hosted ACP agent in the chat: the real Claude Code (claude-agent-acp, hosted by the
 // extension's `toolhost serve`, configured by scripts/test.sh in the user config) against the
 // scripted Anthropic server (e2e/anthropicServer.mjs). The person picks "Claude Code" in the chat
-// box and asks for an edit of a 12-line file; the edit arrives as a review (two hunks: line 1 and
+// box, whose own settings (toolhost/agentOptions: Mode, Model, Effort) appear beside the picker,
+// chooses another model there (toolhost/agentSetOption) — every main-loop request of the chat must
+// then name that model — and asks for an edit of a 12-line file; the edit arrives as a review (two hunks: line 1 and
 // line 12), which is answered with its CodeLens — the first hunk accepted, the second rejected —
 // and submitted; the file then holds only the accepted hunk, the chat says Claude Code answered
 // and its tool line leads to the step's diff card, whose caller is Claude Code; a second prompt
 // continues the same chat with the same agent, the agent choice locked until New chat.
+// TOOLHOST_E2E_EXTERNAL_AGENT=0 turns it off (a developer without the adapter); otherwise it must
+// be 1 (scripts/test.sh fails before this when the adapter is missing).
 // The driver (driver.mjs) hands in its helpers: check, shot, palette, assert, assertEqual,
 // cardLines, chatExchanges, log.
 import * as fs from 'node:fs';
@@ -27,6 +31,32 @@ async function agentSelect(frame) {
   });
 }
 
+/** The hosted agent's settings beside the agent select: per setting its id, label, category, value
+ * and values (a checkbox: its state). */
+async function agentSettings(frame) {
+  return frame.evaluate(() =>
+    Array.from(document.querySelectorAll('#chat-options .chat-option')).map((label) => {
+      const control = label.querySelector('[data-option]');
+      const select = control instanceof HTMLSelectElement ? control : null;
+      return {
+        id: control?.getAttribute('data-option') ?? null,
+        label: (label.querySelector('.chat-option-name')?.textContent ?? label.textContent ?? '').trim(),
+        category: label.getAttribute('data-category'),
+        value: select ? select.value : control instanceof HTMLInputElement ? control.checked : null,
+        values: select ? Array.from(select.options).map((o) => o.value) : [],
+      };
+    }),
+  );
+}
+
+/** The model to choose: one the chat would not use anyway. Claude Code's "Default (recommended)"
+ * is Opus, so choosing "opus" would pass without the choice reaching Claude Code: Sonnet or Haiku
+ * first, else any other value. */
+function otherModel(model) {
+  const others = model.values.filter((v) => v !== model.value);
+  return ['sonnet', 'haiku'].find((v) => others.includes(v)) ?? others.find((v) => v !== 'opus') ?? others[0];
+}
+
 /** The review's CodeLens lines on show in the diff editor. */
 async function reviewLenses(page) {
   const texts = await page.locator('.monaco-diff-editor .editor.modified .codelens-decoration').allTextContents();
@@ -35,14 +65,21 @@ async function reviewLenses(page) {
 
 export async function externalAgentChat(page, frame, t) {
   const { check, shot, palette, assert, assertEqual, cardLines, chatExchanges, log } = t;
+  if (process.env.TOOLHOST_E2E_EXTERNAL_AGENT === '0') {
+    log('  - ui: the chat with Claude Code (turned off explicitly: TOOLHOST_E2E_EXTERNAL_AGENT=0) (skipped)');
+    return;
+  }
   if (process.env.TOOLHOST_E2E_EXTERNAL_AGENT !== '1') {
-    log('  - ui: the chat with Claude Code (TOOLHOST_E2E_EXTERNAL_AGENT is not 1: no hosted agent configured) (skipped)');
+    await check('the chat with Claude Code is configured (TOOLHOST_E2E_EXTERNAL_AGENT=1, as scripts/test.sh sets it; =0 turns it off)', async () => {
+      throw new Error(`TOOLHOST_E2E_EXTERNAL_AGENT is ${JSON.stringify(process.env.TOOLHOST_E2E_EXTERNAL_AGENT ?? null)}: run the e2e through scripts/test.sh`);
+    });
     return;
   }
   const ws = process.env.TOOLHOST_TEST_WS ?? '';
   const file = path.join(ws, EDITED_FILE);
   const anthropic = process.env.TOOLHOST_E2E_ANTHROPIC_URL;
   const sentToModel = async () => (await (await fetch(`${anthropic}/requests`)).json());
+  const modelsAsked = async () => (await (await fetch(`${anthropic}/models`)).json());
   fs.writeFileSync(file, TWELVE);
   await palette(page, 'View: Close All Editors').catch(() => undefined);
   await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
@@ -63,6 +100,44 @@ export async function externalAgentChat(page, frame, t) {
     }
     log(`    (agents offered: ${select.options.map((o) => `${o.value}${o.disabled ? ' [disabled]' : ''}`).join(', ')})`);
   });
+
+  const chosen = {};
+  await check('"Claude Code" picked: its settings (toolhost/agentOptions) beside the picker, a select each — Mode "default", Model, Effort; another model chosen (toolhost/agentSetOption) is what the select shows after its answer', async () => {
+    await frame.selectOption('#chat-agent', 'claude');
+    // Claude Code starts for them (a second or two).
+    await frame.waitForFunction(() => document.querySelectorAll('#chat-options .chat-option [data-option]').length > 0, null, { timeout: 60_000 });
+    const settings = await agentSettings(frame);
+    log(`    (Claude Code's settings: ${settings.map((o) => `${o.label} [${o.category}] = ${o.value} of ${o.values.join('|')}`).join('; ')})`);
+    const of = (category) => settings.find((o) => o.category === category);
+    assertEqual([of('mode')?.label, of('mode')?.value], ['Mode', 'default'], 'the mode, as configured');
+    assert(of('mode')?.values.includes('plan') && of('mode')?.values.includes('acceptEdits'), `the modes: ${of('mode')?.values}`);
+    const model = of('model');
+    assertEqual(model?.label, 'Model', 'the model select');
+    assertEqual(of('thought_level')?.label, 'Effort', 'the effort select');
+    const hidden = await frame.evaluate(() => document.getElementById('chat-options')?.hidden ?? null);
+    assertEqual(hidden, false, 'the settings are shown');
+    chosen.model = otherModel(model);
+    assert(chosen.model, `a model other than ${model.value}: ${model.values}`);
+    // The answer draws the settings again: the select in place now is the one before the answer.
+    await frame.evaluate((id) => {
+      document.querySelector(`#chat-options [data-option="${id}"]`).dataset.beforeAnswer = '1';
+    }, model.id);
+    await frame.selectOption(`#chat-options select[data-option="${model.id}"]`, chosen.model);
+    await frame.waitForFunction(
+      ([id, value]) => {
+        const select = document.querySelector(`#chat-options select[data-option="${id}"]`);
+        return select instanceof HTMLSelectElement && select.dataset.beforeAnswer === undefined && select.value === value;
+      },
+      [model.id, chosen.model],
+      { timeout: 30_000 },
+    );
+    const error = await frame.evaluate(() => document.querySelector('#chat-options .chat-options-error')?.textContent ?? null);
+    assertEqual(error, null, 'no error beside the settings');
+    assertEqual((await agentSettings(frame)).find((o) => o.category === 'model')?.value, chosen.model, 'the model chosen, as the server answered');
+    log(`    (model chosen: ${chosen.model})`);
+  });
+  await frame.locator('#chat').scrollIntoViewIfNeeded().catch(() => undefined);
+  await shot(page, 'chat-external-agent-options');
 
   const step = {};
   await check('"Claude Code" picked, a task sent: Claude Code\'s edit arrives as a review of two hunks (line 1 and line 12) in the diff editor', async () => {
@@ -105,6 +180,10 @@ export async function externalAgentChat(page, frame, t) {
     assert(x, 'an exchange');
     assertEqual([x.state, x.stop, x.text], ['done', 'answered', 'Done.'], 'the exchange');
     assertEqual(x.mode, null, 'no permission mode: Claude Code asks through its own');
+    // The prompt went to the chat whose model was chosen: Claude Code asked for that model.
+    const main = (await modelsAsked()).filter((m) => m.main).map((m) => m.model);
+    assert(chosen.model && main.length > 0 && main.every((m) => typeof m === 'string' && m.includes(chosen.model)), `every main-loop request names the chosen model ${chosen.model}: ${JSON.stringify(main)}`);
+    log(`    (the main loop's models: ${[...new Set(main)].join(', ')})`);
     const header = await frame.evaluate(() => ({
       head: document.querySelector('#chat-log .chat-x .chat-head')?.textContent ?? null,
       who: document.querySelector('#chat-log .chat-x .chat-agent .chat-who')?.textContent ?? null,
@@ -159,5 +238,16 @@ export async function externalAgentChat(page, frame, t) {
     await frame.locator('#chat-new').click();
     await frame.waitForFunction(() => document.querySelector('#chat-agent')?.disabled === false, null, { timeout: 5000 });
     assertEqual((await agentSelect(frame)).value, 'claude', 'the last pick stays for the next chat');
+  });
+
+  await check('New chat asks for Claude Code\'s settings again (a new chat, the agent\'s defaults); toolhost\'s own agent hides them', async () => {
+    await frame.waitForFunction(
+      () => Array.from(document.querySelectorAll('#chat-options .chat-option')).some((l) => l.getAttribute('data-category') === 'model' && l.querySelector('select')?.value === 'default'),
+      null,
+      { timeout: 60_000 },
+    );
+    await frame.selectOption('#chat-agent', 'toolhost');
+    await frame.waitForFunction(() => document.getElementById('chat-options')?.hidden === true, null, { timeout: 5000 });
+    assertEqual(await frame.locator('#chat-options .chat-option').count(), 0, 'no settings for the own agent');
   });
 }

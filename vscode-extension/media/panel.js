@@ -8,8 +8,9 @@
 // raw state of a form (checked labels, typed text) with the person's decision; the extension turns
 // that into the answer. The chat with an agent (chat.ts): the page sends the prompt (Enter;
 // Shift+Enter is a new line), Stop (Esc), New chat, the agent and the mode picked; the extension
-// sends the agent select's options (locked while a chat goes on: it stays with its agent) and the
-// transcript's exchanges as they stream, which the page places, keeping what a person unfolded
+// sends the agent select's options (locked while a chat goes on: it stays with its agent), a hosted
+// agent's own settings beside it (a change is sent as it is made; they are drawn again only when
+// they changed, so an open select is not pulled away) and the transcript's exchanges as they stream, which the page places, keeping what a person unfolded
 // and following the end of the transcript while it is scrolled there. A tool line of the
 // transcript scrolls its card into view. A card made under another one (a program's nested call)
 // goes into its parent's child list, whose "N calls" toggle opens and closes it — a workflow's
@@ -31,6 +32,9 @@
   const chatSend = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-send'));
   const chatStop = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-stop'));
   const chatNew = /** @type {HTMLButtonElement | null} */ (document.getElementById('chat-new'));
+  const chatOptions = document.getElementById('chat-options');
+  /** The settings' HTML on show (the extension sends it with every redraw of the chat box). */
+  let chatOptionsHtml = chatOptions ? chatOptions.innerHTML : '';
 
   function updateEmpty() {
     empty.hidden = feed.children.length > 0;
@@ -334,6 +338,12 @@
         chatAgent.disabled = message.locked === true;
         chatAgent.title = typeof message.title === 'string' ? message.title : '';
       }
+      const settings = typeof message.settings === 'string' ? message.settings : '';
+      if (chatOptions && settings !== chatOptionsHtml) {
+        chatOptionsHtml = settings;
+        chatOptions.replaceChildren(fragment(settings));
+        chatOptions.hidden = settings === '';
+      }
     } else if (message.type === 'chatFocus') {
       if (chatInput) {
         chatInput.focus();
@@ -456,6 +466,14 @@
   });
   chatMode?.addEventListener('change', () => vscode.postMessage({ action: 'chat', op: 'mode', mode: chatMode.value }));
   chatAgent?.addEventListener('change', () => vscode.postMessage({ action: 'chat', op: 'agent', agent: chatAgent.value }));
+  chatOptions?.addEventListener('change', (event) => {
+    const control = event.target;
+    if (control instanceof HTMLSelectElement && control.dataset.option) {
+      vscode.postMessage({ action: 'chat', op: 'option', option: control.dataset.option, value: control.value });
+    } else if (control instanceof HTMLInputElement && control.type === 'checkbox' && control.dataset.option) {
+      vscode.postMessage({ action: 'chat', op: 'option', option: control.dataset.option, value: control.checked });
+    }
+  });
 
   /** A tool line of the transcript: its card scrolled into view and focused. */
   function showCard(callId) {

@@ -32,8 +32,9 @@
 #        where it is stable, and needs Node 22), TOOLHOST_E2E_MCP_BRIDGE=0 to configure no MCP
 #        server (for a toolhost without the MCP bridge: `[mcp.servers]` is an unknown key there),
 #        TOOLHOST_E2E_AGENT=0 to configure no model server (and skip the chat checks),
-#        TOOLHOST_E2E_EXTERNAL_AGENT=0 to configure no hosted ACP agent (default: Claude Code,
-#        claude-agent-acp of the client tools, against e2e/anthropicServer.mjs, when it is installed),
+#        TOOLHOST_E2E_EXTERNAL_AGENT=0 to configure no hosted ACP agent and skip its checks (default:
+#        Claude Code, claude-agent-acp of the client tools, against e2e/anthropicServer.mjs; the run
+#        fails when it is not installed — `cargo xtask install-deps` installs it),
 #        TOOLHOST_E2E_ONLY=chat to run only the chat checks of the driver after the startup suite
 #        (quicker while working on the chat), TOOLHOST_E2E_ONLY=external-agent only the hosted
 #        agent's.
@@ -243,10 +244,11 @@ if [ "${VSCODE_E2E:-1}" != 0 ]; then
   # tools) against the scripted Anthropic server (e2e/anthropicServer.mjs), which edits claude.txt
   # of the workspace (the driver writes it); in the user config, with a home of its own.
   CLAUDE_ACP="$TOOLS/npm/node_modules/.bin/claude-agent-acp"
+  # A missing adapter fails the run (a silent skip would pass without testing the hosted agent);
+  # TOOLHOST_E2E_EXTERNAL_AGENT=0 is the explicit opt-out.
   TOOLHOST_E2E_EXTERNAL_AGENT="${TOOLHOST_E2E_EXTERNAL_AGENT:-1}"
   if [ "$TOOLHOST_E2E_EXTERNAL_AGENT" = 1 ] && ! [ -x "$CLAUDE_ACP" ]; then
-    echo "no $CLAUDE_ACP (cargo xtask install-deps): the hosted agent checks are skipped" >&2
-    TOOLHOST_E2E_EXTERNAL_AGENT=0
+    die "no Claude Code ACP adapter at $CLAUDE_ACP: run \`cargo xtask install-deps\` to install it (or set TOOLHOST_E2E_EXTERNAL_AGENT=0 to skip the hosted agent checks)"
   fi
   if [ "$TOOLHOST_E2E_EXTERNAL_AGENT" = 1 ]; then
     node "$EXT_DIR/e2e/anthropicServer.mjs" "$WS/claude.txt" > "$S/anthropic-port" 2> "$S/anthropic.log" &

@@ -1,8 +1,9 @@
 // The agents over the editor's connection (docs/agent.md, docs/protocol.md): toolhost's own and
 // the ACP agents `toolhost serve` hosts (Claude Code, Codex, …; `toolhost/listAgents`), the own
-// agent's permission modes, `toolhost/agentPrompt` (a prompt, and how its run ended) and the
-// `toolhost/agentUpdate` notifications a running prompt streams, with the checks that turn what
-// arrives into them. Pure: no `vscode` import, so `node --test` covers it.
+// agent's permission modes, a hosted agent's own settings (its modes, models, thought levels:
+// `toolhost/agentOptions`, `toolhost/agentSetOption`), `toolhost/agentPrompt` (a prompt, and how
+// its run ended) and the `toolhost/agentUpdate` notifications a running prompt streams, with the
+// checks that turn what arrives into them. Pure: no `vscode` import, so `node --test` covers it.
 
 import { asCard, type Card } from './cards';
 import { isObject } from './guards';
@@ -63,6 +64,113 @@ export function asHostedAgents(raw: unknown): HostedAgentInfo[] {
   return agents;
 }
 
+/** The requests of a hosted agent's settings (docs/protocol.md). */
+export const AGENT_OPTION_METHODS = {
+  /** `{agent, chatId?}` → {@link AgentOptionsResult}; starts the agent (a new chat without
+   * `chatId`) without prompting it. */
+  options: 'toolhost/agentOptions',
+  /** {@link AgentSetOptionParams} → {@link AgentOptionsResult}, every setting as it is now. */
+  setOption: 'toolhost/agentSetOption',
+} as const;
+
+/** `toolhost/agentOptions` params: the settings of `agent`'s chat `chatId` (a new chat when
+ * absent). */
+export interface AgentOptionsParams {
+  agent: string;
+  chatId?: string;
+}
+
+/** One choice of a select setting. */
+export interface AgentOptionValue {
+  value: string;
+  name: string;
+  description?: string;
+  /** The group the agent files it under (drawn as an `<optgroup>`). */
+  group?: string;
+}
+
+/** One setting a hosted agent offers for its chat: a select (`current` one of `values`) or an
+ * on/off setting (`current` a boolean, `values` empty). `category`: `mode`, `model`,
+ * `thought_level` or the agent's own word. */
+export interface AgentOption {
+  id: string;
+  name: string;
+  description?: string;
+  category?: string;
+  current: string | boolean;
+  values: AgentOptionValue[];
+}
+
+/** `toolhost/agentOptions` and `toolhost/agentSetOption` result. */
+export interface AgentOptionsResult {
+  chatId: string;
+  options: AgentOption[];
+}
+
+/** `toolhost/agentSetOption` params: `value` one of the option's values, or a boolean. */
+export interface AgentSetOptionParams {
+  chatId: string;
+  option: string;
+  value: string | boolean;
+}
+
+function optionalText(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function asOptionValue(raw: unknown): AgentOptionValue | undefined {
+  if (!isObject(raw) || typeof raw.value !== 'string') {
+    return undefined;
+  }
+  const value: AgentOptionValue = { value: raw.value, name: optionalText(raw.name) ?? raw.value };
+  const description = optionalText(raw.description);
+  const group = optionalText(raw.group);
+  if (description !== undefined) {
+    value.description = description;
+  }
+  if (group !== undefined) {
+    value.group = group;
+  }
+  return value;
+}
+
+/** A hosted agent's settings from the wire: a setting needs an id and a current value that fits
+ * (a boolean, or a value id); a missing name is the id. Others are dropped — a select that cannot
+ * show what is in effect would mislead. */
+export function asAgentOptions(raw: unknown): AgentOption[] {
+  const options: AgentOption[] = [];
+  for (const entry of Array.isArray(raw) ? raw : []) {
+    if (!isObject(entry) || typeof entry.id !== 'string' || entry.id === '') {
+      continue;
+    }
+    const values = (Array.isArray(entry.values) ? entry.values : []).map(asOptionValue).filter((v): v is AgentOptionValue => v !== undefined);
+    const current = entry.current;
+    const fits = typeof current === 'boolean' ? values.length === 0 : typeof current === 'string' && values.some((v) => v.value === current);
+    if (!fits) {
+      continue;
+    }
+    const option: AgentOption = { id: entry.id, name: optionalText(entry.name) ?? entry.id, current: current as string | boolean, values };
+    const description = optionalText(entry.description);
+    const category = optionalText(entry.category);
+    if (description !== undefined) {
+      option.description = description;
+    }
+    if (category !== undefined) {
+      option.category = category;
+    }
+    options.push(option);
+  }
+  return options;
+}
+
+/** `toolhost/agentOptions` / `toolhost/agentSetOption` result, or undefined when it is not one. */
+export function asAgentOptionsResult(raw: unknown): AgentOptionsResult | undefined {
+  if (!isObject(raw) || typeof raw.chatId !== 'string' || raw.chatId === '' || !Array.isArray(raw.options)) {
+    return undefined;
+  }
+  return { chatId: raw.chatId, options: asAgentOptions(raw.options) };
+}
+
 /** Tokens of one model request, or of a run (summed). */
 export interface AgentTokens {
   promptTokens: number;
@@ -117,7 +225,9 @@ export type AgentUpdate =
   /** A hosted agent's plan, whole each time (the latest replaces the earlier). */
   | { type: 'plan'; entries: PlanEntry[] }
   /** A hosted agent's context window: `used` of `size` tokens. */
-  | { type: 'context'; used: number; size: number; cost?: ContextCost };
+  | { type: 'context'; used: number; size: number; cost?: ContextCost }
+  /** A hosted agent changed its settings during the turn: all of them, as they are now. */
+  | { type: 'options'; options: AgentOption[] };
 
 export interface AgentUpdateParams {
   chatId: string;
@@ -180,6 +290,8 @@ export function asAgentUpdate(raw: unknown): AgentUpdate | undefined {
       return asPlan(raw.entries);
     case 'context':
       return asContext(raw);
+    case 'options':
+      return Array.isArray(raw.options) ? { type: 'options', options: asAgentOptions(raw.options) } : undefined;
     default:
       return undefined;
   }

@@ -13,6 +13,7 @@ import { escapeHtml } from './html';
 import { markdownHtml } from './markdown';
 import { AGENT_MODES, type AgentMode, type AgentPromptResult, type AgentTokens, type AgentUpdate, type AgentUpdateParams, type ContextCost, type PlanEntry } from './agentProtocol';
 import { agentOptionsHtml, agentSelectTitle, OWN_CHAT_AGENT, type AgentPicker, type ChatAgent } from './agentPicker';
+import { agentSettingsBoxHtml, type AgentSettings } from './agentSettings';
 
 /** A call of the agent, as a line of the transcript (its card is in the panel's feed). */
 export interface ChatToolLine {
@@ -490,8 +491,9 @@ export function chatLogHtml(state: ChatState): string {
 
 /** The chat section: the transcript, then the box (prompt, agent, mode, Send / Stop / New chat).
  * `mode`: the mode picked last (none: the server's `[agent] mode`); `picker`: the agents on offer
- * (the select is locked to the chat's agent once it started). */
-export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined, picker: AgentPicker): string {
+ * (the select is locked to the chat's agent once it started); `settings`: a hosted agent's own,
+ * beside the agent select. */
+export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined, picker: AgentPicker, settings?: AgentSettings): string {
   const running = state.running !== undefined;
   const options = [`<option value=""${mode === undefined ? ' selected' : ''}>default mode</option>`]
     .concat(AGENT_MODES.map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`))
@@ -503,6 +505,7 @@ export function chatSectionHtml(state: ChatState, mode: AgentMode | undefined, p
     `<textarea id="chat-input" rows="2" aria-label="Prompt for the agent (Enter sends, Shift+Enter: new line)" placeholder="Ask the agent… (Enter sends, Shift+Enter: new line)"></textarea>` +
     `<div class="chat-bar">` +
     `<select id="chat-agent" aria-label="The agent that answers"${state.agent ? ' disabled' : ''} title="${escapeHtml(agentSelectTitle(state.agent))}">${agentOptionsHtml(picker, state.agent)}</select>` +
+    (settings ? agentSettingsBoxHtml(settings) : '') +
     `<select id="chat-mode" aria-label="Permission mode for the next prompt" title="Permission mode of toolhost's agent: ask, accept-edits, plan or auto (default: [agent] mode of the configuration); a hosted agent asks through its own permission requests">${options}</select>` +
     `<span class="chat-spacer"></span>` +
     `<button type="button" id="chat-new" class="action" title="Start a new chat (the transcript is cleared)">New chat</button>` +

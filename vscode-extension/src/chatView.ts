@@ -4,13 +4,16 @@
 // with its id, with the mode picked in the box —, the server's `toolhost/agentUpdate`
 // notifications stream into the transcript, and Stop cancels the request (`$/cancelRequest`: the
 // run stops, the chat keeps what was said). The calls' cards (a hosted agent's steps too) come as
-// ordinary `toolhost/card` notifications.
+// ordinary `toolhost/card` notifications. A hosted agent's own settings (its mode, model, effort:
+// agentSettings.ts) are read when it is picked for a new chat, shown beside the picker and set
+// from there; the chat's first prompt goes to the chat they were read for.
 
 import * as vscode from 'vscode';
 import type { Card } from './cards';
 import { ChatState, type ChatExchange } from './chat';
-import { asAgentPromptResult, asAgentUpdateParams, asHostedAgents, type AgentMode, type AgentPromptParams, type HostedAgentInfo } from './agentProtocol';
+import { asAgentPromptResult, asAgentUpdateParams, asHostedAgents, OWN_AGENT, type AgentMode, type AgentPromptParams, type HostedAgentInfo } from './agentProtocol';
 import { AgentPicker, promptParams, type ChatAgent } from './agentPicker';
+import { AgentSettings, type SettingsRequest } from './agentSettings';
 
 /** Sends `toolhost/agentPrompt`; resolves undefined when `token` cancelled it. */
 export type PromptSender = (params: AgentPromptParams, token: vscode.CancellationToken) => Promise<unknown>;
@@ -42,6 +45,8 @@ export class ChatController implements vscode.Disposable {
   mode: AgentMode | undefined;
   /** The agents on offer and the one picked for a new chat. */
   readonly picker = new AgentPicker();
+  /** The picked hosted agent's own settings, shown beside the picker. */
+  readonly settings: AgentSettings;
   private cancel: vscode.CancellationTokenSource | undefined;
   private readonly changeEmitter = new vscode.EventEmitter<ChatChange>();
   readonly onDidChange = this.changeEmitter.event;
@@ -49,7 +54,10 @@ export class ChatController implements vscode.Disposable {
   constructor(
     private readonly send: PromptSender,
     private readonly output: vscode.OutputChannel,
-  ) {}
+    requestSettings: SettingsRequest,
+  ) {
+    this.settings = new AgentSettings(requestSettings, () => this.changed(undefined), (line) => this.output.appendLine(line));
+  }
 
   get running(): boolean {
     return this.state.running !== undefined;
@@ -67,6 +75,10 @@ export class ChatController implements vscode.Disposable {
   handleUpdate(raw: unknown): void {
     const params = asAgentUpdateParams(raw);
     if (!params) {
+      return;
+    }
+    if (params.update.type === 'options') {
+      this.settings.update(params.chatId, params.update.options);
       return;
     }
     const x = this.state.apply(params);
@@ -93,13 +105,21 @@ export class ChatController implements vscode.Disposable {
       this.output.appendLine(`[toolhost] toolhost/listAgents failed (only toolhost's own agent is offered): ${err instanceof Error ? err.message : String(err)}`);
       this.picker.setAgents([]);
     }
+    // A chat not started yet (or whose server restarted) shows its hosted agent's settings.
+    if (this.state.chatId === undefined) {
+      this.settings.show((this.state.agent ?? this.picker.picked).name);
+    }
     this.changed(undefined);
   }
 
   /** Picks the agent of the next new chat (the chat box's select); false for one that cannot be
-   * picked. A chat already going on keeps its agent. */
+   * picked. A chat already going on keeps its agent. A hosted agent's settings are read (it
+   * starts), the own agent's hide them. */
   pickAgent(name: unknown): boolean {
     const picked = this.picker.pick(name);
+    if (this.state.agent === undefined) {
+      this.settings.show(this.picker.picked.name);
+    }
     this.changed(undefined);
     return picked;
   }
@@ -117,22 +137,29 @@ export class ChatController implements vscode.Disposable {
     }
     const startsChat = this.state.agent === undefined;
     const x = this.state.begin(text, mode, this.picker.picked);
-    const params = promptParams(text, x.agent, this.state.chatId, mode);
     const cancel = new vscode.CancellationTokenSource();
     this.cancel = cancel;
     this.setRunning(true);
     // A new chat locks the agent select: the whole chat box is drawn again.
     this.changed(startsChat ? undefined : x);
+    if (this.state.chatId === undefined && x.agent.name !== OWN_AGENT) {
+      // The chat the shown settings belong to is the one to prompt: its agent was started for them.
+      await this.settings.ready();
+    }
+    const settingsChat = this.settings.agent === x.agent.name ? this.settings.chatId : undefined;
+    const params = promptParams(text, x.agent, this.state.chatId ?? settingsChat, mode);
     this.output.appendLine(
       `[toolhost] agent prompt to ${x.agent.title}${params.chatId ? ` (chat ${params.chatId})` : ' (new chat)'}${params.mode ? `, mode ${params.mode}` : ''}`,
     );
     try {
-      const raw = await this.sendWhenFree(params, cancel.token);
+      // (Stopped while the agent was still starting for its settings: nothing to send.)
+      const raw = cancel.token.isCancellationRequested ? undefined : await this.sendWhenFree(params, cancel.token);
       const result = asAgentPromptResult(raw);
       if (cancel.token.isCancellationRequested || raw === undefined || raw === null) {
         this.state.cancelled(x.key);
       } else if (result) {
         this.state.finish(x.key, result);
+        this.settings.follow(x.agent.name, result.chatId);
         this.output.appendLine(`[toolhost] agent run ${result.runId} ended: ${result.stop}${result.error ? ` (${result.error})` : ''}`);
       } else {
         this.state.fail(x.key, `unexpected toolhost/agentPrompt result: ${JSON.stringify(raw)}`);
@@ -177,6 +204,11 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
+  /** A setting of the hosted agent changed in the chat box (`toolhost/agentSetOption`). */
+  setOption(option: unknown, value: unknown): Promise<void> {
+    return this.settings.set(option, value);
+  }
+
   /** Stop: cancels the running prompt's request; false when nothing runs. */
   stop(): boolean {
     const x = this.state.running;
@@ -189,15 +221,18 @@ export class ChatController implements vscode.Disposable {
     return true;
   }
 
-  /** New chat: stops a running prompt and clears the transcript. */
+  /** New chat: stops a running prompt and clears the transcript; a hosted agent's settings are read
+   * again, for the new chat. */
   newChat(): void {
     this.stop();
     this.state.clear();
+    this.settings.renew(this.picker.picked.name);
     this.changed(undefined);
   }
 
   /** The server stopped or restarted: its chats are gone. */
   serverGone(): void {
+    this.settings.forget();
     const x = this.state.forgetChat();
     if (x) {
       this.changed(x);

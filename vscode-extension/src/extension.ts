@@ -145,7 +145,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   };
 
   const request = <R>(method: string, params?: unknown): Promise<R> => controller.request<R>(method, params ?? {});
-  const chat = new ChatController((params, token) => controller.request<unknown>(methods.agentPrompt, params, token), output);
+  const chat = new ChatController((params, token) => controller.request<unknown>(methods.agentPrompt, params, token), output, request);
   controller.setAgentUpdateHandler((params) => chat.handleUpdate(params));
   const cancelCall = (callId: string) => request<CancelCallResult>(methods.cancelCall, { callId });
 

@@ -16,6 +16,7 @@ import { resetMessage, storeMessage } from './cardMessages';
 import type { CardStore } from './cardStore';
 import { asAgentMode, chatSectionHtml, exchangeHtml, chatLogHtml } from './chat';
 import { agentOptionsHtml, agentSelectTitle } from './agentPicker';
+import { agentSettingsHtml } from './agentSettings';
 import type { ChatController } from './chatView';
 import { pinnedTodosHtml } from './dataCards';
 import type { Card } from './cards';
@@ -177,10 +178,17 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
-  /** The agent select: its options, locked to the chat's agent once the chat started. */
-  private chatAgentsMessage(): { type: 'chatAgents'; html: string; locked: boolean; title: string } {
+  /** The agent select: its options, locked to the chat's agent once the chat started; beside it the
+   * hosted agent's settings. */
+  private chatAgentsMessage(): { type: 'chatAgents'; html: string; locked: boolean; title: string; settings: string } {
     const agent = this.chat.state.agent;
-    return { type: 'chatAgents', html: agentOptionsHtml(this.chat.picker, agent), locked: agent !== undefined, title: agentSelectTitle(agent) };
+    return {
+      type: 'chatAgents',
+      html: agentOptionsHtml(this.chat.picker, agent),
+      locked: agent !== undefined,
+      title: agentSelectTitle(agent),
+      settings: agentSettingsHtml(this.chat.settings),
+    };
   }
 
   private async postReset(): Promise<void> {
@@ -213,7 +221,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       reviewsHtml: this.reviewsHtml,
       questionsHtml: this.questionForms.map((f) => f.html).join(''),
       todosHtml: this.todosHtml,
-      chatHtml: chatSectionHtml(this.chat.state, this.chat.mode, this.chat.picker),
+      chatHtml: chatSectionHtml(this.chat.state, this.chat.mode, this.chat.picker, this.chat.settings),
     });
     this.disposables.push(
       view.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message)),
@@ -308,7 +316,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     }
   }
 
-  /** The chat box: send, stop, new chat, a mode or an agent picked. */
+  /** The chat box: send, stop, new chat, a mode or an agent picked, a hosted agent's setting. */
   private onChatMessage(message: Record<string, unknown>): void {
     switch (message.op) {
       case 'send':
@@ -331,6 +339,9 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
         break;
       case 'agent':
         this.chat.pickAgent(message.agent);
+        break;
+      case 'option':
+        void this.chat.setOption(message.option, message.value);
         break;
       default:
         break;

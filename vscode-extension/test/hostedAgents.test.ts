@@ -2,12 +2,18 @@
 // `toolhost/listAgents` read leniently and offered in the chat box (the uninstalled disabled,
 // saying what to install), the pick, the `agent` a prompt's params carry, a chat that stays with the
 // agent it started with (and New chat that may pick another), the plan and context updates (valid
-// and invalid shapes, drawn as a checklist and a small line), and the steps' cards linked like the
-// own agent's.
+// and invalid shapes, drawn as a checklist and a small line), the steps' cards linked like the
+// own agent's, and a hosted agent's own settings beside the picker (`toolhost/agentOptions` read
+// when it is picked, drawn as selects, changed with `toolhost/agentSetOption`, replaced by an
+// `{type: "options"}` update, hidden for the own agent, read again for a new chat).
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import Ajv2020 from 'ajv/dist/2020';
 import { AgentPicker, agentOptionsHtml, notInstalledText, OWN_CHAT_AGENT, promptParams } from '../src/agentPicker';
-import { asAgentUpdate, asHostedAgents, type HostedAgentInfo } from '../src/agentProtocol';
+import { AGENT_OPTION_METHODS, asAgentOptions, asAgentOptionsResult, asAgentUpdate, asHostedAgents, type AgentOptionsResult, type HostedAgentInfo } from '../src/agentProtocol';
+import { AgentSettings, agentSettingsHtml } from '../src/agentSettings';
 import { chatSectionHtml, ChatState, contextText, exchangeHtml } from '../src/chat';
 import { methods } from '../src/protocol';
 import { attrValues, textOf } from './helpers';
@@ -321,5 +327,313 @@ describe('a hosted agent\'s steps', () => {
     }
     assert.deepEqual(x.items, [{ kind: 'tool', callId: 'call_s1', name: 'agent_step', title: 'Edit a.txt', status: 'completed' }]);
     assert.match(exchangeHtml(x), /<div class="chat-tool" data-status="completed" data-call-id="call_s1"><button type="button" class="link chat-card-link" data-card="call_s1"/);
+  });
+});
+
+/** A docs/schemas validator (the tests run from vscode-extension/out/test). */
+function schemaValidator(name: string): (value: unknown) => string | undefined {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'docs', 'schemas', `${name}.json`))) {
+    assert.notEqual(path.dirname(dir), dir, `no docs/schemas/${name}.json above ${__dirname}`);
+    dir = path.dirname(dir);
+  }
+  const { $schema: _s, ...schema } = JSON.parse(fs.readFileSync(path.join(dir, 'docs', 'schemas', `${name}.json`), 'utf8')) as Record<string, unknown>;
+  void _s;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const validate = ajv.compile(schema);
+  return (value) => (validate(value) ? undefined : ajv.errorsText(validate.errors));
+}
+
+/** Settings as Claude Code's adapter offers them (claude-agent-acp 0.101.0: mode, model, effort;
+ * fewer values), and an on/off one. */
+const CLAUDE_SETTINGS: AgentOptionsResult = {
+  chatId: 'chat_c',
+  options: [
+    {
+      id: 'mode',
+      name: 'Mode',
+      category: 'mode',
+      current: 'default',
+      values: [
+        { value: 'default', name: 'Manual', description: 'Asks before edits' },
+        { value: 'acceptEdits', name: 'Accept Edits' },
+        { value: 'plan', name: 'Plan Mode' },
+      ],
+    },
+    {
+      id: 'model',
+      name: 'Model',
+      category: 'model',
+      current: 'default',
+      values: [
+        { value: 'default', name: 'Default (recommended)' },
+        { value: 'opus', name: 'Opus 5.5' },
+        { value: 'haiku', name: 'Haiku 5.5' },
+      ],
+    },
+    { id: 'effort', name: 'Effort', category: 'thought_level', current: 'high', values: [{ value: 'low', name: 'Low' }, { value: 'high', name: 'High' }] },
+    { id: 'fast', name: 'Fast mode', description: 'Answers sooner', current: false, values: [] },
+  ],
+};
+
+/** Answers toolhost/agentOptions and toolhost/agentSetOption like the server, and records what was
+ * sent. `refuse`: the error a change gets. */
+class FakeServer {
+  readonly sent: [string, unknown][] = [];
+  refuse: Error | undefined;
+  options: AgentOptionsResult = structuredClone(CLAUDE_SETTINGS);
+  private chats = 0;
+
+  readonly request = (method: string, params: unknown): Promise<unknown> => {
+    this.sent.push([method, params]);
+    const p = params as { chatId?: string; option?: string; value?: unknown };
+    if (method === AGENT_OPTION_METHODS.options) {
+      return Promise.resolve({ ...this.options, chatId: p.chatId ?? `chat_${++this.chats}` });
+    }
+    if (this.refuse) {
+      return Promise.reject(this.refuse);
+    }
+    const option = this.options.options.find((o) => o.id === p.option);
+    assert.ok(option, `known option ${p.option}`);
+    option.current = p.value as string | boolean;
+    return Promise.resolve({ ...this.options, chatId: p.chatId });
+  };
+}
+
+function settingsOf(server: FakeServer): { settings: AgentSettings; changes: () => number; log: string[] } {
+  let changes = 0;
+  const log: string[] = [];
+  const settings = new AgentSettings(server.request, () => changes++, (line) => log.push(line));
+  return { settings, changes: () => changes, log };
+}
+
+/** The selects drawn: [option id, label, selected value, the values]; a checkbox: [id, label, checked]. */
+function drawn(html: string): unknown[] {
+  const controls: unknown[] = [];
+  for (const m of html.matchAll(/<label class="chat-option[^"]*"[^>]*>(.*?)<\/label>/g)) {
+    const inner = m[1]!;
+    const select = /<span class="chat-option-name">([^<]*)<\/span><select data-option="([^"]*)" aria-label="[^"]*">(.*)<\/select>/.exec(inner);
+    if (select) {
+      const selected = /<option value="([^"]*)" selected/.exec(select[3]!)?.[1];
+      controls.push([select[2], select[1], selected, attrValues(select[3]!, 'value')]);
+    } else {
+      const box = /<input type="checkbox" data-option="([^"]*)"( checked)?> (.*)$/.exec(inner);
+      assert.ok(box, inner);
+      controls.push([box[1], box[3], box[2] !== undefined]);
+    }
+  }
+  return controls;
+}
+
+describe('a hosted agent\'s settings: reading them', () => {
+  // [name, raw options, read]
+  const cases: [string, unknown, unknown][] = [
+    ['the server\'s shape', CLAUDE_SETTINGS.options, CLAUDE_SETTINGS.options],
+    [
+      'no name: the id; a value without a name: its id; nulls left out',
+      [{ id: 'effort', current: 'low', description: null, category: null, values: [{ value: 'low', description: null, group: null }] }],
+      [{ id: 'effort', name: 'effort', current: 'low', values: [{ value: 'low', name: 'low' }] }],
+    ],
+    ['a select whose current value is not offered: dropped', [{ id: 'model', name: 'Model', current: 'gpt', values: [{ value: 'opus', name: 'Opus' }] }], []],
+    ['an on/off setting with values: dropped', [{ id: 'x', name: 'X', current: true, values: [{ value: 'a', name: 'A' }] }], []],
+    ['no id, junk entries: dropped', [{ name: 'Mode', current: 'a', values: [] }, 7, null], []],
+    ['not a list: none', { mode: 'plan' }, []],
+  ];
+  for (const [name, raw, expected] of cases) {
+    it(name, () => {
+      assert.deepEqual(asAgentOptions(raw), expected);
+    });
+  }
+
+  it('the result needs a chat id and a list', () => {
+    assert.deepEqual(asAgentOptionsResult(CLAUDE_SETTINGS), CLAUDE_SETTINGS);
+    assert.equal(asAgentOptionsResult({ options: [] }), undefined);
+    assert.equal(asAgentOptionsResult({ chatId: 'c', options: 'mode' }), undefined);
+    assert.equal(schemaValidator('AgentOptionsResult')(CLAUDE_SETTINGS), undefined, 'the fixture is the schema\'s shape');
+  });
+
+  it('an {type: "options"} update is read', () => {
+    assert.deepEqual(asAgentUpdate({ type: 'options', options: CLAUDE_SETTINGS.options }), { type: 'options', options: CLAUDE_SETTINGS.options });
+    assert.equal(asAgentUpdate({ type: 'options' }), undefined);
+  });
+});
+
+describe('a hosted agent\'s settings beside the picker', () => {
+  it('picking Claude Code reads them for a new chat (the agent starts meanwhile) and draws one select each, an on/off one as a checkbox', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.show('claude');
+    assert.deepEqual(server.sent, [[AGENT_OPTION_METHODS.options, { agent: 'claude' }]]);
+    assert.equal(schemaValidator('AgentOptionsParams')(server.sent[0]![1]), undefined);
+    assert.match(agentSettingsHtml(settings), /starting the agent…/);
+    await settings.ready();
+    assert.equal(settings.chatId, 'chat_1');
+    const html = agentSettingsHtml(settings);
+    assert.deepEqual(drawn(html), [
+      ['mode', 'Mode', 'default', ['default', 'acceptEdits', 'plan']],
+      ['model', 'Model', 'default', ['default', 'opus', 'haiku']],
+      ['effort', 'Effort', 'high', ['low', 'high']],
+      ['fast', 'Fast mode', false],
+    ]);
+    assert.match(html, /<option value="opus">Opus 5\.5<\/option>/, 'entries are the values\' names');
+    assert.match(html, /<label class="chat-option" data-category="model" title="Model">/);
+    assert.match(html, /<option value="default" selected title="Asks before edits">Manual<\/option>/);
+    assert.match(html, /<label class="chat-option chat-option-flag" title="Answers sooner">/);
+  });
+
+  it('in the chat box: beside the agent select, hidden while there are none', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    const p = picker();
+    assert.match(chatSectionHtml(new ChatState(), undefined, p, settings), /<\/select><span id="chat-options" class="chat-options" aria-label="The agent's settings" hidden><\/span>/);
+    settings.show('claude');
+    await settings.ready();
+    assert.match(chatSectionHtml(new ChatState(), undefined, p, settings), /<span id="chat-options" class="chat-options" aria-label="The agent's settings"><label class="chat-option" data-category="mode"/);
+  });
+
+  it('values the agent groups go into an optgroup each', async () => {
+    const server = new FakeServer();
+    server.options = {
+      chatId: 'x',
+      options: [
+        {
+          id: 'model',
+          name: 'Model',
+          current: 'b',
+          values: [
+            { value: 'a', name: 'A' },
+            { value: 'b', name: 'B <new>', group: 'Anthropic' },
+            { value: 'c', name: 'C', group: 'Anthropic' },
+            { value: 'd', name: 'D', group: 'Other' },
+          ],
+        },
+      ],
+    };
+    const { settings } = settingsOf(server);
+    settings.show('mine');
+    await settings.ready();
+    assert.match(
+      agentSettingsHtml(settings),
+      /<select data-option="model" aria-label="Model"><option value="a">A<\/option><optgroup label="Anthropic"><option value="b" selected>B &lt;new&gt;<\/option><option value="c">C<\/option><\/optgroup><optgroup label="Other"><option value="d">D<\/option><\/optgroup><\/select>/,
+    );
+  });
+
+  // [what the person did, the option and value the page sends, the params sent, what is drawn of it]
+  const changes: [string, string, string | boolean, object, unknown][] = [
+    ['Model: Opus', 'model', 'opus', { chatId: 'chat_1', option: 'model', value: 'opus' }, ['model', 'Model', 'opus', ['default', 'opus', 'haiku']]],
+    ['Mode: Plan Mode', 'mode', 'plan', { chatId: 'chat_1', option: 'mode', value: 'plan' }, ['mode', 'Mode', 'plan', ['default', 'acceptEdits', 'plan']]],
+    ['Fast mode checked', 'fast', true, { chatId: 'chat_1', option: 'fast', value: true }, ['fast', 'Fast mode', true]],
+  ];
+  for (const [name, option, value, params, shown] of changes) {
+    it(`a change sends toolhost/agentSetOption for the chat and draws its answer: ${name}`, async () => {
+      const server = new FakeServer();
+      const { settings } = settingsOf(server);
+      settings.show('claude');
+      await settings.ready();
+      await settings.set(option, value);
+      assert.deepEqual(server.sent[1], [AGENT_OPTION_METHODS.setOption, params]);
+      assert.equal(schemaValidator('AgentSetOptionParams')(server.sent[1]?.[1]), undefined);
+      assert.ok(drawn(agentSettingsHtml(settings)).some((c) => JSON.stringify(c) === JSON.stringify(shown)), JSON.stringify(drawn(agentSettingsHtml(settings))));
+    });
+  }
+
+  it('a change the page cannot mean is not sent (an unknown option, a value that is neither text nor on/off)', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.show('claude');
+    await settings.ready();
+    await settings.set('colour', 'red');
+    await settings.set('model', 3);
+    assert.equal(server.sent.length, 1);
+  });
+
+  it('a refused change is shown in the chat box (and logged); the select shows what is in effect', async () => {
+    const server = new FakeServer();
+    const { settings, log } = settingsOf(server);
+    settings.show('claude');
+    await settings.ready();
+    server.refuse = new Error('OPTION_VALUE_UNKNOWN: model has no value gpt-9');
+    await settings.set('model', 'opus');
+    const html = agentSettingsHtml(settings);
+    assert.match(html, /<span class="chat-options-error" role="alert">Model could not be set to Opus 5.5: OPTION_VALUE_UNKNOWN: model has no value gpt-9<\/span>/);
+    assert.deepEqual(drawn(html)[1], ['model', 'Model', 'default', ['default', 'opus', 'haiku']]);
+    assert.deepEqual(log, ['[toolhost] Model could not be set to Opus 5.5: OPTION_VALUE_UNKNOWN: model has no value gpt-9']);
+    server.refuse = undefined;
+    await settings.set('model', 'haiku');
+    assert.doesNotMatch(agentSettingsHtml(settings), /chat-options-error/, 'the next answer clears it');
+  });
+
+  it('settings that cannot be read say why', async () => {
+    const { settings } = settingsOf({ request: () => Promise.reject(new Error('AGENT_EXITED: claude-agent-acp exited with 1')) } as unknown as FakeServer);
+    settings.show('claude');
+    await settings.ready();
+    assert.match(agentSettingsHtml(settings), /role="alert">the settings of claude could not be read: AGENT_EXITED: claude-agent-acp exited with 1<\/span>/);
+  });
+
+  it('the agent\'s own change ({type: "options"}) redraws them; another chat\'s is not this chat\'s', async () => {
+    const server = new FakeServer();
+    const { settings, changes } = settingsOf(server);
+    settings.show('claude');
+    await settings.ready();
+    const before = changes();
+    const planned = structuredClone(CLAUDE_SETTINGS.options);
+    planned[0]!.current = 'plan';
+    const update = asAgentUpdate({ type: 'options', options: planned });
+    assert.ok(update?.type === 'options');
+    assert.equal(settings.update('chat_other', update.options), false);
+    assert.equal(settings.update('chat_1', update.options), true);
+    assert.equal(changes(), before + 1);
+    assert.deepEqual(drawn(agentSettingsHtml(settings))[0], ['mode', 'Mode', 'plan', ['default', 'acceptEdits', 'plan']]);
+  });
+
+  it('the own agent hides them; Claude Code picked again shows its chat from before (not started twice)', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.show('claude');
+    await settings.ready();
+    settings.show('toolhost');
+    assert.equal(agentSettingsHtml(settings), '');
+    assert.equal(settings.agent, undefined);
+    settings.show('claude');
+    await settings.ready();
+    assert.deepEqual(server.sent.slice(1), [[AGENT_OPTION_METHODS.options, { agent: 'claude', chatId: 'chat_1' }]]);
+    assert.equal(drawn(agentSettingsHtml(settings)).length, 4);
+  });
+
+  it('an answer that comes after the own agent was picked is dropped', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.show('claude');
+    settings.show('toolhost');
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(agentSettingsHtml(settings), '');
+  });
+
+  it('New chat reads them again, for a chat of its own; a server gone forgets them', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.show('claude');
+    await settings.ready();
+    await settings.set('model', 'opus');
+    settings.renew('claude');
+    await settings.ready();
+    assert.deepEqual(server.sent[2], [AGENT_OPTION_METHODS.options, { agent: 'claude' }]);
+    assert.equal(settings.chatId, 'chat_2');
+    settings.renew('toolhost');
+    assert.equal(agentSettingsHtml(settings), '');
+    settings.show('claude');
+    settings.forget();
+    assert.equal(agentSettingsHtml(settings), '');
+  });
+
+  it('a chat with its agent goes on under another id (its settings could not be read before): its settings are read', async () => {
+    const server = new FakeServer();
+    const { settings } = settingsOf(server);
+    settings.follow('claude', 'chat_9');
+    await settings.ready();
+    assert.deepEqual(server.sent, [[AGENT_OPTION_METHODS.options, { agent: 'claude', chatId: 'chat_9' }]]);
+    settings.follow('claude', 'chat_9');
+    settings.follow('toolhost', 'chat_own');
+    assert.equal(server.sent.length, 1, 'the same chat, or the own agent\'s: nothing asked');
   });
 });
