@@ -156,8 +156,11 @@ fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn claude_edit_script(root: PathBuf) -> Box<model_server::Script> {
-    let a = root.join("a.txt").display().to_string();
+/// Claude Code's requests to the scripted model: token counts and side requests (titles) are
+/// answered here, the main loop (the requests offering tools) by `main`.
+fn claude_script(
+    main: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+) -> Box<model_server::Script> {
     Box::new(move |request: &Recorded| {
         if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
             return Reply::json(&json!({"input_tokens": 10}));
@@ -166,11 +169,18 @@ fn claude_edit_script(root: PathBuf) -> Box<model_server::Script> {
         if !main_loop(&body) {
             return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
         }
-        let last = last_user_text(&body);
+        main(&body)
+    })
+}
+
+fn claude_edit_script(root: PathBuf) -> Box<model_server::Script> {
+    let a = root.join("a.txt").display().to_string();
+    claude_script(move |body: &Value| {
+        let last = last_user_text(body);
         if last.contains("anything else?") {
             return anthropic_turn(json!({"type": "text", "text": "Noted."}), "end_turn");
         }
-        match model_server::anthropic_tool_results(&body) {
+        match model_server::anthropic_tool_results(body) {
             0 => anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_read", "name": "Read",
                        "input": {"file_path": a}}),
@@ -371,15 +381,8 @@ fn claude_edits_arrive_as_reviewed_cards_and_its_shell_change_reverts() {
 
 fn claude_wait_script(root: PathBuf, hang: Arc<Mutex<bool>>) -> Box<model_server::Script> {
     let c = root.join("c.txt").display().to_string();
-    Box::new(move |request: &Recorded| {
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::json(&json!({"input_tokens": 10}));
-        }
-        let Some(body) = request.json() else { return Reply::not_found() };
-        if !main_loop(&body) {
-            return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
-        }
-        let last = last_user_text(&body);
+    claude_script(move |body: &Value| {
+        let last = last_user_text(body);
         if last.contains("take your time") && *hang.lock().unwrap() {
             // The agent is killed while it waits for this answer.
             std::thread::sleep(Duration::from_secs(20));
@@ -395,7 +398,7 @@ fn claude_wait_script(root: PathBuf, hang: Arc<Mutex<bool>>) -> Box<model_server
             std::thread::sleep(Duration::from_secs(20));
             return Reply::not_found();
         }
-        match model_server::anthropic_tool_results(&body) {
+        match model_server::anthropic_tool_results(body) {
             0 => anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_touch", "name": "Bash",
                        "input": {"command": format!("touch {c}"), "description": "Create c.txt"}}),
@@ -504,22 +507,13 @@ fn an_unanswered_permission_is_cancelled_and_a_killed_agent_is_started_again() {
 const GLOB_SED: &str = "for f in c*.txt; do sed -i 's/one/ONE/' \"$f\"; done";
 
 fn claude_glob_script() -> Box<model_server::Script> {
-    Box::new(move |request: &Recorded| {
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::json(&json!({"input_tokens": 10}));
-        }
-        let Some(body) = request.json() else { return Reply::not_found() };
-        if !main_loop(&body) {
-            return anthropic_turn(json!({"type": "text", "text": "Title"}), "end_turn");
-        }
-        match model_server::anthropic_tool_results(&body) {
-            0 => anthropic_turn(
-                json!({"type": "tool_use", "id": "toolu_glob", "name": "Bash",
+    claude_script(move |body: &Value| match model_server::anthropic_tool_results(body) {
+        0 => anthropic_turn(
+            json!({"type": "tool_use", "id": "toolu_glob", "name": "Bash",
                        "input": {"command": GLOB_SED, "description": "Uppercase one"}}),
-                "tool_use",
-            ),
-            _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
-        }
+            "tool_use",
+        ),
+        _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
     })
 }
 

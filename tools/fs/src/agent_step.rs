@@ -207,12 +207,8 @@ async fn snapshot(
         if taken.contains_key(&key) {
             continue;
         }
-        let too_large = std::fs::metadata(&resolved.real_path)
-            .is_ok_and(|m| !m.is_file() || m.len() > MAX_FILE_BYTES);
-        if too_large {
-            continue;
-        }
-        if let Ok(before) = ws.disk_bytes(&key).await {
+        // A directory, or a file too large to show or undo, is not looked at.
+        if let Ok(before) = ws.disk_bytes_within(&key, MAX_FILE_BYTES).await {
             taken.insert(key, Snapshot { before });
         }
     }

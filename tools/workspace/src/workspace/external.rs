@@ -18,6 +18,21 @@ impl Workspace {
         .await
     }
 
+    /// As [`Workspace::disk_bytes`], refusing (`FS_TOO_LARGE`) a file over `limit` bytes
+    /// before reading it.
+    pub async fn disk_bytes_within(
+        &self,
+        input: &str,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>, FsError> {
+        let owned = input.to_owned();
+        self.blocking(Op::Read, input, move |ws| {
+            let target = ws.resolve_blocking(&owned, Op::Read)?;
+            ws.peek_within_blocking(target, limit)
+        })
+        .await
+    }
+
     /// Records that the file went from `before` to the bytes it holds now (`None` on either
     /// side: absent), changed by someone else on behalf of this view's call. Write listeners
     /// hear it as a change of the call (the session log keeps both sides); the session's

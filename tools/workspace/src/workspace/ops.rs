@@ -6,6 +6,15 @@ use super::*;
 impl Workspace {
     /// The disk half of [`Workspace::peek`].
     pub(super) fn peek_blocking(&self, target: ResolvedPath) -> Result<Option<Vec<u8>>, FsError> {
+        self.peek_within_blocking(target, u64::MAX)
+    }
+
+    /// As [`Self::peek_blocking`]; a file over `limit` bytes is refused before it is read.
+    pub(super) fn peek_within_blocking(
+        &self,
+        target: ResolvedPath,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>, FsError> {
         match target.state {
             EntryState::Missing | EntryState::ParentNotDir => return Ok(None),
             EntryState::Present(EntryKind::File) => {}
@@ -17,6 +26,15 @@ impl Workspace {
         let io_err = |err: io::Error| FsError::from_io(Op::Read, &target.display, &err);
         match open_regular(root.dir(), &target.real_rel) {
             Ok(Some(mut file)) => {
+                let size = file.metadata().map_err(io_err)?.len();
+                if size > limit {
+                    return Err(FsError::TooLarge {
+                        op: Op::Read,
+                        path: target.display,
+                        size,
+                        limit,
+                    });
+                }
                 let mut bytes = Vec::new();
                 file.read_to_end(&mut bytes).map_err(io_err)?;
                 Ok(Some(bytes))
