@@ -39,14 +39,14 @@ pub(super) type Chats = std::sync::Mutex<HashMap<String, Chat>>;
 
 /// Sends one run's `toolhost/agentUpdate` notifications.
 #[derive(Clone)]
-struct Updates {
-    editor: EditorBridge,
-    chat_id: String,
-    run_id: String,
+pub(super) struct Updates {
+    pub(super) editor: EditorBridge,
+    pub(super) chat_id: String,
+    pub(super) run_id: String,
 }
 
 impl Updates {
-    fn send(&self, update: serde_json::Value) {
+    pub(super) fn send(&self, update: serde_json::Value) {
         self.editor.notify(
             methods::AGENT_UPDATE,
             &AgentUpdateParams {
@@ -72,6 +72,34 @@ impl Drop for RunningChat<'_> {
             chat.running = false;
         }
     }
+}
+
+/// Runs a prompt's `work` on a task of its own, counted among the running prompts (the server's
+/// end waits for them) and told to stop — through the token it is given — when the request's
+/// future is dropped (`$/cancelRequest`, or the connection ended): the work still ends properly.
+pub(super) async fn run_prompt<T, Work>(
+    state: &Arc<ServerState>,
+    work: impl FnOnce(CancellationToken) -> Work,
+) -> Result<T, ErrorObject>
+where
+    Work: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let cancel = CancellationToken::new();
+    let guard = cancel.clone().drop_guard();
+    state.prompts.fetch_add(1, Ordering::SeqCst);
+    let work = work(cancel);
+    let task_state = Arc::clone(state);
+    let task = tokio::spawn(async move {
+        let done = work.await;
+        if task_state.prompts.fetch_sub(1, Ordering::SeqCst) == 1 {
+            task_state.prompts_idle.notify_waiters();
+        }
+        done
+    });
+    let joined = task.await;
+    guard.disarm();
+    joined.map_err(|err| ErrorObject::internal(format!("internal error: the prompt failed: {err}")))
 }
 
 /// Handles `toolhost/agentPrompt`: runs the prompt to its end and answers how it ended.
@@ -132,13 +160,9 @@ pub(super) async fn prompt(
         (history, _, _) => history,
     };
     let run_id = own_agent::new_run_id();
-    let cancel = CancellationToken::new();
-    // Dropping this future (the request was cancelled, or the connection ends) stops the run.
-    let guard = cancel.clone().drop_guard();
-    state.prompts.fetch_add(1, Ordering::SeqCst);
     let task_state = Arc::clone(state);
     let (task_chat, task_run) = (chat_id.clone(), run_id.clone());
-    let task = tokio::spawn(async move {
+    let report = run_prompt(state, move |cancel| async move {
         let state = task_state;
         let _running = RunningChat { chats: &state.chats, chat_id: task_chat.clone() };
         let updates = Updates {
@@ -174,16 +198,9 @@ pub(super) async fn prompt(
             chat.messages = outcome.messages.clone();
             chat.last_run = Some(task_run.clone());
         }
-        if state.prompts.fetch_sub(1, Ordering::SeqCst) == 1 {
-            state.prompts_idle.notify_waiters();
-        }
         report
-    });
-    let joined = task.await;
-    guard.disarm();
-    let report = joined.map_err(|err| {
-        ErrorObject::internal(format!("internal error: the agent's run failed: {err}"))
-    })?;
+    })
+    .await?;
     let end = report.end_event();
     Ok(AgentPromptResult {
         chat_id,

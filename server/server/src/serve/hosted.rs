@@ -1,17 +1,19 @@
 //! `toolhost/agentPrompt` with an `agent` (docs/protocol.md, docs/acp.md "Hosting ACP agents"):
 //! the prompt goes to an agent hosted over ACP instead of toolhost's own, its chat drawn from
 //! the same `toolhost/agentUpdate`s, its steps' cards coming as every call's. `toolhost/listAgents`
-//! says which agents there are. Stopping the request stops the agent's turn.
+//! says which agents there are; `toolhost/agentOptions` and `toolhost/agentSetOption` read and
+//! change a chat's settings (the agent's modes, models, …). Stopping the request stops the
+//! agent's turn.
 
 use super::ServerState;
+use super::agent::Updates;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use toolhost_acp::hosted::{HostedAgents, HostedError, HostedPrompt};
 use toolhost_contract::CancellationToken;
 use toolhost_jsonrpc::message::{ErrorObject, codes};
 use toolhost_protocol::lsp_ext::{
     AgentOptionsParams, AgentOptionsResult, AgentPromptParams, AgentPromptResult,
-    AgentSetOptionParams, AgentUpdateParams, methods,
+    AgentSetOptionParams,
 };
 use toolhost_protocol::session_log::AgentTokens;
 
@@ -83,38 +85,25 @@ pub(super) async fn prompt(
         .filter(|c| !c.is_empty())
         .unwrap_or_else(toolhost_host::agent::new_chat_id);
     let run_id = toolhost_host::agent::new_run_id();
-    let editor = state.editor.clone();
-    let (sink_chat, sink_run) = (chat_id.clone(), run_id.clone());
-    let sink = Arc::new(move |update: serde_json::Value| {
-        editor.notify(
-            methods::AGENT_UPDATE,
-            &AgentUpdateParams { chat_id: sink_chat.clone(), run_id: sink_run.clone(), update },
-        );
-    });
-    let cancel = CancellationToken::new();
-    // Dropping this future (the request was cancelled, or the connection ends) stops the turn.
-    let guard = cancel.clone().drop_guard();
-    state.prompts.fetch_add(1, Ordering::SeqCst);
-    let task_state = Arc::clone(state);
+    let updates =
+        Updates { editor: state.editor.clone(), chat_id: chat_id.clone(), run_id: run_id.clone() };
+    let sink = Arc::new(move |update: serde_json::Value| updates.send(update));
     let request = HostedPrompt {
         agent,
         chat_id: chat_id.clone(),
         prompt: params.prompt,
         run_id: Some(run_id.clone()),
     };
-    let task_cancel = cancel.clone();
-    let task = tokio::spawn(async move {
-        let outcome = hosted.prompt(request, sink, task_cancel).await;
-        if task_state.prompts.fetch_sub(1, Ordering::SeqCst) == 1 {
-            task_state.prompts_idle.notify_waiters();
+    let stopped = CancellationToken::new();
+    let told = stopped.clone();
+    let outcome = super::agent::run_prompt(state, move |cancel| async move {
+        let outcome = hosted.prompt(request, sink, cancel.clone()).await;
+        if cancel.is_cancelled() {
+            told.cancel();
         }
         outcome
-    });
-    let joined = task.await;
-    guard.disarm();
-    let outcome = joined.map_err(|err| {
-        ErrorObject::internal(format!("internal error: the agent's turn failed: {err}"))
-    })?;
+    })
+    .await?;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(
@@ -128,7 +117,7 @@ pub(super) async fn prompt(
             return Ok(AgentPromptResult {
                 chat_id,
                 run_id,
-                stop: if cancel.is_cancelled() { "cancelled" } else { "failed" }.to_owned(),
+                stop: if stopped.is_cancelled() { "cancelled" } else { "failed" }.to_owned(),
                 turns: 0,
                 answer: None,
                 usage: AgentTokens::default(),
