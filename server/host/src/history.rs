@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
-use toolhost_contract::{BoxFuture, ChangeHistory, History, HistoryCall, HistoryError};
+use toolhost_contract::{
+    BoxFuture, ChangeHistory, History, HistoryCall, HistoryError, HistoryTurn,
+};
 use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal};
 use toolhost_session::{BlobStore, SessionLog};
 use toolhost_workspace::{KeepError, Workspace, content_version};
@@ -145,9 +147,33 @@ impl ChangeHistory for SessionHistory {
                         call_id: call.call_id.clone(),
                         name: call.name.clone(),
                         completed: call.result.as_ref().is_some_and(|r| !r.is_error),
+                        seq: call.seq,
+                        arguments: call.arguments.clone(),
                     })
                     .collect();
-                Ok(History { calls, changes: view.changes })
+                let mut turns: Vec<HistoryTurn> = Vec::new();
+                for (seq, kind, data) in &view.conversation {
+                    let run_id = data.get("runId").and_then(|r| r.as_str());
+                    match (kind.as_str(), run_id) {
+                        ("agent/run", Some(run_id)) => turns.push(HistoryTurn {
+                            run_id: run_id.to_owned(),
+                            seq: *seq,
+                            prompt: None,
+                        }),
+                        ("agent/message", Some(run_id)) if data["role"] == "user" => {
+                            if let Some(turn) = turns
+                                .iter_mut()
+                                .rev()
+                                .find(|t| t.run_id == run_id && t.prompt.is_none())
+                            {
+                                turn.prompt =
+                                    data.get("content").and_then(|c| c.as_str()).map(str::to_owned);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(History { calls, changes: view.changes, turns })
             })
             .await
         })

@@ -5,6 +5,7 @@
 
 mod agent;
 mod call;
+mod checkpoint;
 mod log;
 mod mcp_servers;
 mod replay;
@@ -45,6 +46,10 @@ enum Command {
     /// Undo the file changes of a call of a session (or, with --since, of every call from it on,
     /// newest first, all or nothing). Runs in the editor's toolhost when it holds the session.
     Revert(revert::Args),
+    /// Mark the session's current point as a named checkpoint, list its checkpoints (named ones
+    /// and the start of each agent turn), or restore one: every file change after it undone as
+    /// one call, itself revertible. Runs in the editor's toolhost when it holds the session.
+    Checkpoint(checkpoint::Args),
     /// List the skills the `skill` tool can load here (workspace and user folders).
     Skills(skills::Args),
     /// List the tools with their schemas.
@@ -161,6 +166,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Call(args) => call::run(args).await,
         Command::Agent(args) => agent::run(args).await,
         Command::Revert(args) => revert::run(args).await,
+        Command::Checkpoint(args) => checkpoint::run(args).await,
         Command::Skills(args) => skills::run(args),
         Command::Tools(args) => tools::run(args).await,
         Command::McpServers(args) => mcp_servers::run(args).await,

@@ -130,6 +130,23 @@ async fn a_prompt_streams_its_answer_and_cards_and_the_next_prompt_continues_the
             .expect("the edit's final card");
         assert_eq!(edit_card["params"]["caller"], "toolhost agent");
 
+        // The turn is a checkpoint: restoring it gives back the file as it was before the prompt,
+        // and reverting that restore gives back the turn's edit.
+        let listed =
+            client.call_tool("checkpoint", json!({"action": "list"})).unwrap()["result"]["value"]
+                .clone();
+        let turn = &listed["checkpoints"][0];
+        assert_eq!(turn["name"], run_id, "{listed}");
+        assert_eq!(turn["kind"], "turn", "{listed}");
+        assert_eq!(turn["prompt"], "say hi in a.txt", "{listed}");
+        let restored =
+            client.call_tool("checkpoint", json!({"action": "restore", "name": run_id})).unwrap();
+        assert_eq!(restored["result"]["isError"], false, "{restored}");
+        assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "hello world\n");
+        let undone = client.call_tool("revert", json!({"call_id": restored["callId"]})).unwrap();
+        assert_eq!(undone["result"]["isError"], false, "{undone}");
+        assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "hi world\n");
+
         // The chat goes on: the next request carries the first exchange.
         let second = client
             .request(

@@ -27,6 +27,7 @@ mod acp_hosted;
 mod agent;
 mod agent_serve;
 mod bounded_calls;
+mod checkpoints;
 mod code_mode_agent;
 mod concurrent_edits;
 mod damaged_log;

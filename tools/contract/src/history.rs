@@ -17,6 +17,20 @@ pub struct HistoryCall {
     /// The call ended successfully (a failed or unfinished call's changes are never undone
     /// implicitly: its outcome is unknown).
     pub completed: bool,
+    /// Its place in the log (the `tool/call` record's seq).
+    pub seq: u64,
+    /// Its arguments as recorded.
+    pub arguments: serde_json::Value,
+}
+
+/// A turn of an agent of the session: the point before it is a checkpoint of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryTurn {
+    pub run_id: String,
+    /// The `agent/run` record's seq.
+    pub seq: u64,
+    /// What the person asked (the turn's first user message), when recorded.
+    pub prompt: Option<String>,
 }
 
 /// The session's calls and file changes, in log order.
@@ -24,6 +38,8 @@ pub struct HistoryCall {
 pub struct History {
     pub calls: Vec<HistoryCall>,
     pub changes: Vec<FsChangeEvent>,
+    /// The agents' turns, in log order.
+    pub turns: Vec<HistoryTurn>,
 }
 
 /// Why the history could not answer.

@@ -38,7 +38,7 @@ pub use context::{AdditionalContext, SideChannels, ToolContext};
 pub use error::{RegistrationError, ToolError};
 pub use events::{EventsHandle, HostEvents, Notice};
 pub use future::BoxFuture;
-pub use history::{ChangeHistory, History, HistoryCall, HistoryError, HistoryHandle};
+pub use history::{ChangeHistory, History, HistoryCall, HistoryError, HistoryHandle, HistoryTurn};
 pub use interact::{
     InteractionHandle, InteractionState, LoadedSkill, QuestionError, QuestionRequest,
     QuestionsHandle, ResourceBase, SkillCatalog, SkillEntry, SkillsHandle, UserQuestions,

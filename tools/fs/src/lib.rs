@@ -7,6 +7,7 @@
 //! value).
 
 mod agent_step;
+mod checkpoint;
 pub mod diff;
 mod edit;
 mod glob;
@@ -22,6 +23,9 @@ pub use agent_step::{
     AGENT_STEP, AgentStepArgs, AgentStepOutput, AgentStepTool, AgentSteps, FileOperation, StepEnd,
     StepEvent, StepFile, StepStatus,
 };
+pub use checkpoint::{
+    CHECKPOINT, CheckpointAction, CheckpointArgs, CheckpointEntry, CheckpointOutput, CheckpointTool,
+};
 pub use edit::{EditArgs, EditOutput, EditTool};
 pub use glob::{GlobArgs, GlobOutput, GlobTool};
 pub use grep::{GrepArgs, GrepMatchOut, GrepOutput, GrepTool};
@@ -34,7 +38,7 @@ pub use write::{WriteArgs, WriteOutput, WriteTool};
 use toolhost_contract::{Disposer, Registrar, RegistrationError, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
-/// Registers the file tools (read, write, edit, glob, grep, revert).
+/// Registers the file tools (read, write, edit, glob, grep, revert, and the internal checkpoint).
 pub fn register(
     registry: &dyn Registrar,
     limits: FsLimits,
@@ -46,6 +50,7 @@ pub fn register(
         registry.register(GlobTool::new(limits.clone()))?,
         registry.register(GrepTool::new(limits))?,
         registry.register(RevertTool)?,
+        registry.register(CheckpointTool)?,
     ];
     Ok(disposers)
 }

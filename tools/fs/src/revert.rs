@@ -23,7 +23,7 @@ use serde_json::Value;
 use similar::TextMerge;
 use std::collections::HashMap;
 use std::path::Path;
-use toolhost_contract::{HistoryError, HistoryHandle, Tool, ToolContext, ToolError};
+use toolhost_contract::{History, HistoryError, HistoryHandle, Tool, ToolContext, ToolError};
 use toolhost_protocol::card::{CallPresentation, CardKind};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
 use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal, RevertJournalFile};
@@ -81,7 +81,7 @@ fn failure(code: &str, message: impl Into<String>) -> ToolError {
     ToolError::typed("RevertError", code, message)
 }
 
-fn history_failure(err: HistoryError) -> ToolError {
+pub(crate) fn history_failure(err: HistoryError) -> ToolError {
     failure(err.code(), err.to_string())
 }
 
@@ -138,71 +138,9 @@ impl Tool for RevertTool {
         crate::require_non_empty(&args.call_id, "call_id")?;
         let since = args.since == Some(true);
         let ws = workspace(&cx)?;
-        let history = cx.capability::<HistoryHandle>().ok_or_else(|| {
-            failure(
-                "REVERT_NO_SESSION",
-                "this session keeps no log, so its changes cannot be undone",
-            )
-        })?;
+        let history = history_of(&cx)?;
         let recorded = history.history().await.map_err(history_failure)?;
-        let Some(start) = recorded.calls.iter().position(|c| c.call_id == args.call_id) else {
-            return Err(failure(
-                "REVERT_UNKNOWN_CALL",
-                format!("there is no call \"{}\" in this session", args.call_id),
-            ));
-        };
-        let selected: Vec<&str> = if since {
-            recorded.calls[start..]
-                .iter()
-                .map(|c| c.call_id.as_str())
-                .filter(|id| *id != cx.call_id())
-                .collect()
-        } else {
-            vec![args.call_id.as_str()]
-        };
-        let changes: Vec<&FsChangeEvent> =
-            recorded.changes.iter().filter(|c| selected.contains(&c.call_id.as_str())).collect();
-        if changes.is_empty() {
-            let what = if since {
-                format!("no file changed since \"{}\"", args.call_id)
-            } else {
-                format!("call \"{}\" changed no file", args.call_id)
-            };
-            return Err(failure("REVERT_NO_CHANGES", format!("nothing to revert: {what}")));
-        }
-        if let Some(big) = changes.iter().find(|c| c.before_not_kept) {
-            return Err(failure(
-                "REVERT_NOT_RECORDED",
-                format!(
-                    "cannot revert: {} was too large for its earlier content to be kept",
-                    display_of(&ws, &big.path)
-                ),
-            ));
-        }
-        let mut reverted_calls: Vec<String> = Vec::new();
-        for change in changes.iter().rev() {
-            if !reverted_calls.contains(&change.call_id) {
-                reverted_calls.push(change.call_id.clone());
-            }
-        }
-        let plans = plan(&ws, history.as_ref(), &net_changes(&changes)).await?;
-        if plans.is_empty() {
-            return Err(failure(
-                "REVERT_NO_CHANGES",
-                "nothing to revert: the files already hold what those calls found",
-            ));
-        }
-        apply(&ws, history.as_ref(), cx.call_id(), &plans).await?;
-        let files = plans
-            .into_iter()
-            .map(|p| RevertedFile {
-                path: p.display,
-                action: p.action,
-                before: p.current.as_deref().and_then(text_of),
-                after: p.next.as_deref().and_then(text_of),
-            })
-            .collect();
-        Ok(RevertOutput { call_id: args.call_id, since, reverted_calls, files })
+        undo(&ws, &history, &recorded, cx.call_id(), &args.call_id, since).await
     }
 
     fn render(&self, _args: &RevertArgs, out: &RevertOutput) -> Vec<ContentBlock> {
@@ -233,18 +171,100 @@ impl Tool for RevertTool {
     }
 
     fn presentation_meta(&self, _args: &RevertArgs, out: &RevertOutput) -> Option<Value> {
-        let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
-        for file in &out.files {
-            let before = file.before.as_deref().unwrap_or("");
-            let after = file.after.as_deref().unwrap_or("");
-            let one = diff_meta(&file.path, before, after);
-            meta.diffs.extend(one.diffs);
-            if let Some(patch) = one.patch {
-                meta.patch.get_or_insert_with(String::new).push_str(&patch);
-            }
-        }
-        serde_json::to_value(meta).ok()
+        serde_json::to_value(diff_meta_of(out)).ok()
     }
+}
+
+/// The diff card's meta of what a revert did.
+pub(crate) fn diff_meta_of(out: &RevertOutput) -> DiffMeta {
+    let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
+    for file in &out.files {
+        let before = file.before.as_deref().unwrap_or("");
+        let after = file.after.as_deref().unwrap_or("");
+        let one = diff_meta(&file.path, before, after);
+        meta.diffs.extend(one.diffs);
+        if let Some(patch) = one.patch {
+            meta.patch.get_or_insert_with(String::new).push_str(&patch);
+        }
+    }
+    meta
+}
+
+/// The session's change history, or why there is none.
+pub(crate) fn history_of(cx: &ToolContext) -> Result<HistoryHandle, ToolError> {
+    cx.capability::<HistoryHandle>().ok_or_else(|| {
+        failure("REVERT_NO_SESSION", "this session keeps no log, so its changes cannot be undone")
+    })
+}
+
+/// Undoes the changes of call `call_id` (with `since`, of every call from it on, except the
+/// undoing call `own_call` itself) as a change of `own_call`, all or nothing.
+pub(crate) async fn undo(
+    ws: &Workspace,
+    history: &HistoryHandle,
+    recorded: &History,
+    own_call: &str,
+    call_id: &str,
+    since: bool,
+) -> Result<RevertOutput, ToolError> {
+    let Some(start) = recorded.calls.iter().position(|c| c.call_id == call_id) else {
+        return Err(failure(
+            "REVERT_UNKNOWN_CALL",
+            format!("there is no call \"{call_id}\" in this session"),
+        ));
+    };
+    let selected: Vec<&str> = if since {
+        recorded.calls[start..]
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .filter(|id| *id != own_call)
+            .collect()
+    } else {
+        vec![call_id]
+    };
+    let changes: Vec<&FsChangeEvent> =
+        recorded.changes.iter().filter(|c| selected.contains(&c.call_id.as_str())).collect();
+    if changes.is_empty() {
+        let what = if since {
+            format!("no file changed since \"{call_id}\"")
+        } else {
+            format!("call \"{call_id}\" changed no file")
+        };
+        return Err(failure("REVERT_NO_CHANGES", format!("nothing to revert: {what}")));
+    }
+    if let Some(big) = changes.iter().find(|c| c.before_not_kept) {
+        return Err(failure(
+            "REVERT_NOT_RECORDED",
+            format!(
+                "cannot revert: {} was too large for its earlier content to be kept",
+                display_of(ws, &big.path)
+            ),
+        ));
+    }
+    let mut reverted_calls: Vec<String> = Vec::new();
+    for change in changes.iter().rev() {
+        if !reverted_calls.contains(&change.call_id) {
+            reverted_calls.push(change.call_id.clone());
+        }
+    }
+    let plans = plan(ws, history.as_ref(), &net_changes(&changes)).await?;
+    if plans.is_empty() {
+        return Err(failure(
+            "REVERT_NO_CHANGES",
+            "nothing to revert: the files already hold what those calls found",
+        ));
+    }
+    apply(ws, history.as_ref(), own_call, &plans).await?;
+    let files = plans
+        .into_iter()
+        .map(|p| RevertedFile {
+            path: p.display,
+            action: p.action,
+            before: p.current.as_deref().and_then(text_of),
+            after: p.next.as_deref().and_then(text_of),
+        })
+        .collect();
+    Ok(RevertOutput { call_id: call_id.to_owned(), since, reverted_calls, files })
 }
 
 /// LF-normalized text of bytes that are text (UTF-8, no NUL, BOM dropped), as the diffs show it.

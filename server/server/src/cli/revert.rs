@@ -1,7 +1,7 @@
 //! `toolhost revert <session> --call <id> [--since]`: undo a call's file changes (or every
 //! change from that call on). When the editor's `toolhost serve` holds the session, the revert
 //! runs there, over the attach socket, so the editor's unsaved buffers are respected and its
-//! card shows up in the editor.
+//! card shows up in the editor ([`run_in_session`], which `toolhost checkpoint` uses too).
 
 use super::call::{print_call, run_one_call};
 use super::{Common, Failure, load_config, open_host, sessions_dir, workspace_root};
@@ -40,28 +40,60 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     if args.since {
         arguments["since"] = Value::Bool(true);
     }
-    let root = workspace_root(&args.common)?;
+    let request = InSession { which: Some(&args.which), tool: REVERT, caller: "toolhost revert" };
+    run_in_session(&args.common, request, arguments, args.json).await
+}
+
+/// One call on a session, by whoever holds it.
+pub(super) struct InSession<'a> {
+    /// The session id, or `last`; absent: the session of the editor's toolhost serving this
+    /// workspace, else the workspace's newest.
+    pub which: Option<&'a str>,
+    pub tool: &'a str,
+    /// Who the call is made by, when the editor's toolhost makes it.
+    pub caller: &'a str,
+}
+
+/// Makes the call on the session: here when nobody holds it, else in the editor's toolhost
+/// that does (over the attach socket, so the editor's unsaved buffers are respected and the
+/// card shows up there).
+pub(super) async fn run_in_session(
+    common: &Common,
+    request: InSession<'_>,
+    arguments: Value,
+    json: bool,
+) -> Result<u8, Failure> {
+    let root = workspace_root(common)?;
     let config = load_config(&root)?;
-    let sessions = sessions_dir(&config, &args.common)?;
-    match session::open_named(&sessions, &root, Some(&args.which)) {
+    let sessions = sessions_dir(&config, common)?;
+    if request.which.is_none()
+        && toolhost_attach::AttachClient::connect(&toolhost_attach::socket_path(&root))
+            .await
+            .is_ok()
+    {
+        return call_in_editor(&root, &request, arguments, json).await;
+    }
+    let which = request.which.unwrap_or(session::LAST_SESSION);
+    match session::open_named(&sessions, &root, Some(which)) {
         Ok((_, opened)) => {
             let host = open_host(&config, &root, Some(&opened))?;
-            run_one_call(&host, &opened, CallRequest::new(REVERT, arguments), args.json).await
+            run_one_call(&host, &opened, CallRequest::new(request.tool, arguments), json).await
         }
-        // The editor's toolhost holds the session: ask it to revert there.
+        // The editor's toolhost holds the session: ask it to make the call there.
         Err(toolhost_session::SessionError::Locked(_)) => {
-            revert_in_editor(&root, &args.which, arguments, args.json).await
+            call_in_editor(&root, &request, arguments, json).await
         }
         Err(e) => Err(Failure::env(e.to_string())),
     }
 }
 
-async fn revert_in_editor(
+async fn call_in_editor(
     root: &Path,
-    which: &str,
+    request: &InSession<'_>,
     arguments: Value,
     json: bool,
 ) -> Result<u8, Failure> {
+    let which = request.which.unwrap_or("the editor's");
     let locked = || {
         Failure::env(format!(
             "session {which} is in use by another toolhost that does not serve this workspace's editor"
@@ -71,7 +103,7 @@ async fn revert_in_editor(
     let client = toolhost_attach::AttachClient::connect(&socket).await.map_err(|_| locked())?;
     let never = CancellationToken::new();
     let params = AttachParams {
-        caller: CallerInfo { name: "toolhost revert".to_owned(), version: None },
+        caller: CallerInfo { name: request.caller.to_owned(), version: None },
         protocol_version: None,
         results: None,
     };
@@ -79,11 +111,11 @@ async fn revert_in_editor(
         .request(methods::ATTACH, &params, &never)
         .await
         .map_err(|e| Failure::env(e.message))?;
-    if attached.session_id.as_deref() != Some(which) {
+    if request.which.is_some() && attached.session_id.as_deref() != request.which {
         return Err(locked());
     }
     let params = CallToolParams {
-        name: REVERT.to_owned(),
+        name: request.tool.to_owned(),
         arguments,
         call_id: None,
         can_ask: false,
