@@ -1464,6 +1464,9 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'call',
     'cards',
     'chat',
+    'checkpoint',
+    'checkpoint-restore',
+    'checkpoints',
     'clear',
     'help',
     'mcp-servers',
@@ -1478,7 +1481,11 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'stop',
     'tools',
   }, 'subcommands')
-  H.eq(th.complete('c', 'Toolhost c'), { 'call', 'cards', 'chat', 'clear' }, 'prefix')
+  H.eq(
+    th.complete('c', 'Toolhost c'),
+    { 'call', 'cards', 'chat', 'checkpoint', 'checkpoint-restore', 'checkpoints', 'clear' },
+    'prefix'
+  )
   H.eq(th.complete('ed', 'Toolhost call ed'), { 'edit' }, 'tool names')
   H.eq(th.complete('', 'Toolhost call read '), {}, 'no completion for the JSON')
   H.eq(vim.fn.getcompletion('Toolhost rep', 'cmdline'), { 'replay' }, 'command-line completion is wired')
@@ -4891,6 +4898,7 @@ end)
 require('nested_cards')(test)
 require('workflow_cards')(test)
 require('hosted_agents')(test)
+require('checkpoints')(test)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

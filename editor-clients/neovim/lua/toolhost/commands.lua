@@ -263,6 +263,27 @@ M.COMMANDS = {
     end,
     complete = complete_revertible,
   },
+  checkpoint = {
+    args = '[name]',
+    desc = 'name this point of the session, to go back to later (no name: asked)',
+    run = function(args)
+      require('toolhost.checkpoints').create(vim.trim(args))
+    end,
+  },
+  checkpoints = {
+    desc = 'list the checkpoints of the session: named ones and the start of each agent turn',
+    run = function()
+      require('toolhost.checkpoints').show()
+    end,
+  },
+  ['checkpoint-restore'] = {
+    args = '[name]',
+    desc = 'undo every file change after a checkpoint (no name: picked; asks first; revertible)',
+    bang = 'no confirmation',
+    run = function(args, opts)
+      require('toolhost.checkpoints').restore(vim.trim(args), { confirm = not opts.bang })
+    end,
+  },
   review = {
     args = '[call_id]',
     desc = 'open a pending review (hunks to accept or reject before a write)',
