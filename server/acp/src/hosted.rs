@@ -157,7 +157,7 @@ impl HostedAgents {
         sink: UpdateSink,
         cancel: CancellationToken,
     ) -> Result<HostedOutcome, HostedError> {
-        let chat = self.chat(&prompt.agent, &prompt.chat_id)?;
+        let chat = self.chat(&prompt.agent, &prompt.chat_id).await?;
         let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
         loop {
             // Registered before looking, so an end in between is not missed.
@@ -196,8 +196,15 @@ impl HostedAgents {
         let record = Record { host: &self.host, run_id: &run_id };
         let continues =
             chat.last_run.lock().unwrap_or_else(PoisonError::into_inner).replace(run_id.clone());
-        record.start(&chat.spec, continues, &prompt.prompt);
-        let outcome = chat.run_turn(&prompt.prompt, &cancel).await;
+        // Connected first, so the turn's record names the agent's session (a later server
+        // loads it to continue this chat).
+        let connected = chat.connect().await;
+        let session = connected.as_ref().ok().map(|(_, _, session)| session.clone());
+        record.start(&chat, continues, &prompt.prompt, session);
+        let outcome = match connected {
+            Ok(connected) => chat.run_turn(connected, &prompt.prompt, &cancel).await,
+            Err(err) => Err(err),
+        };
         chat.steps.end_all();
         chat.steps.finished(STEPS_FINISHING).await;
         record.end(&outcome);
@@ -207,12 +214,26 @@ impl HostedAgents {
         outcome
     }
 
-    /// Chat `id`, or a new chat of `agent` under that id.
-    fn chat(&self, agent: &str, id: &str) -> Result<Arc<Chat>, HostedError> {
+    /// Chat `id`, or a new chat of `agent` under that id — continuing what the session's log
+    /// knows of it (an earlier server ran it): its agent's session, loaded when the agent
+    /// starts, and the conversation, told to a new session when it cannot be loaded.
+    async fn chat(&self, agent: &str, id: &str) -> Result<Arc<Chat>, HostedError> {
+        if let Some(chat) = self.chats.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+            return Ok(Arc::clone(chat));
+        }
+        let earlier = match self.host.session() {
+            Some(log) => {
+                let path = log.log_path().to_path_buf();
+                let id = id.to_owned();
+                tokio::task::spawn_blocking(move || earlier_chat(&path, &id)).await.ok().flatten()
+            }
+            None => None,
+        };
         let mut chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(chat) = chats.get(id) {
             return Ok(Arc::clone(chat));
         }
+        let agent = earlier.as_ref().map_or(agent, |e| e.agent.as_str());
         let spec = resolve(&self.settings, agent)?;
         let id = id.to_owned();
         let steps = Arc::new(Steps::new(Arc::clone(&self.host), spec.title.clone(), id.clone()));
@@ -224,13 +245,15 @@ impl HostedAgents {
             offer_toolhost: self.settings.offer_toolhost,
             steps,
             link: tokio::sync::Mutex::new(None),
-            session: Mutex::new(None),
+            session: Mutex::new(earlier.as_ref().and_then(|e| e.session.clone())),
             offered: Mutex::new(Offered::default()),
-            transcript: Mutex::new(Vec::new()),
+            transcript: Mutex::new(
+                earlier.as_ref().map(|e| e.transcript.clone()).unwrap_or_default(),
+            ),
             notes: Mutex::new(Vec::new()),
             turn: Mutex::new(None),
             replaying: std::sync::atomic::AtomicBool::new(false),
-            last_run: Mutex::new(None),
+            last_run: Mutex::new(earlier.and_then(|e| e.last_run)),
             turn_ended: tokio::sync::Notify::new(),
             terminals: terminals::Terminals::default(),
         });
@@ -245,7 +268,7 @@ impl HostedAgents {
         agent: &str,
         chat_id: &str,
     ) -> Result<Vec<AgentOption>, HostedError> {
-        let chat = self.chat(agent, chat_id)?;
+        let chat = self.chat(agent, chat_id).await?;
         chat.connect().await?;
         Ok(chat.offered().list())
     }
@@ -303,10 +326,10 @@ impl HostedAgents {
 impl Chat {
     async fn run_turn(
         self: &Arc<Self>,
+        (link, restarted, session): (Arc<Link>, Restart, String),
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<HostedOutcome, HostedError> {
-        let (link, restarted, session) = self.connect().await?;
         let mut text = String::new();
         let notes: Vec<String> =
             std::mem::take(&mut *self.notes.lock().unwrap_or_else(PoisonError::into_inner));
@@ -467,6 +490,57 @@ impl Chat {
     }
 }
 
+/// What the session's log knows of a hosted chat an earlier server ran.
+struct EarlierChat {
+    agent: String,
+    /// The agent's last session.
+    session: Option<String>,
+    /// Who said what, in order.
+    transcript: Vec<(String, String)>,
+    last_run: Option<String>,
+}
+
+/// Chat `id` in the log at `path`: its turns' `agent/run` records (`chatId`) and their messages.
+fn earlier_chat(path: &std::path::Path, id: &str) -> Option<EarlierChat> {
+    use toolhost_agent::log as records;
+    let records = match toolhost_host::agent::records_from_log(path) {
+        Ok(records) => records,
+        Err(err) => {
+            tracing::warn!(%err, "cannot read the session log to continue chat {id}");
+            return None;
+        }
+    };
+    let mut found: Option<EarlierChat> = None;
+    let mut runs: Vec<String> = Vec::new();
+    for (kind, data) in &records {
+        if kind == records::AGENT_RUN
+            && let Ok(run) = serde_json::from_value::<AgentRunEvent>(data.clone())
+            && run.chat_id.as_deref() == Some(id)
+            && let Some(agent) = run.model.strip_prefix("acp:")
+        {
+            let chat = found.get_or_insert_with(|| EarlierChat {
+                agent: agent.to_owned(),
+                session: None,
+                transcript: Vec::new(),
+                last_run: None,
+            });
+            if run.agent_session.is_some() {
+                chat.session = run.agent_session;
+            }
+            chat.last_run = Some(run.run_id.clone());
+            runs.push(run.run_id);
+        } else if kind == records::AGENT_MESSAGE
+            && let Ok(message) = serde_json::from_value::<AgentMessageEvent>(data.clone())
+            && runs.contains(&message.run_id)
+            && let (Some(chat), Some(content)) = (found.as_mut(), message.content)
+        {
+            let who = if message.role == "user" { "User" } else { "Assistant" };
+            chat.transcript.push((who.to_owned(), content));
+        }
+    }
+    found
+}
+
 /// A hosted turn's conversation in the session log, in the own agent's records (`agent/run`,
 /// the user's and the agent's `agent/message`, `agent/end`), so a replay shows the prompts and
 /// answers between the steps' cards.
@@ -502,14 +576,17 @@ impl Record<'_> {
         }
     }
 
-    fn start(&self, spec: &AgentSpec, continues: Option<String>, prompt: &str) {
+    fn start(&self, chat: &Chat, continues: Option<String>, prompt: &str, session: Option<String>) {
         use toolhost_agent::log as records;
+        let spec = &chat.spec;
         let run = AgentRunEvent {
             run_id: self.run_id.to_owned(),
             model: format!("acp:{}", spec.name),
             mode: spec.mode.clone().unwrap_or_else(|| "agent".to_owned()),
             continues,
             parent_call_id: None,
+            chat_id: Some(chat.id.clone()),
+            agent_session: session,
         };
         self.put(records::AGENT_RUN, &run);
         self.put(records::AGENT_MESSAGE, &self.message("user", prompt));

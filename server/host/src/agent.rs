@@ -8,6 +8,6 @@ mod conversation;
 mod report;
 mod run;
 
-pub use conversation::{conversation_from_log, conversation_in};
+pub use conversation::{conversation_from_log, conversation_in, records_from_log};
 pub use report::{end_json, event_json, record_text, update_json, usage_line};
 pub use run::{RunReport, RunRequest, RunUpdate, SharedMode, new_chat_id, new_run_id, run};

@@ -227,6 +227,12 @@ pub struct AgentRunEvent {
     /// The `subagent` call that started this run, for a child run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_call_id: Option<String>,
+    /// The chat of an agent hosted over ACP this turn belongs to (`model` is `acp:<agent>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// That agent's ACP session id, which a later server loads to continue the chat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<String>,
 }
 
 /// One tool call an assistant message made.

@@ -86,6 +86,16 @@ fn editor(
     answer_review: Option<Value>,
     answer_question: Option<Value>,
 ) -> (Client, Asked) {
+    editor_on(env, json!({}), answer_review, answer_question)
+}
+
+/// [`editor`] with the server's initialization options (`session_id`: a session to continue).
+fn editor_on(
+    env: &Env,
+    options: Value,
+    answer_review: Option<Value>,
+    answer_question: Option<Value>,
+) -> (Client, Asked) {
     let asked: Asked = Arc::default();
     let reviews = answer_review.is_some();
     let handler: RequestHandler = {
@@ -113,7 +123,7 @@ fn editor(
         toolhost["review"] = json!(true);
     }
     let capabilities = json!({"experimental": {"toolhost": toolhost}});
-    client.initialize(&env.root, json!({}), capabilities).unwrap();
+    client.initialize(&env.root, options, capabilities).unwrap();
     (client, asked)
 }
 
@@ -602,6 +612,56 @@ fn changes_a_step_never_names_are_found_through_git_in_a_mode_that_does_not_ask(
         ("one\n".into(), "one two\n".into(), "one\n".into())
     );
 
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+}
+
+#[test]
+fn a_chat_goes_on_in_the_agents_session_after_the_server_restarted() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(claude_script(|body: &Value| {
+        let history = body["messages"].to_string();
+        let text = if !last_user_text(body).contains("what did I ask") {
+            "The answer is 42."
+        } else if history.contains("the answer?") {
+            "You asked for the answer."
+        } else {
+            "I do not know."
+        };
+        anthropic_turn(json!({"type": "text", "text": text}), "end_turn")
+    }));
+    let mark = format!("restart-{}", std::process::id());
+    configure(&env, &model.base_url(), home.path(), &mark, 60_000);
+    let (mut client, _) = editor(&env, None, None);
+    let first = client
+        .request("toolhost/agentPrompt", json!({"agent": "claude", "prompt": "the answer?"}))
+        .unwrap();
+    assert_eq!(first["answer"], "The answer is 42.", "{first}");
+    let chat = first["chatId"].as_str().unwrap().to_owned();
+    client.shutdown().unwrap();
+    wait_until("no agent process is left", Duration::from_secs(20), || {
+        marked_processes(&mark).is_empty()
+    });
+
+    // The editor starts the server again on the same session and goes on with the chat: the
+    // agent's session is loaded (its conversation is the agent's own, kept in its home).
+    let logs = env.session_logs();
+    let header: Value =
+        serde_json::from_str(std::fs::read_to_string(&logs[0]).unwrap().lines().next().unwrap())
+            .unwrap();
+    let session = header["id"].as_str().unwrap().to_owned();
+    let (mut client, _) = editor_on(&env, json!({"session_id": session}), None, None);
+    let second = client
+        .request(
+            "toolhost/agentPrompt",
+            json!({"agent": "claude", "chatId": chat, "prompt": "what did I ask?"}),
+        )
+        .unwrap();
+    assert_eq!(second["answer"], "You asked for the answer.", "{second}");
+    assert_eq!(second["chatId"], chat.as_str());
     client.shutdown().unwrap();
     wait_until("no agent process is left", Duration::from_secs(20), || {
         marked_processes(&mark).is_empty()

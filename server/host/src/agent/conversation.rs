@@ -18,6 +18,14 @@ pub fn conversation_from_log(
     Ok(conversation_in(&records, run_id))
 }
 
+/// Every conversation record (`agent/*`) of the log at `log` as (kind, data), in log order.
+pub fn records_from_log(
+    log: &std::path::Path,
+) -> Result<Vec<(String, Value)>, toolhost_session::SessionError> {
+    let view = toolhost_session::read_session(log)?;
+    Ok(view.conversation.into_iter().map(|(_, kind, data)| (kind, data)).collect())
+}
+
 /// The conversation run `run_id` left, from a session's `agent/*` records (kind, data) in log
 /// order: the runs it continued (oldest first), then its own — as the model would see it next.
 /// `None` when there is no such run.

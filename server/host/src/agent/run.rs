@@ -282,6 +282,8 @@ pub async fn run(
             mode: settings.mode.as_str().to_owned(),
             continues,
             parent_call_id: request.parent.as_ref().map(|(call, _)| call.clone()),
+            chat_id: None,
+            agent_session: None,
         },
     );
     if settings.mode == PermissionMode::Plan && !host.interaction().plan_active() {
