@@ -39,11 +39,13 @@
 //      TOOLHOST_E2E_MODEL_URL (that server, for what it was sent), TOOLHOST_E2E_EXTERNAL_AGENT (1:
 //      Claude Code is configured as a hosted agent; check its chat), TOOLHOST_E2E_ANTHROPIC_URL (its
 //      scripted Anthropic server), TOOLHOST_E2E_ONLY (chat: only the chat checks after the startup
-//      suite; external-agent: only the hosted agent's)
+//      suite; external-agent: only the hosted agent's; checkpoints: only the checkpoints', in
+//      checkpoints.mjs)
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { checkpointRestore } from './checkpoints.mjs';
 import { externalAgentChat } from './externalAgent.mjs';
 
 const require = createRequire(import.meta.url);
@@ -1310,6 +1312,11 @@ async function main() {
       await externalAgentChat(page, frame, helpers);
       return;
     }
+    if (process.env.TOOLHOST_E2E_ONLY === 'checkpoints') {
+      log('  (TOOLHOST_E2E_ONLY=checkpoints: only the checkpoints\' checks)');
+      await checkpointRestore(page, frame, { ...helpers, pick, callFromPalette });
+      return;
+    }
 
     const cards = data.conformanceDiffCards ?? [];
     const byScenario = new Map();
@@ -1509,6 +1516,7 @@ async function main() {
     const agentEdit = await agentThroughMcp(page, frame, data);
     await terminalCards(page, frame);
     await revertCards(page, frame, agentEdit);
+    await checkpointRestore(page, frame, { ...helpers, pick, callFromPalette });
     await reviewMode(page, frame);
     await questionsAndTodos(page, frame);
     await mcpBridge(page, frame);

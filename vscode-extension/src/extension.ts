@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { AskSession, type AskUserResult } from './ask';
 import { AskController, type AskResponder, type AskSnapshot } from './askView';
 import { CardStore } from './cardStore';
+import { registerCheckpointCommands } from './checkpoints';
 import type { ChatExchange } from './chat';
 import { CHAT_COMMANDS, ChatController, type ChatSnapshot } from './chatView';
 import { resolveServerCommand, ToolhostController, type ClientOverrides, type ServerState } from './controller';
@@ -445,6 +446,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     vscode.commands.registerCommand('toolhost.ui.enterPlanMode', () => setPlanModeCommand(true)),
     vscode.commands.registerCommand('toolhost.ui.exitPlanMode', () => setPlanModeCommand(false)),
     ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
+    ...registerCheckpointCommands(vscode.commands, { store, callTool, reveal: () => panel.reveal(), window: vscode.window }, withErrors),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
         store.setMaxCards(vscode.workspace.getConfiguration('toolhost').get<number>('maxCards', 500));
