@@ -37,7 +37,7 @@
 #        fails when it is not installed — `cargo xtask install-deps` installs it),
 #        TOOLHOST_E2E_ONLY=chat to run only the chat checks of the driver after the startup suite
 #        (quicker while working on the chat), TOOLHOST_E2E_ONLY=external-agent only the hosted
-#        agent's.
+#        agent's, TOOLHOST_E2E_ONLY=checkpoints only the checkpoints'.
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
