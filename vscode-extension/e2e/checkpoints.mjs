@@ -42,7 +42,9 @@ export async function checkpointRestore(page, frame, t) {
   fs.writeFileSync(file, START);
   await palette(page, 'View: Close All Editors').catch(() => undefined);
   await palette(page, 'Notifications: Clear All Notifications').catch(() => undefined);
-  await palette(page, 'toolhost: Show Panel');
+  // The panel is on show already (the driver found its frame): revealing it again moves the
+  // focus into its webview a moment later, which closed the next command palette mid-fill.
+  await frame.locator('#cards').waitFor({ timeout: 10_000 });
 
   await check(`${FILE} changed through the tools (read and edit from Call Tool…): the edit's card, the bytes on disk`, async () => {
     await callFromPalette(page, 'read', { file_path: FILE });

@@ -8,10 +8,12 @@
 //! other file is as the index holds it. When a step ends, each file git reports changed now or
 //! held in the baseline, and not covered by the step's own snapshot, is compared with its
 //! baseline bytes (or the index's); what differs is this step's change, recorded with those
-//! bytes as its before side, and the baseline moves on. Without git (or outside a repository)
-//! there is no baseline and only named files are seen.
+//! bytes as its before side, and the baseline moves on. A file over the snapshot's size limit is
+//! never read whole and never compared (a wrong earlier side would make its revert destroy it).
+//! Without git (or outside a repository) there is no baseline and only named files are seen.
 
-use std::collections::HashMap;
+use super::MAX_FILE_BYTES;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -19,8 +21,8 @@ use toolhost_workspace::Workspace;
 
 /// The most files a baseline holds; past it, further files are not seen by this fallback.
 const MAX_BASELINE_FILES: usize = 256;
-/// The most bytes of git's answer read.
-const MAX_GIT_OUTPUT: usize = 4 << 20;
+/// The most bytes of git's answer read: a file within the snapshot's limit, and then some.
+const MAX_GIT_OUTPUT: usize = (MAX_FILE_BYTES as usize) + (1 << 20);
 /// How long one git command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -29,6 +31,8 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Baseline {
     root: PathBuf,
     files: HashMap<String, Option<Vec<u8>>>,
+    /// Files too large to keep when the turn began: never compared.
+    unseen: HashSet<String>,
 }
 
 /// Runs `git` in `root` to its end; its output when it succeeded.
@@ -48,18 +52,21 @@ async fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let mut stdout = group.take_stdout()?;
     let read = async {
         let mut out = Vec::new();
-        let mut limited = (&mut stdout).take(MAX_GIT_OUTPUT as u64);
+        // One byte past the limit tells an answer that did not fit from one that did.
+        let mut limited = (&mut stdout).take(MAX_GIT_OUTPUT as u64 + 1);
         limited.read_to_end(&mut out).await.ok()?;
+        if out.len() > MAX_GIT_OUTPUT {
+            return None;
+        }
         let status = group.wait().await?;
         status.success().then_some(out)
     };
-    match tokio::time::timeout(GIT_TIMEOUT, read).await {
-        Ok(out) => out,
-        Err(_) => {
-            group.terminate(Duration::from_millis(200)).await;
-            None
-        }
+    let answered = tokio::time::timeout(GIT_TIMEOUT, read).await.ok().flatten();
+    if answered.is_none() {
+        // Too slow, too long or failed: nothing of it is used, and nothing of it lingers.
+        group.terminate(Duration::from_millis(200)).await;
     }
+    answered
 }
 
 /// The files git sees changed, deleted or new under `root` (relative to it).
@@ -75,17 +82,34 @@ async fn changed_files(root: &Path) -> Option<Vec<String>> {
     Some(paths)
 }
 
-/// The index's bytes of `relative` (`None`: not in the index).
-async fn index_bytes(root: &Path, relative: &str) -> Option<Vec<u8>> {
-    git(root, &["show", &format!(":./{relative}")]).await
+/// The index's bytes of `relative`: `Some(None)` when it is not in the index, `None` when they
+/// cannot be known here (git failed, or the file is over [`MAX_FILE_BYTES`]).
+async fn index_bytes(root: &Path, relative: &str) -> Option<Option<Vec<u8>>> {
+    let pathspec = format!(":(literal){relative}");
+    let staged = git(root, &["ls-files", "-z", "--stage", "--", &pathspec]).await?;
+    // `<mode> <object> <stage>\t<path>`; nothing when the index does not hold the file.
+    let Some(line) = staged.split(|b| *b == 0).find(|l| !l.is_empty()) else {
+        return Some(None);
+    };
+    let line = std::str::from_utf8(line).ok()?;
+    let object = line.split_whitespace().nth(1)?;
+    let size = git(root, &["cat-file", "-s", object]).await?;
+    let size: u64 = std::str::from_utf8(&size).ok()?.trim().parse().ok()?;
+    if size > MAX_FILE_BYTES {
+        return None;
+    }
+    git(root, &["cat-file", "blob", object]).await.map(Some)
 }
 
-/// The real path of `input` in the workspace and its bytes now (`None`: absent or too large).
-async fn current(ws: &Workspace, input: &str) -> Option<(String, Option<Vec<u8>>)> {
+/// A file's bytes now (`None` inside: absent), or `None` when too large to keep.
+async fn bytes_now(ws: &Workspace, key: &str) -> Option<Option<Vec<u8>>> {
+    ws.disk_bytes_within(key, MAX_FILE_BYTES).await.ok()
+}
+
+/// The real path of `input` in the workspace.
+async fn key_of(ws: &Workspace, input: &str) -> Option<String> {
     let resolved = ws.resolve(input).await.ok()?;
-    let key = resolved.real_path.to_string_lossy().into_owned();
-    let bytes = ws.disk_bytes(&key).await.ok()?;
-    Some((key, bytes))
+    Some(resolved.real_path.to_string_lossy().into_owned())
 }
 
 impl Baseline {
@@ -95,12 +119,19 @@ impl Baseline {
         let root = tokio::fs::canonicalize(root).await.ok()?;
         let changed = changed_files(&root).await?;
         let mut files = HashMap::new();
+        let mut unseen = HashSet::new();
         for relative in changed.iter().take(MAX_BASELINE_FILES) {
-            if let Some((key, bytes)) = current(ws, relative).await {
-                files.insert(key, bytes);
+            let Some(key) = key_of(ws, relative).await else { continue };
+            match bytes_now(ws, &key).await {
+                Some(bytes) => {
+                    files.insert(key, bytes);
+                }
+                None => {
+                    unseen.insert(key);
+                }
             }
         }
-        Some(Baseline { root, files })
+        Some(Baseline { root, files, unseen })
     }
 
     /// The files changed since the baseline that `covered` does not hold: (real path, bytes
@@ -128,14 +159,19 @@ impl Baseline {
         }
         let mut found = Vec::new();
         for (key, relative) in candidates {
-            if covered(&key) {
+            if covered(&key) || self.unseen.contains(&key) {
                 continue;
             }
+            // A side that cannot be known (too large, git failed) is never guessed: such a
+            // file is left out rather than recorded with a wrong earlier side.
             let before = match self.files.get(&key) {
                 Some(bytes) => bytes.clone(),
-                None => index_bytes(&self.root, &relative).await,
+                None => match index_bytes(&self.root, &relative).await {
+                    Some(bytes) => bytes,
+                    None => continue,
+                },
             };
-            let Ok(now) = ws.disk_bytes(&key).await else { continue };
+            let Some(now) = bytes_now(ws, &key).await else { continue };
             if now != before {
                 found.push((key.clone(), before));
             }
@@ -149,5 +185,63 @@ impl Baseline {
         if self.files.len() < MAX_BASELINE_FILES || self.files.contains_key(key) {
             self.files.insert(key.to_owned(), bytes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use toolhost_workspace::WorkspaceConfig;
+
+    fn git_in(root: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    #[tokio::test]
+    async fn a_file_too_large_to_keep_is_never_recorded_with_a_guessed_earlier_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let big = (MAX_FILE_BYTES + 1) as usize;
+        std::fs::write(root.join("small.txt"), "one\n").unwrap();
+        std::fs::write(root.join("big.bin"), vec![b'a'; big]).unwrap();
+        std::fs::write(root.join("dirty.txt"), "x\n").unwrap();
+        git_in(root, &["init", "-q"]);
+        git_in(root, &["add", "."]);
+        git_in(root, &["commit", "-q", "-m", "base"]);
+        std::fs::write(root.join("dirty.txt"), "changed before the turn\n").unwrap();
+        let ws = Workspace::new(WorkspaceConfig::new(root)).unwrap();
+        let mut baseline = Baseline::take(root, &ws).await.expect("a git workspace");
+
+        std::fs::write(root.join("small.txt"), "ONE\n").unwrap();
+        std::fs::write(root.join("big.bin"), vec![b'b'; big]).unwrap();
+        std::fs::write(root.join("dirty.txt"), "changed by the step\n").unwrap();
+        std::fs::write(root.join("new.txt"), "new\n").unwrap();
+        let mut changes = baseline.changes(&ws, &|_| false).await;
+        changes.sort();
+        let seen: Vec<(String, Option<String>)> = changes
+            .into_iter()
+            .map(|(key, before)| {
+                let name = Path::new(&key).file_name().unwrap().to_string_lossy().into_owned();
+                (name, before.map(|b| String::from_utf8(b).unwrap()))
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("dirty.txt".to_owned(), Some("changed before the turn\n".to_owned())),
+                ("new.txt".to_owned(), None),
+                ("small.txt".to_owned(), Some("one\n".to_owned())),
+            ]
+        );
+        // Taken: the next step starts from here.
+        assert!(baseline.changes(&ws, &|_| false).await.is_empty());
     }
 }
