@@ -70,6 +70,9 @@ pub struct HostedPrompt {
     pub agent: String,
     /// The chat to continue (a new one when unknown).
     pub chat_id: String,
+    /// The editor named the chat (it may be one an earlier server ran, found in the log); a
+    /// chat the server just named is new, and the log is not read for it.
+    pub named_by_editor: bool,
     pub prompt: String,
     /// The id the turn is recorded under (`agent/run`; a fresh one when absent).
     pub run_id: Option<String>,
@@ -157,7 +160,7 @@ impl HostedAgents {
         sink: UpdateSink,
         cancel: CancellationToken,
     ) -> Result<HostedOutcome, HostedError> {
-        let chat = self.chat(&prompt.agent, &prompt.chat_id).await?;
+        let chat = self.chat(&prompt.agent, &prompt.chat_id, prompt.named_by_editor).await?;
         let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
         loop {
             // Registered before looking, so an end in between is not missed.
@@ -217,11 +220,12 @@ impl HostedAgents {
     /// Chat `id`, or a new chat of `agent` under that id — continuing what the session's log
     /// knows of it (an earlier server ran it): its agent's session, loaded when the agent
     /// starts, and the conversation, told to a new session when it cannot be loaded.
-    async fn chat(&self, agent: &str, id: &str) -> Result<Arc<Chat>, HostedError> {
+    async fn chat(&self, agent: &str, id: &str, named: bool) -> Result<Arc<Chat>, HostedError> {
         if let Some(chat) = self.chats.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
             return Ok(Arc::clone(chat));
         }
-        let earlier = match self.host.session() {
+        let log = self.host.session().filter(|_| named);
+        let earlier = match log {
             Some(log) => {
                 let path = log.log_path().to_path_buf();
                 let id = id.to_owned();
@@ -262,13 +266,14 @@ impl HostedAgents {
     }
 
     /// The settings chat `chat_id` offers (a new chat of `agent` is started for it: its agent
-    /// running, its session open).
+    /// running, its session open); `named`: the editor named the chat (see [`HostedPrompt`]).
     pub async fn options(
         &self,
         agent: &str,
         chat_id: &str,
+        named: bool,
     ) -> Result<Vec<AgentOption>, HostedError> {
-        let chat = self.chat(agent, chat_id).await?;
+        let chat = self.chat(agent, chat_id, named).await?;
         chat.connect().await?;
         Ok(chat.offered().list())
     }

@@ -52,9 +52,10 @@ pub(super) async fn options(
     params: AgentOptionsParams,
 ) -> Result<AgentOptionsResult, ErrorObject> {
     let hosted = agents(state)?;
-    let chat_id =
-        params.chat_id.filter(|c| !c.is_empty()).unwrap_or_else(toolhost_host::agent::new_chat_id);
-    let options = hosted.options(&params.agent, &chat_id).await.map_err(refused)?;
+    let named = params.chat_id.filter(|c| !c.is_empty());
+    let given = named.is_some();
+    let chat_id = named.unwrap_or_else(toolhost_host::agent::new_chat_id);
+    let options = hosted.options(&params.agent, &chat_id, given).await.map_err(refused)?;
     Ok(AgentOptionsResult { chat_id, options })
 }
 
@@ -91,6 +92,7 @@ pub(super) async fn prompt(
     let request = HostedPrompt {
         agent,
         chat_id: chat_id.clone(),
+        named_by_editor: params.chat_id.as_deref().is_some_and(|c| !c.is_empty()),
         prompt: params.prompt,
         run_id: Some(run_id.clone()),
     };
