@@ -50,6 +50,7 @@ pub mod workflow_background;
 pub mod workflow_config;
 pub mod workflow_journal;
 pub mod workflow_run;
+pub mod worktree;
 
 pub use call::{CallHandle, CallRequest};
 pub use calls::Lane;

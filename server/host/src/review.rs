@@ -187,7 +187,7 @@ impl ReviewGate for SessionReview {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, ReviewVerdict> {
         Box::pin(async move {
-            if !self.is_on(&request.call_id) {
+            if !request.required && !self.is_on(&request.call_id) {
                 return ReviewVerdict::NotAsked;
             }
             self.ask(request, cancel).await

@@ -4,6 +4,7 @@
 //! or internal error. No panic reaches the user: a panic becomes exit code 3 with a message.
 
 mod agent;
+mod best_of;
 mod call;
 mod checkpoint;
 mod log;
@@ -12,9 +13,11 @@ mod replay;
 mod revert;
 mod sandbox;
 mod servers;
+mod session_actions;
 mod sessions;
 mod skills;
 mod terminal_ask;
+mod terminal_review;
 mod tools;
 mod trust;
 
@@ -58,8 +61,12 @@ enum Command {
     /// or fail, and show their state, protocol version, tools and errors; then stop them.
     #[command(name = "mcp-servers")]
     McpServers(mcp_servers::Args),
-    /// List the sessions of this workspace (or of every workspace with --all), or prune them.
+    /// List the sessions of this workspace (or of every workspace with --all) and its worktree
+    /// sessions, or prune them.
     Sessions(sessions::Args),
+    /// Start a session (with --worktree: in a worktree of its own), bring a worktree session's
+    /// changes back hunk by hunk (`apply`), or remove one (`discard`).
+    Session(session_actions::Args),
     /// Print the cards of a session (by id, or a path to its session.jsonl), rebuilt from the log.
     Replay(replay::Args),
     /// Run the LSP server over stdio (what editors start).
@@ -170,7 +177,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Skills(args) => skills::run(args),
         Command::Tools(args) => tools::run(args).await,
         Command::McpServers(args) => mcp_servers::run(args).await,
-        Command::Sessions(args) => sessions::run(args),
+        Command::Sessions(args) => sessions::run(args).await,
+        Command::Session(args) => session_actions::run(args).await,
         Command::Replay(args) => replay::run(args),
         Command::Serve(args) => servers::serve(args).await,
         Command::Mcp(args) => servers::mcp(args).await,
@@ -190,6 +198,16 @@ fn workspace_root(common: &Common) -> Result<PathBuf, Failure> {
     };
     if !root.is_dir() {
         return Err(Failure::usage(format!("workspace {} is not a directory", root.display())));
+    }
+    // `--session` naming the session of one of this workspace's worktree sessions works in its
+    // worktree.
+    if let Some(which) = common.session.as_deref().filter(|w| *w != session::LAST_SESSION)
+        && let Ok(config) = toolhost_host::load_config(&root)
+        && let Ok(sessions) = config.sessions_dir(common.session_dir.as_deref())
+        && let Some(found) = toolhost_host::worktree::find(&sessions, &root, which)
+        && found.session_id == which
+    {
+        return Ok(found.root);
     }
     Ok(root)
 }

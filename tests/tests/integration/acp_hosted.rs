@@ -12,7 +12,7 @@
 use crate::model_server::{
     self, ModelServer, Recorded, Reply, anthropic_turn, codex_outputs, responses_stream,
 };
-use crate::server::{self, Env, workspace_root};
+use crate::server::{self, Env, git, workspace_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -525,18 +525,6 @@ fn claude_glob_script() -> Box<model_server::Script> {
         ),
         _ => anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
     })
-}
-
-fn git(root: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
 }
 
 #[test]

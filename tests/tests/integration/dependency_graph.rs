@@ -42,6 +42,7 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-lsp-host",
                 "toolhost-mcp",
                 "toolhost-agent",
+                "toolhost-process",
                 "toolhost-tools-fs",
                 "toolhost-tools-nav",
                 "toolhost-tools-shell",

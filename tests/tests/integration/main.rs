@@ -70,3 +70,4 @@ mod wave2_fixture;
 mod web;
 mod workflow;
 mod workflow_cards;
+mod worktrees;

@@ -19,13 +19,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use toolhost_harness::client::Client;
 
-const CLAUDE_CODE: &str = "claude-code-2.1.328/package/claude";
+pub(crate) const CLAUDE_CODE: &str = "claude-code-2.1.328/package/claude";
 const CODEX: &str = "codex-0.169.0/package/vendor/x86_64-unknown-linux-musl/bin/codex";
 
 const ORIGINAL: &str = "fn greet() {\n    println!(\"hello\");\n}\n";
 const EDITED: &str = "fn greet() {\n    println!(\"hello, toolhost\");\n}\n";
 
-fn agent(rel: &str) -> PathBuf {
+pub(crate) fn agent(rel: &str) -> PathBuf {
     let path = workspace_root().join(".client-tools/agents").join(rel);
     assert!(
         path.is_file(),
@@ -66,7 +66,7 @@ fn cards_for(editor: &mut Client, tool: &str) -> Vec<Value> {
         .collect()
 }
 
-fn run_logged(command: &mut Command, what: &str) -> std::process::Output {
+pub(crate) fn run_logged(command: &mut Command, what: &str) -> std::process::Output {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

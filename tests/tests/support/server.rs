@@ -378,3 +378,17 @@ pub fn proc_number(pid: u32, file: &str, field: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no number for {field} in /proc/{pid}/{file}"))
 }
+
+/// `git -C <root> <args>` with a test identity; its standard output. Fails the test when git does.
+pub fn git(root: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

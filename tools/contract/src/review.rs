@@ -20,6 +20,9 @@ pub struct ReviewRequest {
     pub before: String,
     pub after: String,
     pub hunks: Vec<Hunk>,
+    /// Asked whatever the session's review mode: the person asked to see this change hunk by
+    /// hunk (applying another session's changes).
+    pub required: bool,
 }
 
 /// How a review ended.

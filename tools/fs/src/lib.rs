@@ -7,6 +7,7 @@
 //! value).
 
 mod agent_step;
+mod apply_changes;
 mod checkpoint;
 pub mod diff;
 mod edit;
@@ -15,13 +16,19 @@ mod grep;
 mod limits;
 mod present;
 mod read;
+mod replace_all;
 mod revert;
 mod review;
+mod three_way;
 mod write;
 
 pub use agent_step::{
     AGENT_STEP, AgentStepArgs, AgentStepOutput, AgentStepTool, AgentSteps, FileOperation, StepEnd,
     StepEvent, StepFile, StepStatus,
+};
+pub use apply_changes::{
+    APPLY_CHANGES, AppliedFile, ApplyChangesArgs, ApplyChangesOutput, ApplyChangesTool,
+    ApplyOutcome, IncomingFile,
 };
 pub use checkpoint::{
     CHECKPOINT, CheckpointAction, CheckpointArgs, CheckpointEntry, CheckpointOutput, CheckpointTool,
@@ -33,12 +40,14 @@ pub use limits::{FsLimits, LimitsSection};
 pub use read::{ReadArgs, ReadLine, ReadOutput, ReadTool, lang_of};
 pub use revert::{RevertAction, RevertArgs, RevertOutput, RevertTool, RevertedFile};
 pub use review::{RejectedHunk, ReviewRecord};
+pub use three_way::{Conflict, Merge, merge};
 pub use write::{WriteArgs, WriteOutput, WriteTool};
 
 use toolhost_contract::{Disposer, Registrar, RegistrationError, ToolContext, ToolError};
 use toolhost_workspace::{FsError, Workspace};
 
-/// Registers the file tools (read, write, edit, glob, grep, revert, and the internal checkpoint).
+/// Registers the file tools (read, write, edit, glob, grep, revert, and the internal checkpoint
+/// and apply_changes).
 pub fn register(
     registry: &dyn Registrar,
     limits: FsLimits,
@@ -51,6 +60,7 @@ pub fn register(
         registry.register(GrepTool::new(limits))?,
         registry.register(RevertTool)?,
         registry.register(CheckpointTool)?,
+        registry.register(ApplyChangesTool)?,
     ];
     Ok(disposers)
 }

@@ -16,6 +16,7 @@
 //! recorded, so it shows as a diff card, replays, and can be reverted in turn.
 
 use crate::diff::diff_meta;
+use crate::replace_all::{Replacement, replace_all};
 use crate::{fs_failure, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ use std::path::Path;
 use toolhost_contract::{History, HistoryError, HistoryHandle, Tool, ToolContext, ToolError};
 use toolhost_protocol::card::{CallPresentation, CardKind};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
-use toolhost_protocol::session_log::{FsChangeEvent, RevertJournal, RevertJournalFile};
+use toolhost_protocol::session_log::FsChangeEvent;
 use toolhost_protocol::{ContentBlock, DiffMeta};
 use toolhost_workspace::{Workspace, content_version};
 
@@ -101,6 +102,16 @@ struct FilePlan {
     current: Option<Vec<u8>>,
     next: Option<Vec<u8>>,
     action: RevertAction,
+}
+
+impl FilePlan {
+    fn replacement(&self) -> Replacement {
+        Replacement {
+            real_path: self.real_path.clone(),
+            current: self.current.clone(),
+            next: self.next.clone(),
+        }
+    }
 }
 
 impl Tool for RevertTool {
@@ -254,7 +265,8 @@ pub(crate) async fn undo(
             "nothing to revert: the files already hold what those calls found",
         ));
     }
-    apply(ws, history.as_ref(), own_call, &plans).await?;
+    let replacements: Vec<Replacement> = plans.iter().map(FilePlan::replacement).collect();
+    replace_all(ws, history.as_ref(), own_call, &replacements).await?;
     let files = plans
         .into_iter()
         .map(|p| RevertedFile {
@@ -413,59 +425,6 @@ fn merge(
         return Err(format!("conflicts at {}", ranges.join(", ")));
     }
     Ok(merged.to_string().into_bytes())
-}
-
-/// Writes the plans: one file atomically, several under a journal with rollback on failure.
-async fn apply(
-    ws: &Workspace,
-    history: &dyn toolhost_contract::ChangeHistory,
-    call_id: &str,
-    plans: &[FilePlan],
-) -> Result<(), ToolError> {
-    let restore = |plan: &FilePlan| {
-        let expected = plan.current.as_deref().map(content_version);
-        let content = plan.next.clone();
-        let path = plan.real_path.clone();
-        async move { ws.restore(&path, expected.as_deref(), content.as_deref()).await }
-    };
-    if let [only] = plans {
-        restore(only).await.map_err(fs_failure)?;
-        return Ok(());
-    }
-    let mut files = Vec::new();
-    for plan in plans {
-        let original = match &plan.current {
-            Some(bytes) => Some(history.keep(bytes.clone()).await.map_err(history_failure)?),
-            None => None,
-        };
-        let target = match &plan.next {
-            Some(bytes) => Some(history.keep(bytes.clone()).await.map_err(history_failure)?),
-            None => None,
-        };
-        files.push(RevertJournalFile { path: plan.real_path.clone(), original, target });
-    }
-    history
-        .begin_journal(RevertJournal { call_id: call_id.to_owned(), files })
-        .await
-        .map_err(history_failure)?;
-    for (done, plan) in plans.iter().enumerate() {
-        if let Err(err) = restore(plan).await {
-            // Put back what was already changed, newest first, then drop the journal. A file that
-            // cannot be put back keeps the journal, so the next open of the session retries.
-            let mut clean = true;
-            for undo in plans[..done].iter().rev() {
-                let expected = undo.next.as_deref().map(content_version);
-                let back =
-                    ws.restore(&undo.real_path, expected.as_deref(), undo.current.as_deref());
-                clean &= back.await.is_ok();
-            }
-            if clean {
-                let _ = history.end_journal().await;
-            }
-            return Err(fs_failure(err));
-        }
-    }
-    history.end_journal().await.map_err(history_failure)
 }
 
 #[cfg(test)]

@@ -110,6 +110,7 @@ pub(crate) async fn ask(
         before: before.to_owned(),
         after: after.to_owned(),
         hunks,
+        required: false,
     };
     let all: Vec<usize> = (0..change.hunk_count()).collect();
     let unreviewed = |why: String| {

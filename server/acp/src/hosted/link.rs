@@ -661,6 +661,7 @@ impl Chat {
                 before: before.clone(),
                 after: after.clone(),
                 hunks,
+                required: false,
             };
             match ReviewGate::review(review.as_ref(), request, cancel.clone()).await {
                 ReviewVerdict::Decided { accepted, comment } => {

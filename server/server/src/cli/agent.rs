@@ -59,6 +59,14 @@ pub struct Args {
     /// End the run with a value valid against this JSON Schema (`structured_output`).
     #[arg(long, value_name = "JSON_SCHEMA")]
     structured_schema: Option<String>,
+    /// Run the task N times at once (2 to 8), each in a worktree session of its own, then show
+    /// what each changed (and its --check) so one is applied.
+    #[arg(long, value_name = "N")]
+    best_of: Option<u32>,
+    /// With --best-of: a command run in each worktree after its run (`sh -c`); its exit code
+    /// says whether the run passed.
+    #[arg(long, value_name = "COMMAND", requires = "best_of")]
+    check: Option<String>,
 }
 
 /// `[agent]` with the flags on top.
@@ -103,6 +111,12 @@ fn settings(mut settings: AgentSettings, args: &Args) -> Result<AgentSettings, F
 }
 
 pub async fn run(args: Args) -> Result<u8, Failure> {
+    if let Some(n) = args.best_of {
+        if args.common.session.is_some() {
+            return Err(Failure::usage("--best-of makes a session per run: leave out --session"));
+        }
+        return super::best_of::run(&args.common, &args.task, n, args.check, args.json).await;
+    }
     let schema = super::schema_flag(args.structured_schema.clone())?;
     let root = workspace_root(&args.common)?;
     let mut config = load_config(&root)?;

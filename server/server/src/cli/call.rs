@@ -45,11 +45,12 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     run_one_call(&host, &opened, CallRequest::new(args.tool, arguments), args.json).await
 }
 
-/// A person at a terminal answers the session's questions there.
+/// A person at a terminal answers the session's questions, and reviews its changes, there.
 pub fn answer_on_the_terminal(host: &Host) {
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         let asker: QuestionsHandle = Arc::new(super::terminal_ask::TerminalAsker);
         host.questions().set_asker(Some(asker));
+        host.review().set_reviewer(Some(Arc::new(super::terminal_review::TerminalReviewer)));
     }
 }
 

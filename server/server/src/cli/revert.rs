@@ -77,6 +77,7 @@ pub(super) async fn run_in_session(
     match session::open_named(&sessions, &root, Some(which)) {
         Ok((_, opened)) => {
             let host = open_host(&config, &root, Some(&opened))?;
+            super::call::answer_on_the_terminal(&host);
             run_one_call(&host, &opened, CallRequest::new(request.tool, arguments), json).await
         }
         // The editor's toolhost holds the session: ask it to make the call there.

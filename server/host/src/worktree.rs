@@ -1,0 +1,524 @@
+//! Sessions in worktrees (docs/agent.md, "Sessions in worktrees"): several agents working at once,
+//! each in its own checkout, their changes brought back hunk by hunk.
+//!
+//! In a git repository a worktree session starts from the workspace exactly as it is — uncommitted
+//! and untracked (not ignored) files included: they are committed, through an index of our own
+//! so the person's index and branch stay untouched, into a fork commit the new branch
+//! `toolhost/<name>` starts from. That commit is the common ancestor every later merge is made
+//! against. Without git the workspace is copied (reflinked where the filesystem can), and a second
+//! copy keeps the ancestor.
+//!
+//! Each worktree session is described by `<name>.json` beside its checkout under
+//! `<state>/toolhost/worktrees/<workspace key>/`; its toolhost session lives with the others, keyed
+//! by the checkout's path. Discarding removes checkout, branch, description and session log, and
+//! is refused while a toolhost process holds the session.
+
+mod git;
+
+use git::{git, line};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+pub use toolhost_tools_fs::IncomingFile;
+
+/// The branch prefix of every worktree session.
+pub const BRANCH_PREFIX: &str = "toolhost/";
+
+/// Why a worktree session could not be made, found or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    #[error("{command} failed: {why}")]
+    Git { command: String, why: String },
+    #[error("{0}")]
+    Io(String),
+    #[error("a worktree session named \"{0}\" exists already")]
+    NameTaken(String),
+    #[error(
+        "\"{0}\" is not a valid worktree session name (letters, digits, '-', '_' and '.', at most 64)"
+    )]
+    BadName(String),
+    #[error("no worktree session \"{0}\" in this workspace (see `toolhost sessions`)")]
+    Unknown(String),
+    #[error("worktree session {0} is in use by a running toolhost; stop it first")]
+    InUse(String),
+    #[error("{0}")]
+    Session(#[from] toolhost_session::SessionError),
+}
+
+impl WorktreeError {
+    /// A stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WorktreeError::Git { .. } => "WORKTREE_GIT_FAILED",
+            WorktreeError::Io(_) => "WORKTREE_IO",
+            WorktreeError::NameTaken(_) => "WORKTREE_NAME_TAKEN",
+            WorktreeError::BadName(_) => "WORKTREE_BAD_NAME",
+            WorktreeError::Unknown(_) => "WORKTREE_UNKNOWN",
+            WorktreeError::InUse(_) => "WORKTREE_IN_USE",
+            WorktreeError::Session(e) => e.code(),
+        }
+    }
+}
+
+fn io(what: impl std::fmt::Display, err: std::io::Error) -> WorktreeError {
+    WorktreeError::Io(format!("{what}: {err}"))
+}
+
+/// How the checkout was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckoutKind {
+    /// A git worktree on its own branch.
+    Git,
+    /// A copy of the folder (no git repository here).
+    Copy,
+}
+
+/// One worktree session, as `<name>.json` describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeSession {
+    pub name: String,
+    /// The toolhost session working in it.
+    pub session_id: String,
+    pub kind: CheckoutKind,
+    /// The workspace it was made from.
+    pub workspace: PathBuf,
+    /// The checkout: the worktree's top, or the copy.
+    pub checkout: PathBuf,
+    /// Where the session works: the workspace's place inside the checkout.
+    pub root: PathBuf,
+    /// The workspace's path inside its repository (`""` at the top).
+    pub prefix: String,
+    /// The branch (git).
+    pub branch: Option<String>,
+    /// The fork commit (git): the workspace as it was, uncommitted changes included.
+    pub base: Option<String>,
+    /// Milliseconds since the epoch.
+    pub created_ms: u64,
+}
+
+/// Where a workspace's worktree sessions live: beside the sessions folder.
+pub fn worktrees_dir(sessions_dir: &Path, workspace: &Path) -> PathBuf {
+    let parent = sessions_dir.parent().unwrap_or(sessions_dir);
+    parent.join("worktrees").join(crate::session::workspace_key_of(workspace))
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A fresh name: `wt-<6 hex>`.
+fn fresh_name() -> String {
+    format!("wt-{:06x}", rand::random::<u32>() & 0xff_ffff)
+}
+
+fn description_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Writes the description atomically (temp file, fsync, rename).
+fn save(dir: &Path, session: &WorktreeSession) -> Result<(), WorktreeError> {
+    let path = description_path(dir, &session.name);
+    let temp = dir.join(format!(".{}.json.tmp", session.name));
+    let text = serde_json::to_vec_pretty(session).map_err(|e| WorktreeError::Io(e.to_string()))?;
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(&text)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    write().map_err(|e| io(format!("cannot write {}", path.display()), e))
+}
+
+/// The workspace's worktree sessions, newest first.
+pub fn list(sessions_dir: &Path, workspace: &Path) -> Vec<WorktreeSession> {
+    let dir = worktrees_dir(sessions_dir, workspace);
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let mut out: Vec<WorktreeSession> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+        .collect();
+    out.sort_by(|a, b| b.created_ms.cmp(&a.created_ms).then_with(|| a.name.cmp(&b.name)));
+    out
+}
+
+/// The worktree session named `which` (its name or its session id).
+pub fn find(sessions_dir: &Path, workspace: &Path, which: &str) -> Option<WorktreeSession> {
+    list(sessions_dir, workspace).into_iter().find(|s| s.name == which || s.session_id == which)
+}
+
+/// The top of the git repository `dir` is in, or `None` outside one (or without git).
+async fn repository_top(dir: &Path) -> Option<PathBuf> {
+    let out = git(dir, &["rev-parse", "--show-toplevel"], &[]).await.ok()?;
+    Some(PathBuf::from(line(&out)))
+}
+
+/// A commit of `checkout`'s files as they are now (untracked, not ignored files included),
+/// made through a temporary index so the checkout's own index is untouched. `start`: the tree
+/// the index starts from (so unchanged files cost nothing to hash).
+async fn snapshot_commit(
+    checkout: &Path,
+    start: Option<&str>,
+    parent: Option<&str>,
+    message: &str,
+) -> Result<String, WorktreeError> {
+    let scratch = tempfile::tempdir().map_err(|e| io("cannot make a temporary folder", e))?;
+    let index = scratch.path().join("index");
+    let env = [("GIT_INDEX_FILE", index.as_path())];
+    if let Some(start) = start {
+        git(checkout, &["read-tree", start], &env).await?;
+    }
+    git(checkout, &["add", "-A", "--", "."], &env).await?;
+    let tree = line(&git(checkout, &["write-tree"], &env).await?);
+    let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
+    if let Some(parent) = parent {
+        args.extend(["-p", parent]);
+    }
+    let identity = [
+        ("GIT_AUTHOR_NAME", Path::new("toolhost")),
+        ("GIT_AUTHOR_EMAIL", Path::new("toolhost@localhost")),
+        ("GIT_COMMITTER_NAME", Path::new("toolhost")),
+        ("GIT_COMMITTER_EMAIL", Path::new("toolhost@localhost")),
+    ];
+    Ok(line(&git(checkout, &args, &identity).await?))
+}
+
+/// Makes a worktree session of the workspace at `workspace`, named `name` (or a fresh name), and
+/// opens its toolhost session (closed again: whoever works in it opens it by id).
+pub async fn create(
+    sessions_dir: &Path,
+    workspace: &Path,
+    name: Option<&str>,
+) -> Result<WorktreeSession, WorktreeError> {
+    let workspace =
+        workspace.canonicalize().map_err(|e| io(format!("{}", workspace.display()), e))?;
+    let name = name.map_or_else(fresh_name, str::to_owned);
+    if !valid_name(&name) {
+        return Err(WorktreeError::BadName(name));
+    }
+    let dir = worktrees_dir(sessions_dir, &workspace);
+    std::fs::create_dir_all(&dir).map_err(|e| io(format!("cannot create {}", dir.display()), e))?;
+    let checkout = dir.join(&name);
+    if description_path(&dir, &name).exists() || checkout.exists() {
+        return Err(WorktreeError::NameTaken(name));
+    }
+    let mut session = match repository_top(&workspace).await {
+        Some(top) => create_git(&top, &workspace, &name, &checkout).await?,
+        None => create_copy(&workspace, &name, &checkout, &dir).await?,
+    };
+    let (id, opened) = crate::session::open_named(sessions_dir, &session.root, None)?;
+    drop(opened);
+    session.session_id = id;
+    if let Err(err) = save(&dir, &session) {
+        let _ = remove_checkout(&session).await;
+        return Err(err);
+    }
+    Ok(session)
+}
+
+async fn create_git(
+    top: &Path,
+    workspace: &Path,
+    name: &str,
+    checkout: &Path,
+) -> Result<WorktreeSession, WorktreeError> {
+    let head = git(top, &["rev-parse", "--verify", "-q", "HEAD^{commit}"], &[]).await.ok();
+    let head = head.map(|out| line(&out)).filter(|h| !h.is_empty());
+    let message = format!("toolhost: the workspace as worktree session {name} started from it");
+    let base = snapshot_commit(top, head.as_deref(), head.as_deref(), &message).await?;
+    let branch = format!("{BRANCH_PREFIX}{name}");
+    let path = checkout.to_string_lossy().into_owned();
+    git(top, &["worktree", "add", "--quiet", "-b", &branch, &path, &base], &[]).await?;
+    let prefix = workspace
+        .strip_prefix(top.canonicalize().unwrap_or_else(|_| top.to_path_buf()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(WorktreeSession {
+        name: name.to_owned(),
+        session_id: String::new(),
+        kind: CheckoutKind::Git,
+        workspace: workspace.to_path_buf(),
+        checkout: checkout.to_path_buf(),
+        root: if prefix.is_empty() { checkout.to_path_buf() } else { checkout.join(&prefix) },
+        prefix,
+        branch: Some(branch),
+        base: Some(base),
+        created_ms: now_ms(),
+    })
+}
+
+/// The ancestor copy of a copied workspace.
+fn base_copy(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(".{name}.base"))
+}
+
+async fn copy_tree(from: &Path, to: &Path) -> Result<(), WorktreeError> {
+    let mut command = tokio::process::Command::new("cp");
+    command.arg("-a").arg("--reflink=auto").arg(from).arg(to);
+    command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    let failed = |why: String| WorktreeError::Io(format!("cannot copy {}: {why}", from.display()));
+    let group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
+        .map_err(|e| failed(e.to_string()))?;
+    match group.wait().await {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(failed(status.to_string())),
+        None => Err(failed("cp was lost".to_owned())),
+    }
+}
+
+async fn create_copy(
+    workspace: &Path,
+    name: &str,
+    checkout: &Path,
+    dir: &Path,
+) -> Result<WorktreeSession, WorktreeError> {
+    copy_tree(workspace, checkout).await?;
+    if let Err(err) = copy_tree(workspace, &base_copy(dir, name)).await {
+        let _ = std::fs::remove_dir_all(checkout);
+        return Err(err);
+    }
+    Ok(WorktreeSession {
+        name: name.to_owned(),
+        session_id: String::new(),
+        kind: CheckoutKind::Copy,
+        workspace: workspace.to_path_buf(),
+        checkout: checkout.to_path_buf(),
+        root: checkout.to_path_buf(),
+        prefix: String::new(),
+        branch: None,
+        base: None,
+        created_ms: now_ms(),
+    })
+}
+
+/// Text of bytes that are text; `None` for anything else.
+fn text_of(bytes: Vec<u8>) -> Result<String, ()> {
+    if bytes.contains(&0) {
+        return Err(());
+    }
+    String::from_utf8(bytes).map_err(|_| ())
+}
+
+/// One file's sides: `Err(())` for a side that is not text.
+fn incoming(path: String, base: Option<Vec<u8>>, theirs: Option<Vec<u8>>) -> IncomingFile {
+    let base = base.map(text_of).transpose();
+    let theirs = theirs.map(text_of).transpose();
+    match (base, theirs) {
+        (Ok(base), Ok(theirs)) => IncomingFile { path, base, theirs, not_text: false },
+        _ => IncomingFile { path, base: None, theirs: None, not_text: true },
+    }
+}
+
+/// What the session changed since it started, file by file (its uncommitted work included):
+/// each file's text at the start and now, paths relative to the workspace.
+pub async fn changes(session: &WorktreeSession) -> Result<Vec<IncomingFile>, WorktreeError> {
+    match session.kind {
+        CheckoutKind::Git => git_changes(session).await,
+        CheckoutKind::Copy => {
+            let dir = session.checkout.parent().unwrap_or(&session.checkout);
+            copy_changes(&base_copy(dir, &session.name), &session.checkout)
+        }
+    }
+}
+
+async fn git_changes(session: &WorktreeSession) -> Result<Vec<IncomingFile>, WorktreeError> {
+    let base = session.base.as_deref().unwrap_or("HEAD");
+    let now = snapshot_commit(&session.checkout, Some(base), None, "toolhost: changes").await?;
+    let scope = if session.prefix.is_empty() { ".".to_owned() } else { session.prefix.clone() };
+    let listing = git(
+        &session.checkout,
+        &["diff-tree", "-r", "-z", "--no-renames", "--name-status", base, &now, "--", &scope],
+        &[],
+    )
+    .await?;
+    let mut fields = listing.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut out = Vec::new();
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        let status = status.first().copied().unwrap_or(b'M');
+        let spec = |commit: &str| format!("{commit}:{path}");
+        let before = match status {
+            b'A' => None,
+            _ => Some(git(&session.checkout, &["cat-file", "blob", &spec(base)], &[]).await?),
+        };
+        let after = match status {
+            b'D' => None,
+            _ => Some(git(&session.checkout, &["cat-file", "blob", &spec(&now)], &[]).await?),
+        };
+        let relative = match path.strip_prefix(&session.prefix) {
+            Some(rest) if !session.prefix.is_empty() => rest.trim_start_matches('/').to_owned(),
+            _ => path.clone(),
+        };
+        out.push(incoming(relative, before, after));
+    }
+    Ok(out)
+}
+
+/// Every file under `dir` (relative paths), `.git` skipped.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == ".git" {
+                continue;
+            }
+            let child = rel.join(&name);
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(child),
+                Ok(t) if t.is_file() => out.push(child.to_string_lossy().into_owned()),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_changes(base: &Path, checkout: &Path) -> Result<Vec<IncomingFile>, WorktreeError> {
+    let mut paths = files_under(base);
+    paths.extend(files_under(checkout));
+    paths.sort();
+    paths.dedup();
+    let read = |root: &Path, rel: &str| -> Result<Option<Vec<u8>>, WorktreeError> {
+        match std::fs::read(root.join(rel)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(format!("cannot read {rel}"), e)),
+        }
+    };
+    let mut out = Vec::new();
+    for rel in paths {
+        let (before, after) = (read(base, &rel)?, read(checkout, &rel)?);
+        if before != after {
+            out.push(incoming(rel, before, after));
+        }
+    }
+    Ok(out)
+}
+
+/// Lines added and removed over changed files (text files; others count nothing).
+pub fn line_counts(files: &[IncomingFile]) -> (usize, usize) {
+    let (mut added, mut removed) = (0, 0);
+    for file in files {
+        let before = file.base.as_deref().unwrap_or("");
+        let after = file.theirs.as_deref().unwrap_or("");
+        let patch = toolhost_tools_fs::diff::diff_meta(&file.path, before, after).patch;
+        for line in patch.as_deref().unwrap_or("").lines() {
+            if line.starts_with('+') && !line.starts_with("+++ ") {
+                added += 1;
+            } else if line.starts_with('-') && !line.starts_with("--- ") {
+                removed += 1;
+            }
+        }
+    }
+    (added, removed)
+}
+
+/// Removes the checkout (and branch, or the ancestor copy).
+async fn remove_checkout(session: &WorktreeSession) -> Result<(), WorktreeError> {
+    match session.kind {
+        CheckoutKind::Git => {
+            let path = session.checkout.to_string_lossy().into_owned();
+            let top = &session.workspace;
+            if session.checkout.exists() {
+                git(top, &["worktree", "remove", "--force", "--force", &path], &[]).await?;
+            }
+            git(top, &["worktree", "prune"], &[]).await?;
+            if let Some(branch) = &session.branch {
+                let listed = git(top, &["branch", "--list", branch], &[]).await?;
+                if !listed.is_empty() {
+                    git(top, &["branch", "-D", branch], &[]).await?;
+                }
+            }
+            Ok(())
+        }
+        CheckoutKind::Copy => {
+            let dir = session.checkout.parent().unwrap_or(&session.checkout).to_path_buf();
+            for path in [session.checkout.clone(), base_copy(&dir, &session.name)] {
+                match std::fs::remove_dir_all(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io(format!("cannot remove {}", path.display()), e)),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Discards a worktree session: its session log (refused while a toolhost holds it), checkout,
+/// branch and description.
+pub async fn discard(sessions_dir: &Path, session: &WorktreeSession) -> Result<(), WorktreeError> {
+    let key = crate::session::workspace_key_of(&session.root);
+    match toolhost_session::delete_session(sessions_dir, &key, &session.session_id) {
+        Ok(()) | Err(toolhost_session::SessionError::NotFound(_)) => {}
+        Err(toolhost_session::SessionError::Locked(_)) => {
+            return Err(WorktreeError::InUse(session.name.clone()));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    remove_checkout(session).await?;
+    let dir = worktrees_dir(sessions_dir, &session.workspace);
+    match std::fs::remove_file(description_path(&dir, &session.name)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io("cannot remove the description", e)),
+    }
+}
+
+/// Whether a toolhost process holds the session now.
+pub fn in_use(sessions_dir: &Path, session: &WorktreeSession) -> bool {
+    let key = crate::session::workspace_key_of(&session.root);
+    let Ok(dir) = toolhost_session::session_dir(sessions_dir, &key, &session.session_id) else {
+        return false;
+    };
+    let Ok(file) = std::fs::File::open(dir.join("session.jsonl")) else { return false };
+    match file.try_lock_shared() {
+        Ok(()) => false,
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_counts_add_up_over_files() {
+        let files = vec![IncomingFile {
+            path: "a".into(),
+            base: Some("a\nb\n".into()),
+            theirs: Some("a\nc\nd\n".into()),
+            not_text: false,
+        }];
+        assert_eq!(line_counts(&files), (2, 1));
+    }
+
+    #[test]
+    fn names_are_plain() {
+        assert!(valid_name("fix-1"));
+        assert!(valid_name("a.b_c"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("../x"));
+        assert!(!valid_name(".hidden"));
+        assert!(!valid_name("a/b"));
+        assert!(valid_name(&fresh_name()));
+    }
+}
