@@ -121,6 +121,8 @@ pub fn list(sessions_dir: &Path, root: &Path, all: bool) -> ListSessionsResult {
             .into_iter()
             .map(|r| SessionInfo { id: r.id, cwd: r.cwd, created_at: r.created_at, calls: r.calls })
             .collect(),
+        // Worktree sessions need git to describe: `worktree::infos` adds them where wanted.
+        worktrees: Vec::new(),
     }
 }
 

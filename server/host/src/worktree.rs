@@ -14,8 +14,10 @@
 //! is refused while a toolhost process holds the session.
 
 mod git;
+mod info;
 
 use git::{git, line};
+pub use info::{info, infos, log_path};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -482,13 +484,30 @@ pub async fn discard(sessions_dir: &Path, session: &WorktreeSession) -> Result<(
     }
 }
 
+/// The arguments of the `apply_changes` call that brings the session's changes into its
+/// workspace (`review`: hunk by hunk); `None` when it changed nothing.
+pub async fn apply_arguments(
+    session: &WorktreeSession,
+    review: bool,
+) -> Result<Option<serde_json::Value>, WorktreeError> {
+    let files = changes(session).await?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::json!({
+        "from": format!("worktree session {}", session.name),
+        "files": files,
+        "review": review,
+    })))
+}
+
+/// The internal tool that applies a worktree session's changes.
+pub const APPLY_TOOL: &str = toolhost_tools_fs::APPLY_CHANGES;
+
 /// Whether a toolhost process holds the session now.
 pub fn in_use(sessions_dir: &Path, session: &WorktreeSession) -> bool {
-    let key = crate::session::workspace_key_of(&session.root);
-    let Ok(dir) = toolhost_session::session_dir(sessions_dir, &key, &session.session_id) else {
-        return false;
-    };
-    let Ok(file) = std::fs::File::open(dir.join("session.jsonl")) else { return false };
+    let Some(log) = log_path(sessions_dir, session) else { return false };
+    let Ok(file) = std::fs::File::open(log) else { return false };
     match file.try_lock_shared() {
         Ok(()) => false,
         Err(std::fs::TryLockError::WouldBlock) => true,

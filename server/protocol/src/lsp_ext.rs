@@ -108,6 +108,90 @@ pub struct SessionInfo {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListSessionsResult {
     pub sessions: Vec<SessionInfo>,
+    /// This workspace's worktree sessions, newest first (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worktrees: Vec<WorktreeInfo>,
+}
+
+/// One worktree session: a session working in a checkout of its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeInfo {
+    pub name: String,
+    pub session_id: String,
+    /// The folder its session works in.
+    pub root: String,
+    /// Its branch (`toolhost/<name>`); absent for a copy of a folder outside git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// `inUse` while a toolhost process works in it, else `idle`.
+    pub state: WorktreeState,
+    /// Files changed since it started, uncommitted work included (absent when git failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_files: Option<u64>,
+    /// Who made its latest call (an agent's name, `toolhost agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Epoch milliseconds.
+    pub created_at: u64,
+}
+
+/// Whether a toolhost process works in a worktree session now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WorktreeState {
+    InUse,
+    Idle,
+}
+
+/// Params of `toolhost/worktreeNew`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeNewParams {
+    /// Its name (letters, digits, `-`, `_`, `.`); a fresh one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Params of `toolhost/worktreeApply`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeApplyParams {
+    /// The worktree session's name or session id.
+    pub name: String,
+    /// Take every hunk that merges cleanly without asking (default: the editor reviews them).
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// Result of `toolhost/worktreeApply`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeApplyResult {
+    /// The `apply_changes` call (absent when the worktree session changed nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallToolResult>,
+}
+
+/// Params of `toolhost/worktreeDiscard`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeDiscardParams {
+    /// The worktree session's name or session id.
+    pub name: String,
+}
+
+/// Params of `toolhost/watchSession`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchSessionParams {
+    /// The session the editor shows besides its own (a worktree session's); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Params of `toolhost/sessionChanged`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionChangedParams {
+    pub session_id: String,
 }
 
 /// Params of `toolhost/replaySession`.
@@ -238,6 +322,18 @@ pub mod methods {
     pub const CALL_TOOL: &str = "toolhost/callTool";
     pub const LIST_SESSIONS: &str = "toolhost/listSessions";
     pub const REPLAY_SESSION: &str = "toolhost/replaySession";
+    /// Client→server request: make a worktree session (`WorktreeInfo`).
+    pub const WORKTREE_NEW: &str = "toolhost/worktreeNew";
+    /// Client→server request: bring a worktree session's changes into the workspace, hunk by
+    /// hunk through the editor's review (`WorktreeApplyResult`).
+    pub const WORKTREE_APPLY: &str = "toolhost/worktreeApply";
+    /// Client→server request: remove a worktree session (worktree, branch, log).
+    pub const WORKTREE_DISCARD: &str = "toolhost/worktreeDiscard";
+    /// Client→server request: which other session the editor shows; the server then sends
+    /// `toolhost/sessionChanged` whenever its log grows.
+    pub const WATCH_SESSION: &str = "toolhost/watchSession";
+    /// Server→client notification: the watched session's log grew (replay it again).
+    pub const SESSION_CHANGED: &str = "toolhost/sessionChanged";
     pub const CARD: &str = "toolhost/card";
     pub const LSP_QUERY: &str = "toolhost/lspQuery";
     pub const CALL_TOOL_COMMAND: &str = "toolhost.callTool";

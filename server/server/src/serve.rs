@@ -22,6 +22,7 @@ mod documents;
 mod handlers;
 mod hosted;
 mod routes;
+mod worktrees;
 
 use crate::editor::EditorBridge;
 use documents::Documents;
@@ -107,6 +108,8 @@ struct ServerState {
     acp_settings: OnceLock<toolhost_host::acp_config::AcpSettings>,
     /// The agents hosted over ACP, started by the first prompt for one.
     hosted: OnceLock<Arc<toolhost_acp::hosted::HostedAgents>>,
+    /// The other session the editor shows (a worktree session's), watched for growth.
+    watched: worktrees::Watched,
 }
 
 impl ServerState {
@@ -226,6 +229,7 @@ pub async fn serve(options: ServeOptions) -> u8 {
         chats: Mutex::new(HashMap::new()),
         acp_settings: OnceLock::new(),
         hosted: OnceLock::new(),
+        watched: worktrees::Watched::default(),
     });
 
     // The reader: a plain thread, so a read blocked on a silent editor never holds up exit.

@@ -132,11 +132,10 @@ fn nothing_left(env: &Env, names: &[&str]) {
     assert_eq!(git(&env.root, &["branch", "--list", "toolhost/*"]), "");
     let (_, out, _) = toolhost(env, &["sessions", "--json"]);
     let listed: Value = serde_json::from_str(&out).unwrap();
+    // `worktrees` is left out when there are none.
+    let rows = listed["worktrees"].as_array().cloned().unwrap_or_default();
     for name in names {
-        assert!(
-            !listed["worktrees"].as_array().unwrap().iter().any(|w| w["name"] == *name),
-            "{listed}"
-        );
+        assert!(!rows.iter().any(|w| w["name"] == *name), "{listed}");
     }
 }
 
@@ -281,7 +280,7 @@ fn a_worktree_session_in_use_is_not_discarded_and_outside_git_the_folder_is_copi
     loop {
         let (_, out, _) = toolhost(&env, &["sessions", "--json"]);
         let listed: Value = serde_json::from_str(&out).unwrap();
-        if listed["worktrees"][0]["state"] == "in use" {
+        if listed["worktrees"][0]["state"] == "inUse" {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "the session never showed as in use");
@@ -302,7 +301,7 @@ fn a_worktree_session_in_use_is_not_discarded_and_outside_git_the_folder_is_copi
     assert!(!root.exists());
     let (_, out, _) = toolhost(&env, &["sessions", "--json"]);
     let listed: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(listed["worktrees"], json!([]));
+    assert_eq!(listed.get("worktrees"), None, "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -470,4 +469,82 @@ fn claude_code_attached_with_mcp_session_edits_its_worktree_only() {
     let (code, out, err) = toolhost(&env, &["session", "discard", "claude", "--yes"]);
     assert_eq!(code, 0, "{out}{err}");
     nothing_left(&env, &["claude"]);
+}
+
+#[test]
+fn an_editor_makes_watches_applies_and_discards_a_worktree_session() {
+    let env = repository();
+    let (mut editor, asked) =
+        server::reviewing_editor(&env, Some(json!({"accepted": [0]})), Duration::ZERO);
+    let made = editor.request("toolhost/worktreeNew", json!({"name": "ed"})).unwrap();
+    assert_eq!(made["name"], "ed");
+    assert_eq!(made["branch"], "toolhost/ed");
+    assert_eq!(made["state"], "idle");
+    let id = made["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        editor.request("toolhost/watchSession", json!({"sessionId": id})).unwrap(),
+        Value::Null
+    );
+
+    // Another process works in the worktree session: the editor hears its log grow.
+    for (tool, args) in [
+        ("read", json!({"file_path": "a.txt"})),
+        (
+            "edit",
+            json!({"file_path": "a.txt", "old_string": "bravo\n", "new_string": "bravo-ed\n"}),
+        ),
+    ] {
+        let (code, out, err) = toolhost(&env, &["call", tool, &args.to_string(), "--session", &id]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let changed = editor.wait_for(Duration::from_secs(30), |m| {
+        m["method"] == "toolhost/sessionChanged" && m["params"]["sessionId"] == id.as_str()
+    });
+    assert!(changed.is_some(), "no toolhost/sessionChanged");
+    let replayed = editor.request("toolhost/replaySession", json!({"sessionId": id})).unwrap();
+    let cards = replayed["cards"].as_array().unwrap();
+    assert!(cards.iter().any(|c| c["tool"] == "edit" && c["kind"] == "diff"), "{replayed}");
+    // The workspace's own cards never showed the worktree's edit.
+    assert!(
+        !editor
+            .seen
+            .iter()
+            .any(|m| m["method"] == "toolhost/card" && m["params"]["tool"] == "edit")
+    );
+
+    let listed = editor.request("toolhost/listSessions", json!({})).unwrap();
+    assert_eq!(listed["worktrees"][0]["name"], "ed", "{listed}");
+    assert_eq!(listed["worktrees"][0]["changedFiles"], 1, "{listed}");
+
+    let applied = editor.request("toolhost/worktreeApply", json!({"name": "ed"})).unwrap();
+    assert_eq!(applied["call"]["result"]["isError"], false, "{applied}");
+    assert_eq!(read(&env.root.join("a.txt")), with(&[("bravo", "bravo-ed")]));
+    assert_eq!(asked.lock().unwrap()[0]["tool"], "apply_changes");
+    // The apply's cards reach this editor like any call's.
+    assert!(
+        editor
+            .wait_for(Duration::from_secs(10), |m| m["method"] == "toolhost/card"
+                && m["params"]["tool"] == "apply_changes"
+                && m["params"]["status"] == "completed")
+            .is_some()
+    );
+    // Nothing more to apply.
+    let again =
+        editor.request("toolhost/worktreeApply", json!({"name": "ed", "all": true})).unwrap();
+    let text = again["call"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("unchanged a.txt"), "{again}");
+
+    assert_eq!(editor.request("toolhost/watchSession", json!({})).unwrap(), Value::Null);
+    assert_eq!(
+        editor.request("toolhost/worktreeDiscard", json!({"name": "ed"})).unwrap(),
+        Value::Null
+    );
+    assert!(!root_of(&made).exists());
+    let unknown = editor.request("toolhost/worktreeDiscard", json!({"name": "ed"})).unwrap_err();
+    assert!(
+        unknown.to_string().contains("WORKTREE_UNKNOWN")
+            || unknown.to_string().contains("no worktree session"),
+        "{unknown}"
+    );
+    nothing_left(&env, &["ed"]);
 }

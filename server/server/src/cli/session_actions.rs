@@ -14,9 +14,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use toolhost_host::worktree::{self, WorktreeSession};
 
-/// The internal tool that merges another checkout's changes in.
-const APPLY: &str = "apply_changes";
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -152,20 +149,15 @@ async fn apply(common: &Common, which: &str, all: bool, json: bool) -> Result<u8
     let config = load_config(&root)?;
     let sessions = sessions_dir(&config, common)?;
     let session = find(&sessions, &root, which)?;
-    let files = worktree::changes(&session).await.map_err(failure)?;
-    if files.is_empty() {
+    let Some(arguments) = worktree::apply_arguments(&session, !all).await.map_err(failure)? else {
         println!("worktree session {} changed nothing", session.name);
         return Ok(0);
-    }
-    let arguments = json!({
-        "from": format!("worktree session {}", session.name),
-        "files": files,
-        "review": !all,
-    });
+    };
     // The call is the workspace's: in the editor's toolhost, or the workspace's newest session.
     let workspace_common =
         Common { workspace: Some(root), session: None, session_dir: common.session_dir.clone() };
-    let request = InSession { which: None, tool: APPLY, caller: "toolhost session apply" };
+    let request =
+        InSession { which: None, tool: worktree::APPLY_TOOL, caller: "toolhost session apply" };
     run_in_session(&workspace_common, request, arguments, json).await
 }
 

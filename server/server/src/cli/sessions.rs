@@ -3,56 +3,9 @@
 //! rewrites a damaged log without its damage (moved aside beside it, never deleted).
 
 use super::{Common, Failure, load_config, sessions_dir, workspace_root};
-use serde::Serialize;
-use std::path::Path;
 use toolhost_host::session;
 use toolhost_host::worktree;
-
-/// A worktree session as `toolhost sessions` shows it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WorktreeRow {
-    name: String,
-    session_id: String,
-    root: String,
-    branch: Option<String>,
-    /// `in use` while a toolhost process works in it, else `idle`.
-    state: &'static str,
-    /// Files changed since it started (uncommitted work included); `None` when git failed.
-    changed_files: Option<usize>,
-    /// Who made its latest call (an agent's name, `toolhost agent`, …).
-    agent: Option<String>,
-}
-
-/// The caller of the latest call in a session's log.
-fn latest_caller(log: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(log).ok()?;
-    text.lines().rev().find_map(|line| {
-        let record: serde_json::Value = serde_json::from_str(line).ok()?;
-        (record["type"] == "tool/call")
-            .then(|| record["data"]["caller"].as_str().map(str::to_owned))?
-    })
-}
-
-async fn worktree_rows(sessions: &Path, root: &Path) -> Vec<WorktreeRow> {
-    let mut rows = Vec::new();
-    for found in worktree::list(sessions, root) {
-        let key = session::workspace_key_of(&found.root);
-        let log = toolhost_session::session_dir(sessions, &key, &found.session_id)
-            .map(|dir| dir.join("session.jsonl"))
-            .ok();
-        rows.push(WorktreeRow {
-            state: if worktree::in_use(sessions, &found) { "in use" } else { "idle" },
-            changed_files: worktree::changes(&found).await.ok().map(|c| c.len()),
-            agent: log.as_deref().and_then(latest_caller),
-            name: found.name,
-            session_id: found.session_id,
-            root: found.root.to_string_lossy().into_owned(),
-            branch: found.branch,
-        });
-    }
-    rows
-}
+use toolhost_protocol::lsp_ext::WorktreeState;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -117,12 +70,11 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
         println!("deleted session {id}");
         return Ok(0);
     }
-    let list = session::list(&dir, &root, args.all);
-    let worktrees = worktree_rows(&dir, &root).await;
+    let mut list = session::list(&dir, &root, args.all);
+    list.worktrees = worktree::infos(&dir, &root).await;
     if args.json {
-        let mut value = serde_json::to_value(&list).map_err(|e| Failure::env(e.to_string()))?;
-        value["worktrees"] = serde_json::to_value(&worktrees).unwrap_or_default();
-        println!("{value}");
+        let text = serde_json::to_string(&list).map_err(|e| Failure::env(e.to_string()))?;
+        println!("{text}");
         return Ok(0);
     }
     if list.sessions.is_empty() {
@@ -131,19 +83,23 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     for row in &list.sessions {
         println!("{}  {} call(s)  {}", row.id, row.calls, row.cwd);
     }
-    if !worktrees.is_empty() {
+    if !list.worktrees.is_empty() {
         println!("\nworktree sessions:");
     }
-    for row in &worktrees {
+    for row in &list.worktrees {
         let branch = row.branch.as_deref().unwrap_or("(a copy)");
         let changed = match row.changed_files {
             Some(n) => format!("{n} changed file(s)"),
             None => "changes unknown".to_owned(),
         };
         let agent = row.agent.as_deref().unwrap_or("no agent yet");
+        let state = match row.state {
+            WorktreeState::InUse => "in use",
+            WorktreeState::Idle => "idle",
+        };
         println!(
-            "{}  session {}  {branch}  {}  {changed}  {agent}  {}",
-            row.name, row.session_id, row.state, row.root
+            "{}  session {}  {branch}  {state}  {changed}  {agent}  {}",
+            row.name, row.session_id, row.root
         );
     }
     Ok(0)

@@ -159,7 +159,33 @@ pub(super) fn request(state: &Arc<ServerState>, request: Request) {
         methods::LIST_SESSIONS => {
             spawn(state, id, async move {
                 let p: ListSessionsParams = params(raw, true)?;
-                list_sessions(&task_state, p)
+                let mut list = list_sessions(&task_state, p)?;
+                list.worktrees = super::worktrees::infos(&task_state).await?;
+                Ok(list)
+            });
+        }
+        methods::WORKTREE_NEW => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::WorktreeNewParams = params(raw, true)?;
+                super::worktrees::new(&task_state, p).await
+            });
+        }
+        methods::WORKTREE_APPLY => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::WorktreeApplyParams = params(raw, false)?;
+                super::worktrees::apply(&task_state, p).await
+            });
+        }
+        methods::WORKTREE_DISCARD => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::WorktreeDiscardParams = params(raw, false)?;
+                super::worktrees::discard(&task_state, p).await
+            });
+        }
+        methods::WATCH_SESSION => {
+            spawn(state, id, async move {
+                let p: toolhost_protocol::lsp_ext::WatchSessionParams = params(raw, true)?;
+                super::worktrees::watch(&task_state, p)
             });
         }
         methods::REPLAY_SESSION => {
@@ -470,6 +496,8 @@ async fn replay_session(
             tracing::warn!(%err, "cannot flush the session log before its replay");
         }
         opened.log.log_path().to_path_buf()
+    } else if let Some(log) = super::worktrees::log_of(state, &params.session_id) {
+        log
     } else {
         let key = session::workspace_key_of(host.root());
         toolhost_session::session_dir(&opened.sessions_dir, &key, &params.session_id)
