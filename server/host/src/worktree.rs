@@ -351,22 +351,41 @@ async fn git_changes(session: &WorktreeSession) -> Result<Vec<IncomingFile>, Wor
     while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
         let path = String::from_utf8_lossy(path).into_owned();
         let status = status.first().copied().unwrap_or(b'M');
-        let spec = |commit: &str| format!("{commit}:{path}");
-        let before = match status {
-            b'A' => None,
-            _ => Some(git(&session.checkout, &["cat-file", "blob", &spec(base)], &[]).await?),
-        };
-        let after = match status {
-            b'D' => None,
-            _ => Some(git(&session.checkout, &["cat-file", "blob", &spec(&now)], &[]).await?),
-        };
         let relative = match path.strip_prefix(&session.prefix) {
             Some(rest) if !session.prefix.is_empty() => rest.trim_start_matches('/').to_owned(),
             _ => path.clone(),
         };
-        out.push(incoming(relative, before, after));
+        let before = if status == b'A' { Ok(None) } else { blob(session, base, &path).await? };
+        let after = if status == b'D' { Ok(None) } else { blob(session, &now, &path).await? };
+        match (before, after) {
+            (Ok(before), Ok(after)) => out.push(incoming(relative, before, after)),
+            // Too large to merge: listed, never read whole.
+            _ => {
+                out.push(IncomingFile { path: relative, base: None, theirs: None, not_text: true })
+            }
+        }
     }
     Ok(out)
+}
+
+/// The most bytes of one side of a file merged; a larger file is listed, not merged.
+const MAX_MERGED_BYTES: u64 = 8 << 20;
+
+/// The bytes of `path` in `commit`: `Ok(None)` when absent there, `Err(())` when it is over
+/// [`MAX_MERGED_BYTES`] (never read).
+async fn blob(
+    session: &WorktreeSession,
+    commit: &str,
+    path: &str,
+) -> Result<Result<Option<Vec<u8>>, ()>, WorktreeError> {
+    let spec = format!("{commit}:{path}");
+    let Ok(size) = git(&session.checkout, &["cat-file", "-s", &spec], &[]).await else {
+        return Ok(Ok(None));
+    };
+    if line(&size).parse::<u64>().map_or(true, |n| n > MAX_MERGED_BYTES) {
+        return Ok(Err(()));
+    }
+    Ok(Ok(Some(git(&session.checkout, &["cat-file", "blob", &spec], &[]).await?)))
 }
 
 /// Every file under `dir` (relative paths), `.git` skipped.
@@ -404,8 +423,22 @@ fn copy_changes(base: &Path, checkout: &Path) -> Result<Vec<IncomingFile>, Workt
             Err(e) => Err(io(format!("cannot read {rel}"), e)),
         }
     };
+    let stat = |root: &Path, rel: &str| std::fs::metadata(root.join(rel)).ok();
     let mut out = Vec::new();
     for rel in paths {
+        let (was, now) = (stat(base, &rel), stat(checkout, &rel));
+        if let (Some(was), Some(now)) = (&was, &now)
+            && was.len() == now.len()
+            && was.modified().ok() == now.modified().ok()
+        {
+            continue; // The copy keeps times: untouched since.
+        }
+        let large =
+            |m: &Option<std::fs::Metadata>| m.as_ref().is_some_and(|m| m.len() > MAX_MERGED_BYTES);
+        if large(&was) || large(&now) {
+            out.push(IncomingFile { path: rel, base: None, theirs: None, not_text: true });
+            continue;
+        }
         let (before, after) = (read(base, &rel)?, read(checkout, &rel)?);
         if before != after {
             out.push(incoming(rel, before, after));
