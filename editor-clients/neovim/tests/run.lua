@@ -1367,6 +1367,7 @@ test('headless Neovim with only the plugin on the runtimepath: vim.lsp.enable(to
       'toolhost/mcpServersChanged',
       'toolhost/notice',
       'toolhost/review',
+      'toolhost/sessionChanged',
     }, variant .. ': handlers')
     H.check(out.session and out.session == out.server_session, variant .. ': session recorded by on_init')
     H.eq(out.call and out.call.status, 'completed', variant .. ': a tool call')
@@ -1480,6 +1481,10 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'start',
     'stop',
     'tools',
+    'worktree-apply',
+    'worktree-discard',
+    'worktree-new',
+    'worktrees',
   }, 'subcommands')
   H.eq(
     th.complete('c', 'Toolhost c'),
@@ -4899,6 +4904,7 @@ require('nested_cards')(test)
 require('workflow_cards')(test)
 require('hosted_agents')(test)
 require('checkpoints')(test)
+require('worktrees')(test)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

@@ -3,7 +3,8 @@
 # <repo>/.client-tools/nvim if needed, makes sure clangd exists, then runs
 #   tests/run.lua          plugin behaviour (real toolhost binary, real clangd)
 #   tests/conformance.lua  every editor-clients/conformance scenario through the plugin's client
-# Each prints `N passed, N failed`; the script exits non-zero if either fails.
+# Each prints `N passed, N failed`; the script exits non-zero if either fails. The worktree tests
+# (tests/worktrees.lua, through run.lua) need `git`.
 #
 # Usage: editor-clients/neovim/tests/run.sh [path-to-toolhost-binary]
 #   (default: $TOOLHOST_BIN, else <repo>/target/debug/toolhost)

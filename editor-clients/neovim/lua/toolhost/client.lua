@@ -187,7 +187,8 @@ local function capabilities(cfg)
 end
 
 --- The handlers of a toolhost client: cards and the live output of running calls, the server's
---- notices, the status of its MCP servers, what a chat prompt streams (|toolhost-chat|), the
+--- notices, a watched worktree session's log growing (|toolhost-worktrees|), the status of its MCP
+--- servers, what a chat prompt streams (|toolhost-chat|), the
 --- editor-backed lsp provider, review mode, questions for the person and the server's
 --- `$/cancelRequest` of a request it no longer waits for (a query, a review or a question).
 ---@return table<string, function>
@@ -203,6 +204,12 @@ function M.handlers()
       -- e.g. a background job ended: the person should know even with no cards buffer open.
       if type(params) == 'table' and type(params.text) == 'string' and params.text ~= '' then
         vim.notify(params.text, vim.log.levels.INFO, { title = 'toolhost' })
+      end
+    end,
+    ['toolhost/sessionChanged'] = function(_, params, ctx)
+      -- Only a worktree session this editor chose to show is watched: the module is loaded.
+      if package.loaded['toolhost.worktrees'] then
+        require('toolhost.worktrees').on_session_changed(ctx.client_id, params)
       end
     end,
     ['toolhost/mcpServersChanged'] = function(_, params, ctx)

@@ -69,6 +69,19 @@ local function one_call_id(sub, args)
   return id
 end
 
+--- The one name `args` holds (empty: none given), or nil when it holds more words (reported).
+---@param sub string
+---@param args string
+---@return string?
+local function one_name(sub, args)
+  local name, extra = vim.trim(args):match('^(%S*)%s*(.-)$')
+  if extra ~= '' then
+    notify('usage: ' .. M.usage(sub), vim.log.levels.ERROR)
+    return nil
+  end
+  return name
+end
+
 --- Parses the arguments of `:Toolhost review-mode`: `[off|ask] [timeout={ms}] [fallback={deny|accept}]`.
 ---@param args string
 ---@return toolhost.ReviewSettings? settings nil when invalid
@@ -282,6 +295,49 @@ M.COMMANDS = {
     bang = 'no confirmation',
     run = function(args, opts)
       require('toolhost.checkpoints').restore(vim.trim(args), { confirm = not opts.bang })
+    end,
+  },
+  ['worktree-new'] = {
+    args = '[name]',
+    desc = 'make a worktree session: an agent works in a git worktree of its own (no name: one is made)',
+    run = function(args)
+      local name = one_name('worktree-new', args)
+      if name then
+        require('toolhost.worktrees').new(name)
+      end
+    end,
+  },
+  worktrees = {
+    desc = 'pick the session the cards buffer shows: this workspace or a worktree session (live)',
+    run = function()
+      require('toolhost.worktrees').choose()
+    end,
+  },
+  ['worktree-apply'] = {
+    args = '[name]',
+    desc = 'bring a worktree session’s changes here, hunk by hunk through review (no name: picked)',
+    run = function(args)
+      local name = one_name('worktree-apply', args)
+      if name then
+        require('toolhost.worktrees').apply(name)
+      end
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.worktrees').complete(arg_lead, line)
+    end,
+  },
+  ['worktree-discard'] = {
+    args = '[name]',
+    desc = 'remove a worktree session: its checkout, branch and log (no name: picked; asks first)',
+    bang = 'no confirmation',
+    run = function(args, opts)
+      local name = one_name('worktree-discard', args)
+      if name then
+        require('toolhost.worktrees').discard(name, { confirm = not opts.bang })
+      end
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.worktrees').complete(arg_lead, line)
     end,
   },
   review = {

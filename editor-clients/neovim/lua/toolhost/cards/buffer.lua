@@ -3,7 +3,9 @@
 --- `toolhost://replay/<session>` (a session's cards rebuilt from its log). Each line knows the card
 --- it belongs to, so the keys of the buffer act on the card under the cursor — on a program's
 --- nested call drawn under its card, that call — and the cursor stays on its card while live
---- output and new cards redraw the buffer. Each card is a fold holding its nested calls.
+--- output and new cards redraw the buffer. Each card is a fold holding its nested calls. The live
+--- buffer may show another session's cards instead (a worktree session's,
+--- |toolhost.cards.watched|); its winbar names the session it shows.
 
 local groups = require('toolhost.cards.groups')
 local highlights = require('toolhost.cards.highlights')
@@ -13,6 +15,7 @@ local text = require('toolhost.cards.text')
 local todo = require('toolhost.cards.todo')
 local tree = require('toolhost.cards.tree')
 local views = require('toolhost.cards.views')
+local watched = require('toolhost.cards.watched')
 
 local M = {}
 
@@ -395,6 +398,53 @@ local function show(buf)
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
 end
 
+--- What a client's live cards buffer shows: the client's own cards, or those of the session it
+--- watches (|toolhost.cards.watched|), newest first; and the winbar naming that session.
+---@param client_id integer
+---@return toolhost.Card[] cards
+---@return string winbar
+---@return string? other_session the watched session's id (nil: the client's own)
+local function live_view(client_id)
+  local other = watched.get(client_id)
+  if other then
+    local winbar = ('toolhost cards · worktree %s · session %s'):format(other.name, other.session_id)
+    return other.cards, winbar, other.session_id
+  end
+  local session = require('toolhost.client').state(client_id).session_id or '?'
+  return store.list(client_id), ('toolhost cards · this workspace · session %s'):format(session), nil
+end
+
+--- Draws a client's live cards buffer: the cards it shows, and in every window showing it the
+--- winbar naming their session. `vim.b.toolhost_session` is set while another session is shown,
+--- so a revert there is refused (|toolhost-revert|): its calls are not the server's session's.
+---@param buf integer
+---@param client_id integer
+local function draw_live(buf, client_id)
+  local cards, winbar, other_session = live_view(client_id)
+  vim.b[buf].toolhost_session = other_session
+  vim.b[buf].toolhost_winbar = winbar
+  M.render(buf, cards, client_id)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.wo[win][0].winbar = winbar:gsub('%%', '%%%%')
+  end
+end
+
+--- Keeps the winbar on a live cards buffer in any window it is shown in later (`:buffer`, a
+--- split), not only those |M.open_live| made.
+---@param buf integer
+local function winbar_follows(buf)
+  vim.api.nvim_create_autocmd('BufWinEnter', {
+    group = vim.api.nvim_create_augroup('toolhost_cards_winbar_' .. buf, { clear = true }),
+    buffer = buf,
+    callback = function()
+      local winbar = vim.b[buf].toolhost_winbar
+      if winbar then
+        vim.wo[0][0].winbar = winbar:gsub('%%', '%%%%')
+      end
+    end,
+  })
+end
+
 --- Opens the live cards buffer of a client (`toolhost://cards/<session>`).
 ---@param client vim.lsp.Client
 ---@return integer buf
@@ -403,8 +453,10 @@ function M.open_live(client)
   local buf = scratch('toolhost://cards/' .. session)
   live_bufs[client.id] = buf
   vim.b[buf].toolhost_client = client.id
-  M.render(buf, store.list(client.id), client.id)
+  winbar_follows(buf)
   show(buf)
+  draw_live(buf, client.id)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
   return buf
 end
 
@@ -434,7 +486,7 @@ end
 function M.redraw(client_id)
   local buf = live_bufs[client_id]
   if buf and vim.api.nvim_buf_is_valid(buf) then
-    M.render(buf, store.list(client_id), client_id)
+    draw_live(buf, client_id)
   end
 end
 
@@ -457,6 +509,7 @@ end
 ---@param client_id integer
 function M.forget(client_id)
   live_bufs[client_id] = nil
+  watched.clear(client_id)
 end
 
 return M
