@@ -25,7 +25,9 @@
 // tokens and the cost; a second prompt continues the chat; Stop (Esc) ends a slow answer; New chat
 // clears the transcript. Then a hosted ACP agent (with TOOLHOST_E2E_EXTERNAL_AGENT=1, in
 // externalAgent.mjs): the real Claude Code picked in the chat box, its edit reviewed hunk by hunk,
-// its step's diff card in the panel. The very last check restarts the server from the palette: it must stop
+// its step's diff card in the panel. Then worktree sessions (worktrees.mjs): one made from the
+// palette, its cards in the panel's session picker following its log, applied through the review
+// and discarded. The very last check restarts the server from the palette: it must stop
 // cleanly (`[toolhost] server stopped (exit code 0)` in the output channel), and no restart of the
 // run may have logged `[Error - …] Server process exited with code 0.`.
 //
@@ -40,13 +42,14 @@
 //      Claude Code is configured as a hosted agent; check its chat), TOOLHOST_E2E_ANTHROPIC_URL (its
 //      scripted Anthropic server), TOOLHOST_E2E_ONLY (chat: only the chat checks after the startup
 //      suite; external-agent: only the hosted agent's; checkpoints: only the checkpoints', in
-//      checkpoints.mjs)
+//      checkpoints.mjs; worktrees: only the worktree sessions', in worktrees.mjs)
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { checkpointRestore } from './checkpoints.mjs';
 import { externalAgentChat } from './externalAgent.mjs';
+import { worktreeSessions } from './worktrees.mjs';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? 'playwright-core');
@@ -201,7 +204,7 @@ async function cardLines(frame, callId) {
 }
 
 /** The extension's `toolhost serve` processes for `ws` (that binary, that working directory),
- * with the environment each got, read from /proc. */
+ * with the arguments and the environment each got, read from /proc. */
 function serveProcesses(bin, ws) {
   const exe = fs.realpathSync(bin);
   const dir = fs.realpathSync(ws);
@@ -219,7 +222,7 @@ function serveProcesses(bin, ws) {
           env[kv.slice(0, i)] = kv.slice(i + 1);
         }
       }
-      found.push({ pid: Number(pid), env });
+      found.push({ pid: Number(pid), argv, env });
     } catch {
       // gone, or not ours to read
     }
@@ -1317,6 +1320,11 @@ async function main() {
       await checkpointRestore(page, frame, { ...helpers, pick, callFromPalette });
       return;
     }
+    if (process.env.TOOLHOST_E2E_ONLY === 'worktrees') {
+      log('  (TOOLHOST_E2E_ONLY=worktrees: only the worktree sessions\' checks)');
+      await worktreeSessions(page, frame, { ...helpers, pick, serveProcesses });
+      return;
+    }
 
     const cards = data.conformanceDiffCards ?? [];
     const byScenario = new Map();
@@ -1522,6 +1530,8 @@ async function main() {
     await mcpBridge(page, frame);
     await agentChat(page, frame);
     await externalAgentChat(page, frame, helpers);
+    // (last but the restart: it makes the workspace a git repository)
+    await worktreeSessions(page, frame, { ...helpers, pick, serveProcesses });
     await restartCleanly(page);
   } catch (err) {
     tally.failed += 1;

@@ -15,7 +15,9 @@
 // transcript scrolls its card into view. A card made under another one (a program's nested call)
 // goes into its parent's child list, whose "N calls" toggle opens and closes it — a workflow's
 // child under its phase's heading there; each child card has the buttons of a top-level card and
-// sends its own call id.
+// sends its own call id. The session picker (worktreePicker.ts): the choice is sent as it is made,
+// and a refresh of its list when it gets the focus (it is about to open); drawn again, it keeps
+// the focus.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -25,6 +27,7 @@
   const reviews = /** @type {HTMLElement} */ (document.getElementById('reviews'));
   const questions = /** @type {HTMLElement} */ (document.getElementById('questions'));
   const todos = /** @type {HTMLElement} */ (document.getElementById('todos'));
+  const sessions = document.getElementById('sessions');
   const chatLog = document.getElementById('chat-log');
   const chatInput = /** @type {HTMLTextAreaElement | null} */ (document.getElementById('chat-input'));
   const chatMode = /** @type {HTMLSelectElement | null} */ (document.getElementById('chat-mode'));
@@ -324,6 +327,8 @@
       placeQuestions(Array.isArray(message.forms) ? message.forms : []);
     } else if (message.type === 'askFocus') {
       focusQuestion(message.key);
+    } else if (message.type === 'sessions') {
+      placeSessions(message.html || '');
     } else if (message.type === 'todos') {
       todos.replaceChildren(fragment(message.html || ''));
     } else if (message.type === 'chat') {
@@ -356,6 +361,36 @@
       banner.replaceChildren(fragment(message.banner || ''));
     }
     updateEmpty();
+  });
+
+  // ------------------------------------------------------------------ the session picker
+
+  /** Focus given back to the picker drawn again: not a person opening it (no refresh). */
+  let refocusing = false;
+
+  function placeSessions(html) {
+    if (!sessions) {
+      return;
+    }
+    const hadFocus = document.activeElement instanceof HTMLSelectElement && sessions.contains(document.activeElement);
+    sessions.replaceChildren(fragment(html));
+    const select = sessions.querySelector('select');
+    if (hadFocus && select instanceof HTMLSelectElement) {
+      refocusing = true;
+      select.focus();
+      refocusing = false;
+    }
+  }
+
+  sessions?.addEventListener('change', (event) => {
+    if (event.target instanceof HTMLSelectElement) {
+      vscode.postMessage({ action: 'worktree', op: 'select', sessionId: event.target.value });
+    }
+  });
+  sessions?.addEventListener('focusin', (event) => {
+    if (event.target instanceof HTMLSelectElement && !refocusing) {
+      vscode.postMessage({ action: 'worktree', op: 'refresh' });
+    }
   });
 
   // ------------------------------------------------------------------ the chat

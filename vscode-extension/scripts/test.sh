@@ -19,7 +19,10 @@
 #      view, and its tools' calls as MCP cards, and last the chat with toolhost's own agent
 #      against a scripted model server (e2e/modelServer.mjs, configured in the user config): a
 #      prompt typed into the panel's chat box, the streamed answer, the read card, the tokens and
-#      cost, a continued chat, Stop and New chat, and last Restart Server, which must stop the
+#      cost, a continued chat, Stop and New chat, worktree sessions (the workspace made a git
+#      repository: New Worktree Session from the palette, its cards live in the panel's session
+#      picker while `toolhost call … --session` edits in it, Apply through the review, Discard),
+#      and last Restart Server, which must stop the
 #      server cleanly (no `[Error …] Server process exited with code 0.` in the output channel)
 #      (screenshots in test-output/vscode/screenshots).
 # Each suite prints `N passed, N failed`; the script exits non-zero when anything failed.
@@ -37,7 +40,8 @@
 #        fails when it is not installed — `cargo xtask install-deps` installs it),
 #        TOOLHOST_E2E_ONLY=chat to run only the chat checks of the driver after the startup suite
 #        (quicker while working on the chat), TOOLHOST_E2E_ONLY=external-agent only the hosted
-#        agent's, TOOLHOST_E2E_ONLY=checkpoints only the checkpoints'.
+#        agent's, TOOLHOST_E2E_ONLY=checkpoints only the checkpoints', TOOLHOST_E2E_ONLY=worktrees only
+#        the worktree sessions'.
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -443,7 +443,7 @@ export function renderCard(card: Card, children: readonly CardNode[] = []): stri
 
 /** The panel's stylesheets (media/styles/<name>.css), one per area, in the order the page loads
  * them: later ones build on the theme colours of `base` and may refine the cards' look. */
-export const PANEL_STYLESHEETS = ['base', 'cards', 'terminal', 'reviews', 'questions', 'markdown', 'dataCards', 'mcp', 'web', 'chat'] as const;
+export const PANEL_STYLESHEETS = ['base', 'cards', 'terminal', 'reviews', 'questions', 'markdown', 'dataCards', 'mcp', 'web', 'chat', 'worktrees'] as const;
 
 export interface PageOptions {
   /** The webview's `cspSource`. */
@@ -457,6 +457,8 @@ export interface PageOptions {
   cardsHtml: string;
   /** Initial banner HTML (replay notice), if any. */
   bannerHtml?: string;
+  /** The session picker (worktreePicker.ts `sessionPickerHtml`), if any. */
+  sessionsHtml?: string;
   /** The summaries of the open reviews (review.ts `reviewSummaryHtml`), if any. */
   reviewsHtml?: string;
   /** The forms of the open questions (ask.ts `askFormHtml`), if any. */
@@ -487,6 +489,7 @@ ${options.styleUris.map((uri) => `<link rel="stylesheet" href="${escapeHtml(uri)
 </head>
 <body>
 ${options.chatHtml ?? ''}
+<div id="sessions">${options.sessionsHtml ?? ''}</div>
 <div id="banner" role="status" aria-live="polite">${options.bannerHtml ?? ''}</div>
 <section id="questions" aria-label="questions for you">${options.questionsHtml ?? ''}</section>
 <section id="reviews" aria-label="open reviews" aria-live="polite">${options.reviewsHtml ?? ''}</section>

@@ -12,6 +12,7 @@ import { renderCardNode, replayBanner } from './cardHtml';
 import type { CardStore, StoreEvent } from './cardStore';
 import { cardTree, childrenLabel, type CardNode } from './cardTree';
 import type { Card } from './cards';
+import { worktreeBanner } from './worktreePicker';
 
 export type CardMessage =
   | {
@@ -88,12 +89,12 @@ export function storeMessage(store: CardStore, event: StoreEvent): CardMessage {
   return resetMessage(store);
 }
 
-/** Every card on show (live or a replay) and the banner over them. */
+/** Every card on show (live, a replay or a worktree session's) and the banner over them. */
 export function resetMessage(store: CardStore): Extract<CardMessage, { type: 'reset' }> {
   const replay = store.replay;
-  return {
-    type: 'reset',
-    html: feedHtml(store.visible()),
-    banner: replay ? replayBanner(replay.sessionId, replay.cards.length) : '',
-  };
+  let banner = '';
+  if (replay) {
+    banner = replay.worktree !== undefined ? worktreeBanner(replay.worktree, replay.cards.length) : replayBanner(replay.sessionId, replay.cards.length);
+  }
+  return { type: 'reset', html: feedHtml(store.visible()), banner };
 }

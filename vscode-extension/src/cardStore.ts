@@ -17,6 +17,8 @@ export type StoreEvent =
 export interface ReplayState {
   sessionId: string;
   cards: Card[];
+  /** The worktree session's name when the session is one (its cards follow its log). */
+  worktree?: string;
 }
 
 export class CardStore {
@@ -129,9 +131,10 @@ export class CardStore {
     return live ? { ...live } : undefined;
   }
 
-  /** Shows a replayed session instead of the live cards. */
-  showReplay(sessionId: string, cards: Card[]): void {
-    this.replayState = { sessionId, cards: [...cards] };
+  /** Shows a replayed session instead of the live cards (`worktree`: the name of the worktree
+   * session it is). */
+  showReplay(sessionId: string, cards: Card[], worktree?: string): void {
+    this.replayState = worktree === undefined ? { sessionId, cards: [...cards] } : { sessionId, cards: [...cards], worktree };
     this.emit({ type: 'reset' });
   }
 

@@ -6,7 +6,7 @@
 // `toolhost/lspQuery`, hands `toolhost/review` to review mode's UI and `toolhost/askUser` to the
 // question forms, switches plan mode, passes the MCP bridge's `toolhost/mcpServersChanged` on (the
 // MCP Servers view), hands the agents' `toolhost/agentUpdate` notifications to the chat
-// (chatView.ts), and reports its state, the session's review and plan modes and what waits for the
+// (chatView.ts) and `toolhost/sessionChanged` to the worktree sessions (worktreeSessions.ts), and reports its state, the session's review and plan modes and what waits for the
 // person (status bar, API).
 
 import * as fs from 'node:fs';
@@ -40,6 +40,7 @@ import {
 import { asReviewSettings, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { ServerProcess, type ExitReport } from './serverProcess';
 import { resolveServerPath, type Resolved } from './serverPath';
+import { WORKTREE_METHODS } from './worktrees';
 
 /** Per-start overrides of the settings (used by tests: one workspace and session per run). */
 export interface ClientOverrides {
@@ -124,6 +125,7 @@ export class ToolhostController implements vscode.Disposable {
   /** The session's plan mode as the server last reported it (undefined: not known). */
   private planModeValue: boolean | undefined;
   private agentUpdateHandler: ((params: unknown) => void) | undefined;
+  private sessionChangedHandler: ((params: unknown) => void) | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
   readonly onDidNotice = this.noticeEmitter.event;
@@ -178,6 +180,11 @@ export class ToolhostController implements vscode.Disposable {
   /** Who reads the own agent's `toolhost/agentUpdate` notifications (the chat). */
   setAgentUpdateHandler(handler: ((params: unknown) => void) | undefined): void {
     this.agentUpdateHandler = handler;
+  }
+
+  /** Who reads `toolhost/sessionChanged` (the worktree session the panel shows grew). */
+  setSessionChangedHandler(handler: ((params: unknown) => void) | undefined): void {
+    this.sessionChangedHandler = handler;
   }
 
   /** How many requests wait for the person (shown in the status bar, whose click then leads to
@@ -452,6 +459,9 @@ export class ToolhostController implements vscode.Disposable {
     });
     client.onNotification(methods.agentUpdate, (raw: unknown) => {
       this.agentUpdateHandler?.(raw);
+    });
+    client.onNotification(WORKTREE_METHODS.sessionChanged, (raw: unknown) => {
+      this.sessionChangedHandler?.(raw);
     });
     client.onRequest(methods.lspQuery, (params: unknown, token: vscode.CancellationToken) => answerLspQuery(params, undefined, token));
     client.onRequest(methods.review, (params: unknown, token: vscode.CancellationToken) => {

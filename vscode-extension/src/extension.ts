@@ -1,5 +1,5 @@
 // Entry point: wires the card store, the panel, the language client, review mode and the question
-// forms (`toolhost/askUser`) over one queue of what waits for the person (pending.ts), plan mode, the chat with an agent — toolhost's own or one the server hosts (`toolhost/agentPrompt`, `toolhost/listAgents`) —, the MCP Servers view (the bridge's external servers), the
+// forms (`toolhost/askUser`) over one queue of what waits for the person (pending.ts), plan mode, worktree sessions (the panel's session picker and their commands), the chat with an agent — toolhost's own or one the server hosts (`toolhost/agentPrompt`, `toolhost/listAgents`) —, the MCP Servers view (the bridge's external servers), the
 // `toolhost.ui.*` commands and (VS Code 1.101+) the MCP server definition provider, and returns a
 // small API (used by the companion test extension).
 
@@ -49,6 +49,8 @@ import { registerRevertCommands } from './revertCommands';
 import { ReviewSession, reviewSummaryHtml, type ReviewMode, type ReviewResult, type ReviewSettings, type SetReviewParams } from './review';
 import { REVIEW_COMMANDS, ReviewController, type ReviewResponder, type ReviewSnapshot } from './reviewView';
 import { argumentSkeleton, parseArguments } from './schema';
+import { sessionPickerHtml } from './worktreePicker';
+import { registerWorktreeCommands, WORKTREE_COMMANDS, WorktreeSessions } from './worktreeSessions';
 
 export interface ToolhostApi {
   readonly store: CardStore;
@@ -149,6 +151,9 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   const chat = new ChatController((params, token) => controller.request<unknown>(methods.agentPrompt, params, token), output, request);
   controller.setAgentUpdateHandler((params) => chat.handleUpdate(params));
   const cancelCall = (callId: string) => request<CancelCallResult>(methods.cancelCall, { callId });
+  // Whose cards the panel shows: this workspace's, or a worktree session's (the picker above them).
+  const worktrees = new WorktreeSessions({ request, store, window: vscode.window, copy: (text) => vscode.env.clipboard.writeText(text) });
+  controller.setSessionChangedHandler((params) => void worktrees.sessionChanged(params).catch((err: unknown) => output.appendLine(`[toolhost] replaying the worktree session failed: ${String(err)}`)));
 
   const panel = new CardsViewProvider(context.extensionUri, store, {
     openDiff: (card) => diffs.openDiff(card),
@@ -193,7 +198,25 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       }
     },
     ask: (key, action): Promise<boolean> => Promise.resolve(asks.answer(key, action)),
+    // Apply and Discard through the commands, so the buttons and the palette share one path.
+    worktree: async (op, sessionId) => {
+      const shown = worktrees.list.find((w) => w.sessionId === worktrees.shown)?.name;
+      try {
+        if (op === 'select') {
+          await worktrees.show(sessionId === '' ? undefined : sessionId);
+        } else if (op === 'refresh') {
+          await worktrees.refresh();
+        } else if ((op === 'apply' || op === 'discard') && shown !== undefined) {
+          await vscode.commands.executeCommand(op === 'apply' ? WORKTREE_COMMANDS.apply : WORKTREE_COMMANDS.discard, shown);
+        }
+      } catch (err) {
+        void vscode.window.showErrorMessage(`toolhost: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
   }, chat);
+  const showSessionPicker = () => panel.setSessions(sessionPickerHtml(worktrees.list, worktrees.shown));
+  context.subscriptions.push(worktrees.onDidChange(showSessionPicker));
+  showSessionPicker();
   const showPending = () => controller.setPending(pending.size, pendingSummary(pending));
   const showReviews = () => {
     panel.setReviews(reviewSummaryHtml(reviews.open(), controller.reviewSettings));
@@ -384,6 +407,8 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
       } else {
         // The agents the chat box offers are the running server's.
         void chat.loadAgents(() => request<unknown>(methods.listAgents));
+        // Its worktree sessions too, and the watch of the one on show (a new server has none).
+        void worktrees.serverStarted().catch((err: unknown) => output.appendLine(`[toolhost] worktree sessions unknown: ${err instanceof Error ? err.message : String(err)}`));
       }
       showReviews();
       showQuestions();
@@ -447,6 +472,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     vscode.commands.registerCommand('toolhost.ui.exitPlanMode', () => setPlanModeCommand(false)),
     ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
     ...registerCheckpointCommands(vscode.commands, { store, callTool, reveal: () => panel.reveal(), window: vscode.window }, withErrors),
+    ...registerWorktreeCommands(vscode.commands, worktrees, withErrors),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
         store.setMaxCards(vscode.workspace.getConfiguration('toolhost').get<number>('maxCards', 500));

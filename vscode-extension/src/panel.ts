@@ -5,9 +5,10 @@
 // messages (Stop, open a spilled output file, Revert, open a web card's source in the browser, …).
 // Above the cards: the forms of the open questions (`toolhost/askUser`), the summaries of the open
 // reviews (review mode) with their buttons, and the session's todo list (the latest todo card's,
-// pinned). At the top: the chat with an agent (chat.ts, chatView.ts) — its transcript, streamed as
-// the run goes (drawn again at most every 50 ms), and the chat box with its agent choice
-// (agentPicker.ts).
+// pinned); over them the session picker (this workspace, or a worktree session's cards:
+// worktreePicker.ts, worktreeSessions.ts). At the top: the chat with an agent (chat.ts,
+// chatView.ts) — its transcript, streamed as the run goes (drawn again at most every 50 ms), and
+// the chat box with its agent choice (agentPicker.ts).
 
 import * as crypto from 'node:crypto';
 import * as vscode from 'vscode';
@@ -39,6 +40,9 @@ export interface PanelActions {
   review(key: string, op: string): Promise<unknown>;
   /** A question form's answer (`op`: submit, dismiss, approve, keep) for question `key`. */
   ask(key: string, action: { op: string; state?: unknown; feedback?: unknown }): Promise<unknown>;
+  /** The session picker (`op`: select `sessionId`, or '' for this workspace; refresh, as it is
+   * about to open) and its Apply and Discard buttons. */
+  worktree(op: string, sessionId: string | undefined): Promise<unknown>;
 }
 
 /** One open question's form (ask.ts `askFormHtml`) under its key. */
@@ -52,6 +56,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
   private reviewsHtml = '';
   private questionForms: QuestionForm[] = [];
   private todosHtml = '';
+  private sessionsHtml = '';
   /** A question to focus once the page listens (asked before the view was resolved). */
   private focusAfterReady: string | undefined;
   /** Focus the chat box once the page listens. */
@@ -112,6 +117,14 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     if (html !== this.reviewsHtml) {
       this.reviewsHtml = html;
       void this.post({ type: 'reviews', html });
+    }
+  }
+
+  /** Shows the session picker (worktreePicker.ts) as it is now. */
+  setSessions(html: string): void {
+    if (html !== this.sessionsHtml) {
+      this.sessionsHtml = html;
+      void this.post({ type: 'sessions', html });
     }
   }
 
@@ -193,6 +206,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
 
   private async postReset(): Promise<void> {
     await this.post(resetMessage(this.store));
+    await this.post({ type: 'sessions', html: this.sessionsHtml });
     await this.post({ type: 'reviews', html: this.reviewsHtml });
     await this.post({ type: 'questions', forms: this.questionForms });
     await this.post({ type: 'todos', html: this.todosHtml });
@@ -218,6 +232,7 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
       styleUris: PANEL_STYLESHEETS.map((name) => view.webview.asWebviewUri(vscode.Uri.joinPath(media, 'styles', `${name}.css`)).toString()),
       cardsHtml: reset.html,
       bannerHtml: reset.banner,
+      sessionsHtml: this.sessionsHtml,
       reviewsHtml: this.reviewsHtml,
       questionsHtml: this.questionForms.map((f) => f.html).join(''),
       todosHtml: this.todosHtml,
@@ -259,6 +274,12 @@ export class CardsViewProvider implements vscode.WebviewViewProvider, vscode.Dis
     if (message.action === 'ask') {
       if (typeof message.ask === 'string' && typeof message.op === 'string') {
         await this.actions.ask(message.ask, { op: message.op, state: message.state, feedback: message.feedback });
+      }
+      return;
+    }
+    if (message.action === 'worktree') {
+      if (typeof message.op === 'string') {
+        await this.actions.worktree(message.op, typeof message.sessionId === 'string' ? message.sessionId : undefined);
       }
       return;
     }
