@@ -1462,6 +1462,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'agent-options',
     'agents',
     'ask',
+    'best-of',
     'call',
     'cards',
     'chat',
@@ -4905,6 +4906,7 @@ require('workflow_cards')(test)
 require('hosted_agents')(test)
 require('checkpoints')(test)
 require('worktrees')(test)
+require('best_of')(test)
 
 local passed, failed = H.run('neovim plugin', tests, H.reset)
 vim.cmd((failed == 0 and (passed > 0 or vim.env.TOOLHOST_TEST_FILTER)) and 'qall!' or 'cquit 1')

@@ -297,6 +297,13 @@ M.COMMANDS = {
       require('toolhost.checkpoints').restore(vim.trim(args), { confirm = not opts.bang })
     end,
   },
+  ['best-of'] = {
+    args = '{N} {task}',
+    desc = 'run a task by N agents at once, each in its own worktree session; a table, then apply one',
+    run = function(args)
+      require('toolhost.best_of').run(args)
+    end,
+  },
   ['worktree-new'] = {
     args = '[name]',
     desc = 'make a worktree session: an agent works in a git worktree of its own (no name: one is made)',
