@@ -104,6 +104,9 @@ export class ToolhostController implements vscode.Disposable {
   private stateValue: ServerState = 'stopped';
   private lastError: string | undefined;
   private serverCommand: string | undefined;
+  /** How the running server was started: the binary, its arguments, folder and environment (the
+   * command line's `toolhost agent --best-of` runs with the same sessions folder and state). */
+  private launched: { command: string; args: string[]; cwd: string | undefined; env: NodeJS.ProcessEnv } | undefined;
   private overrides: ClientOverrides = {};
   private queue: Promise<unknown> = Promise.resolve();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
@@ -128,6 +131,11 @@ export class ToolhostController implements vscode.Disposable {
   private sessionChangedHandler: ((params: unknown) => void) | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
+
+  /** How the server was last started (undefined before a start). */
+  get launch(): { command: string; args: string[]; cwd: string | undefined; env: NodeJS.ProcessEnv } | undefined {
+    return this.launched;
+  }
   readonly onDidNotice = this.noticeEmitter.event;
   /** Every `toolhost/mcpServersChanged`: the bridge's whole list of servers. */
   readonly onDidChangeMcpServers = this.mcpServersEmitter.event;
@@ -374,6 +382,7 @@ export class ToolhostController implements vscode.Disposable {
     this.serverCommand = `${resolved.command} ${args.join(' ')}`;
     const env = { ...process.env, ...config.get<Record<string, string>>('serverEnv', {}), ...(this.overrides.env ?? {}) };
     const command = { command: resolved.command, args, cwd: firstFolder && fs.existsSync(firstFolder) ? firstFolder : undefined, env };
+    this.launched = command;
     // A function, so the extension owns the process and judges its exit (serverProcess.ts). The
     // client calls it again when it restarts a crashed server.
     const serverOptions: ServerOptions = async () => {

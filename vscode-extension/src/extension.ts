@@ -51,6 +51,7 @@ import { REVIEW_COMMANDS, ReviewController, type ReviewResponder, type ReviewSna
 import { argumentSkeleton, parseArguments } from './schema';
 import { sessionPickerHtml } from './worktreePicker';
 import { registerWorktreeCommands, WORKTREE_COMMANDS, WorktreeSessions } from './worktreeSessions';
+import { BEST_OF_COMMAND, runBestOf } from './bestOf';
 
 export interface ToolhostApi {
   readonly store: CardStore;
@@ -473,6 +474,7 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
     ...registerRevertCommands({ store, callTool, reveal: () => panel.reveal(), withErrors }),
     ...registerCheckpointCommands(vscode.commands, { store, callTool, reveal: () => panel.reveal(), window: vscode.window }, withErrors),
     ...registerWorktreeCommands(vscode.commands, worktrees, withErrors),
+    vscode.commands.registerCommand(BEST_OF_COMMAND, withErrors(() => runBestOf(vscode.window, controller.launch))),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('toolhost.maxCards')) {
         store.setMaxCards(vscode.workspace.getConfiguration('toolhost').get<number>('maxCards', 500));
