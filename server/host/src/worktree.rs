@@ -162,6 +162,28 @@ pub fn find(sessions_dir: &Path, workspace: &Path, which: &str) -> Option<Worktr
     list(sessions_dir, workspace).into_iter().find(|s| s.name == which || s.session_id == which)
 }
 
+/// The worktree session whose folder `root` is: a toolhost started there (an editor window on the
+/// worktree, an agent's `toolhost mcp` run in it) continues that session by default.
+pub fn of_root(sessions_dir: &Path, root: &Path) -> Option<WorktreeSession> {
+    let root = root.canonicalize().ok()?;
+    let all = sessions_dir.parent().unwrap_or(sessions_dir).join("worktrees");
+    for key in std::fs::read_dir(all).ok()?.flatten() {
+        let Ok(entries) = std::fs::read_dir(key.path()) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !name.ends_with(".json") {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(entry.path()) else { continue };
+            let Ok(session) = serde_json::from_slice::<WorktreeSession>(&bytes) else { continue };
+            if session.root.canonicalize().is_ok_and(|r| r == root) {
+                return Some(session);
+            }
+        }
+    }
+    None
+}
+
 /// The top of the git repository `dir` is in, or `None` outside one (or without git).
 async fn repository_top(dir: &Path) -> Option<PathBuf> {
     let out = git(dir, &["rev-parse", "--show-toplevel"], &[]).await.ok()?;

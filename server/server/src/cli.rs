@@ -221,6 +221,18 @@ fn load_config(root: &Path) -> Result<Config, Failure> {
     Ok(config)
 }
 
+/// `--session`, or — run in a worktree session's folder — that worktree session (unless a
+/// toolhost works in it already).
+fn session_or_worktree(config: &Config, common: &Common, root: &Path) -> Option<String> {
+    if common.session.is_some() {
+        return common.session.clone();
+    }
+    let sessions = config.sessions_dir(common.session_dir.as_deref()).ok()?;
+    toolhost_host::worktree::of_root(&sessions, root)
+        .filter(|w| !toolhost_host::worktree::in_use(&sessions, w))
+        .map(|w| w.session_id)
+}
+
 /// Where this invocation's sessions live.
 fn sessions_dir(config: &Config, common: &Common) -> Result<PathBuf, Failure> {
     config.sessions_dir(common.session_dir.as_deref()).map_err(|e| Failure::env(e.to_string()))
@@ -230,7 +242,8 @@ fn sessions_dir(config: &Config, common: &Common) -> Result<PathBuf, Failure> {
 /// was repaired.
 fn open_session(config: &Config, root: &Path, common: &Common) -> Result<OpenedSession, Failure> {
     let sessions = sessions_dir(config, common)?;
-    let (id, opened) = session::open_named(&sessions, root, common.session.as_deref())
+    let which = session_or_worktree(config, common, root);
+    let (id, opened) = session::open_named(&sessions, root, which.as_deref())
         .map_err(|e| Failure::env(e.to_string()))?;
     if opened.report.created {
         eprintln!("toolhost: session {id}");

@@ -187,13 +187,17 @@ async fn three_agents_in_three_worktrees_then_two_applied_hunk_by_hunk_with_a_co
         assert!(row["branch"].as_str().unwrap().starts_with("toolhost/w"), "{row}");
     }
 
-    // w1 with --all: every hunk.
-    let (code, out, err) = toolhost(&env, &["session", "apply", "w1", "--all", "--json"]);
+    // w1 hunk by hunk through the editor's review: both of its hunks (bravo, juliet) accepted.
+    let (editor, asked) =
+        server::reviewing_editor(&env, Some(json!({"accepted": [0, 1]})), Duration::ZERO);
+    let (code, out, err) = toolhost(&env, &["session", "apply", "w1", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let applied: Value = serde_json::from_str(&out).unwrap();
     let w1_text = with(&[("bravo", "bravo-w1"), ("juliet", "juliet-w1")]);
     assert_eq!(read(&env.root.join("a.txt")), w1_text);
     assert_eq!(applied["card"]["kind"], "diff");
+    assert_eq!(asked.lock().unwrap()[0]["hunks"].as_array().unwrap().len(), 2);
+    drop(editor);
 
     // w2 hunk by hunk through the editor's review: of its two clean hunks (lima, tango) the
     // person takes the second; bravo conflicts with w1's change and is listed, not written.
@@ -547,4 +551,45 @@ fn an_editor_makes_watches_applies_and_discards_a_worktree_session() {
         "{unknown}"
     );
     nothing_left(&env, &["ed"]);
+}
+
+#[test]
+fn an_editor_window_on_a_worktree_folder_continues_its_session_and_the_workspace_sees_it_live() {
+    let env = repository();
+    let made = new_worktree(&env, "win");
+    let id = made["sessionId"].as_str().unwrap().to_owned();
+    let mut main = env.start(json!({}));
+    main.request("toolhost/watchSession", json!({"sessionId": id})).unwrap();
+    // A second window, on the worktree's folder: the worktree session continues there, so an
+    // agent the editor hosts (or its own) works in it.
+    let mut window = env.spawn_with(&[], server::echo_handler());
+    let started = window.initialize(&root_of(&made), json!({}), json!({})).unwrap();
+    assert_eq!(started["capabilities"]["experimental"]["toolhost"]["sessionId"], id.as_str());
+    server::call_ok(&mut window, "read", json!({"file_path": "a.txt"}));
+    server::call_ok(
+        &mut window,
+        "edit",
+        json!({"file_path": "a.txt", "old_string": "bravo\n", "new_string": "bravo-win\n"}),
+    );
+    assert_eq!(read(&root_of(&made).join("a.txt")), with(&[("bravo", "bravo-win")]));
+    assert_eq!(read(&env.root.join("a.txt")), original());
+    let changed = main.wait_for(Duration::from_secs(30), |m| {
+        m["method"] == "toolhost/sessionChanged" && m["params"]["sessionId"] == id.as_str()
+    });
+    assert!(changed.is_some(), "no toolhost/sessionChanged");
+    let listed = main.request("toolhost/listSessions", json!({})).unwrap();
+    assert_eq!(listed["worktrees"][0]["state"], "inUse", "{listed}");
+    // While the window holds it, a plain `toolhost call` in the folder gets a session of its own.
+    let out = Command::new(binary())
+        .args(["call", "read", r#"{"file_path":"a.txt"}"#, "--json"])
+        .current_dir(root_of(&made))
+        .envs(env.env())
+        .output()
+        .unwrap();
+    let called: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(called["sessionId"], id.as_str());
+    drop(window);
+    let replayed = main.request("toolhost/replaySession", json!({"sessionId": id})).unwrap();
+    let cards = replayed["cards"].as_array().unwrap();
+    assert!(cards.iter().any(|c| c["tool"] == "edit"), "{replayed}");
 }

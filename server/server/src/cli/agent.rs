@@ -129,7 +129,8 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
         config.code.mode = Some(presentation.into());
     }
     let sessions = sessions_dir(&config, &args.common)?;
-    let (id, opened) = session::open_named(&sessions, &root, args.common.session.as_deref())
+    let which = super::session_or_worktree(&config, &args.common, &root);
+    let (id, opened) = session::open_named(&sessions, &root, which.as_deref())
         .map_err(|e| Failure::env(e.to_string()))?;
     if opened.report.created && !args.json {
         eprintln!("toolhost: session {id}");

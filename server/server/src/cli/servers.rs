@@ -58,7 +58,8 @@ pub async fn mcp(args: McpArgs) -> Result<u8, Failure> {
     let config = load_config(&root)?;
     let sessions = sessions_dir(&config, &args.common)?;
     if let Some(addr) = args.http {
-        let (mcp, session) = (config.mcp.clone(), args.common.session.clone());
+        let session = super::session_or_worktree(&config, &args.common, &root);
+        let mcp = config.mcp.clone();
         let backend = crate::mcp::McpBackend::new(config, root, sessions, session, standalone);
         let backend = backend.await;
         let served = toolhost_mcp::http::serve_until_signal(backend.clone(), mcp, addr).await;
@@ -76,7 +77,7 @@ pub async fn mcp(args: McpArgs) -> Result<u8, Failure> {
         }
     };
     let mcp_config = config.mcp.clone();
-    let session = args.common.session.clone();
+    let session = super::session_or_worktree(&config, &args.common, &root);
     let backend = crate::mcp::McpBackend::new(config, root, sessions, session, standalone).await;
     let served = toolhost_mcp::serve(backend.clone(), mcp_config, stdin, stdout).await;
     backend.shutdown().await;

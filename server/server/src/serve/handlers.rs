@@ -334,7 +334,15 @@ async fn initialize(state: &Arc<ServerState>, raw: Option<Value>) -> Result<Valu
     let sessions = config
         .sessions_dir(state.options.session_dir.as_deref())
         .map_err(|e| ErrorObject::internal(e.to_string()))?;
-    let id = requested.unwrap_or_else(toolhost_session::new_session_id);
+    // A window on a worktree session's folder continues that session (unless it is in use).
+    let worktree = requested
+        .is_none()
+        .then(|| toolhost_host::worktree::of_root(&sessions, &primary))
+        .flatten()
+        .filter(|w| !toolhost_host::worktree::in_use(&sessions, w));
+    let id = requested
+        .or(worktree.map(|w| w.session_id))
+        .unwrap_or_else(toolhost_session::new_session_id);
     let opened = session::open_session(&sessions, &primary, &id).map_err(|e| {
         ErrorObject::new(-32001, format!("cannot open session {id}: {e}"))
             .with_data(json!({"code": e.code()}))
