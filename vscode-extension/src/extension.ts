@@ -153,7 +153,13 @@ export function activate(context: vscode.ExtensionContext): ToolhostApi {
   controller.setAgentUpdateHandler((params) => chat.handleUpdate(params));
   const cancelCall = (callId: string) => request<CancelCallResult>(methods.cancelCall, { callId });
   // Whose cards the panel shows: this workspace's, or a worktree session's (the picker above them).
-  const worktrees = new WorktreeSessions({ request, store, window: vscode.window, copy: (text) => vscode.env.clipboard.writeText(text) });
+  const worktrees = new WorktreeSessions({
+    request,
+    store,
+    window: vscode.window,
+    copy: (text) => vscode.env.clipboard.writeText(text),
+    openFolder: (folder) => vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(folder), { forceNewWindow: true }),
+  });
   controller.setSessionChangedHandler((params) => void worktrees.sessionChanged(params).catch((err: unknown) => output.appendLine(`[toolhost] replaying the worktree session failed: ${String(err)}`)));
 
   const panel = new CardsViewProvider(context.extensionUri, store, {

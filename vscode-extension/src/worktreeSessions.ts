@@ -36,6 +36,7 @@ export const WORKTREE_COMMANDS = {
   new: 'toolhost.ui.worktreeNew',
   apply: 'toolhost.ui.worktreeApply',
   discard: 'toolhost.ui.worktreeDiscard',
+  open: 'toolhost.ui.worktreeOpen',
 } as const;
 
 /** One row of the quick picks of Apply and Discard. */
@@ -88,6 +89,9 @@ export interface WorktreeDeps {
   window: WorktreeWindow;
   /** Puts a CLI line on the clipboard (the buttons of the message after New). */
   copy(text: string): PromiseLike<unknown>;
+  /** Opens a folder in a new window (Open in New Window: the toolhost there continues the
+   * worktree session, so the agents that window hosts work in it). */
+  openFolder?(folder: string): PromiseLike<unknown>;
 }
 
 /** The buttons of the message after New. */
@@ -334,6 +338,22 @@ export class WorktreeSessions {
     }
   }
 
+  /** Open Worktree Session in New Window…: the session (given, else picked) opened in a window of
+   * its own, whose toolhost continues it — its chat and the agents it hosts work in the worktree,
+   * and this window follows the cards in the picker. */
+  async open(arg?: unknown): Promise<void> {
+    const name = await this.target(arg, 'toolhost: Open Worktree Session in New Window…', 'Work in it in a window of its own');
+    if (name === undefined) {
+      return;
+    }
+    const info = this.listValue.find((w) => w.name === name || w.sessionId === name);
+    if (info === undefined || this.deps.openFolder === undefined) {
+      void this.deps.window.showErrorMessage(`toolhost: no worktree session ${name} to open`);
+      return;
+    }
+    await this.deps.openFolder(info.root);
+  }
+
   /** The session a command is about: its argument (a name or session id), else the one on show
    * when there is only that to ask about, else a quick pick of the list (refreshed first). */
   private async target(arg: unknown, title: string, placeHolder: string): Promise<string | undefined> {
@@ -376,5 +396,6 @@ export function registerWorktreeCommands<D>(
     commands.registerCommand(WORKTREE_COMMANDS.new, withErrors((arg) => sessions.create(arg))),
     commands.registerCommand(WORKTREE_COMMANDS.apply, withErrors((arg) => sessions.apply(arg))),
     commands.registerCommand(WORKTREE_COMMANDS.discard, withErrors((arg) => sessions.discard(arg))),
+    commands.registerCommand(WORKTREE_COMMANDS.open, withErrors((arg) => sessions.open(arg))),
   ];
 }

@@ -193,6 +193,7 @@ function setup() {
   const window = new FakeWindow();
   const store = new CardStore(100);
   const copied: string[] = [];
+  const opened: string[] = [];
   const sessions = new WorktreeSessions({
     request: server.request,
     store,
@@ -201,8 +202,12 @@ function setup() {
       copied.push(text);
       return Promise.resolve();
     },
+    openFolder: (folder) => {
+      opened.push(folder);
+      return Promise.resolve();
+    },
   });
-  return { server, window, store, sessions, copied };
+  return { server, window, store, sessions, copied, opened };
 }
 
 describe('worktree sessions: labels and the wire', () => {
@@ -487,6 +492,18 @@ describe('worktree sessions: the commands', () => {
     assert.deepEqual(sessions.list.map((w) => w.name), ['fix-1', 'copy-2']);
   });
 
+  it('Open in New Window…: picked, its folder opened in a new window (whose toolhost continues it)', async () => {
+    const { window, sessions, opened } = setup();
+    window.picks = 'fix-1';
+    await sessions.open();
+    assert.deepEqual(opened, [FIX.root]);
+    await sessions.open('copy-2');
+    assert.deepEqual(opened, [FIX.root, COPY.root]);
+    await sessions.open('nope');
+    assert.equal(opened.length, 2);
+    assert.match(window.errors[0] ?? '', /no worktree session nope to open/);
+  });
+
   it('without worktree sessions Apply and Discard say how to make one', async () => {
     const { server, window, sessions } = setup();
     server.worktrees = [];
@@ -501,7 +518,7 @@ describe('worktree sessions: the commands', () => {
     const registered: string[] = [];
     const { sessions } = setup();
     registerWorktreeCommands({ registerCommand: (id: string) => void registered.push(id) }, sessions, (fn) => async (arg) => void (await fn(arg)));
-    assert.deepEqual(registered, [WORKTREE_COMMANDS.new, WORKTREE_COMMANDS.apply, WORKTREE_COMMANDS.discard]);
+    assert.deepEqual(registered, [WORKTREE_COMMANDS.new, WORKTREE_COMMANDS.apply, WORKTREE_COMMANDS.discard, WORKTREE_COMMANDS.open]);
     let dir = __dirname;
     while (!fs.existsSync(path.join(dir, 'package.json')) || !fs.readFileSync(path.join(dir, 'package.json'), 'utf8').includes('"toolhost.ui.callTool"')) {
       dir = path.dirname(dir);
@@ -511,5 +528,6 @@ describe('worktree sessions: the commands', () => {
     assert.deepEqual(byId.get(WORKTREE_COMMANDS.new), { command: WORKTREE_COMMANDS.new, title: 'New Worktree Session', category: 'toolhost', icon: '$(git-branch)' });
     assert.deepEqual(byId.get(WORKTREE_COMMANDS.apply), { command: WORKTREE_COMMANDS.apply, title: 'Apply Worktree Session…', category: 'toolhost' });
     assert.deepEqual(byId.get(WORKTREE_COMMANDS.discard), { command: WORKTREE_COMMANDS.discard, title: 'Discard Worktree Session…', category: 'toolhost' });
+    assert.deepEqual(byId.get(WORKTREE_COMMANDS.open), { command: WORKTREE_COMMANDS.open, title: 'Open Worktree Session in New Window…', category: 'toolhost' });
   });
 });

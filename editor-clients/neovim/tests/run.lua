@@ -1485,6 +1485,7 @@ test(':Toolhost tools, subcommand and tool completion, unknown subcommand', func
     'worktree-apply',
     'worktree-discard',
     'worktree-new',
+    'worktree-open',
     'worktrees',
   }, 'subcommands')
   H.eq(

@@ -6,7 +6,8 @@
 -- back to the workspace; w1 applied through the review (accepted) and the file changed; w2, which
 -- changed the same line otherwise, applied after it: a conflict, said as a warning, nothing
 -- written; discards cancelled and confirmed (the folders gone), the shown one's buffer back to the
--- workspace; how a worktree session reads in the pickers, the completion and the help tags.
+-- workspace; how a worktree session reads in the pickers, the completion and the help tags;
+-- worktree-open: a tab whose own toolhost continues the worktree session.
 -- Registered by tests/run.lua: `require('worktrees')(test)`.
 
 local H = require('helpers')
@@ -195,7 +196,7 @@ return function(test)
     local th = require('toolhost')
     H.eq(
       th.complete('worktree', 'Toolhost worktree'),
-      { 'worktree-apply', 'worktree-discard', 'worktree-new', 'worktrees' },
+      { 'worktree-apply', 'worktree-discard', 'worktree-new', 'worktree-open', 'worktrees' },
       'subcommands'
     )
     H.eq(th.complete('worktree-d', 'Toolhost help worktree-d'), { 'worktree-discard' }, 'help completes them')
@@ -435,5 +436,49 @@ return function(test)
     end)
     H.check(vim.uv.fs_stat(wt.root) ~= nil, 'still there')
     H.eq(worktree(c, made).changedFiles, 0, 'nothing applied from it, nothing changed in it')
+  end)
+
+  test('worktrees: worktree-open starts a toolhost in a tab of its own that continues the session', function()
+    local ws, _, c = started()
+    local made
+    with_ui(function()
+      require('toolhost.worktrees').new('w-open', { client = c }, function(err, wt)
+        assert(not err, err)
+        made = wt
+      end)
+      H.wait(function()
+        return made
+      end, 'toolhost/worktreeNew')
+    end)
+    local tab = vim.api.nvim_get_current_tabpage()
+    local opened
+    with_ui(function(msgs)
+      vim.cmd('Toolhost worktree-open w-open')
+      H.wait(function()
+        for _, m in ipairs(msgs) do
+          if type(m[1]) == 'string' and m[1]:find('worktree session w-open in this tab', 1, true) then
+            opened = true
+          end
+        end
+        return opened
+      end, 'the tab opened', 30000)
+    end)
+    H.check(vim.api.nvim_get_current_tabpage() ~= tab, 'a new tab')
+    H.eq(vim.fn.getcwd(), vim.uv.fs_realpath(made.root), 'the tab’s folder is the worktree')
+    local there = require('toolhost.client').current(0, false)
+    H.check(there ~= nil and there.id ~= c.id, 'a toolhost of its own')
+    H.wait(function()
+      return there.initialized
+    end, 'the tab’s toolhost started', 30000)
+    H.eq(there.server_capabilities.experimental.toolhost.sessionId, made.sessionId, 'it continues the worktree session')
+    -- A call there is the worktree session’s: the workspace lists it as in use, changed.
+    H.call('write', { file_path = 'b.txt', content = 'new\n' }, there)
+    H.eq(H.read(made.root .. '/b.txt'), 'new\n', 'written in the worktree')
+    H.eq(vim.uv.fs_stat(ws .. '/b.txt'), nil, 'not in the workspace')
+    local wt = worktree(c, 'w-open')
+    H.eq(wt.state, 'inUse', 'held by the tab’s toolhost')
+    H.eq(wt.changedFiles, 1, 'one file changed')
+    there:stop()
+    vim.cmd('tabclose')
   end)
 end

@@ -333,6 +333,19 @@ M.COMMANDS = {
       return require('toolhost.worktrees').complete(arg_lead, line)
     end,
   },
+  ['worktree-open'] = {
+    args = '[name]',
+    desc = 'a tab of its own for a worktree session: its chat and agents work in the worktree (no name: picked)',
+    run = function(args)
+      local name = one_name('worktree-open', args)
+      if name then
+        require('toolhost.worktrees').open(name)
+      end
+    end,
+    complete = function(arg_lead, line)
+      return require('toolhost.worktrees').complete(arg_lead, line)
+    end,
+  },
   ['worktree-discard'] = {
     args = '[name]',
     desc = 'remove a worktree session: its checkout, branch and log (no name: picked; asks first)',

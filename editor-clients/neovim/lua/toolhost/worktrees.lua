@@ -335,6 +335,47 @@ local function named(client, name, prompt, fn, cb)
   end)
 end
 
+--- `:Toolhost worktree-open [name]`: a tab of its own for a worktree session — the tab's folder is
+--- the worktree, and the toolhost started there continues the worktree session (the server does
+--- so for a folder that is one), so the chat and the agents it hosts work in it while this
+--- workspace follows its cards in |:Toolhost-worktrees|. `cb(err, client_id)`.
+---@param name? string
+---@param opts? toolhost.WorktreeOpts
+---@param cb? fun(err: string?, client_id: integer?)
+function M.open(name, opts, cb)
+  cb = cb or function() end
+  local c = server(opts or {})
+  if not c then
+    return cb('no toolhost server')
+  end
+  named(c, name, 'Open which worktree session in a tab?', function(chosen)
+    M.list({ client = c }, function(err, worktrees)
+      if err then
+        return cb(err)
+      end
+      local wt
+      for _, w in ipairs(worktrees or {}) do
+        if w.name == chosen or w.sessionId == chosen then
+          wt = w
+        end
+      end
+      if not wt then
+        notify(('no worktree session %s'):format(chosen), vim.log.levels.WARN)
+        return cb('unknown')
+      end
+      vim.cmd.tabnew()
+      vim.cmd.tcd(vim.fn.fnameescape(wt.root))
+      local id = require('toolhost.client').start(wt.root)
+      if not id then
+        return cb('not started')
+      end
+      vim.b.toolhost_client = id
+      notify(('worktree session %s in this tab (%s): :Toolhost chat and the agents work there'):format(wt.name, wt.root))
+      cb(nil, id)
+    end)
+  end, cb)
+end
+
 --- `:Toolhost worktree-apply [name]`: brings a worktree session's changes into the workspace
 --- (`toolhost/worktreeApply`). Its hunks come as the usual reviews (|toolhost-review|), its card
 --- as any call's; the result's text is shown, as a warning when it lists conflicts (never
