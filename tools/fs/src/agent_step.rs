@@ -10,7 +10,7 @@
 //! edit, the file is left with exactly those (the step wrote the whole edit; the rest is undone
 //! here, before the change is recorded). An internal tool: never listed, unknown to a model.
 
-use crate::diff::{Change, diff_meta};
+use crate::diff::{Change, diff_meta_of_files};
 use crate::{crlf_to_lf, fs_failure};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -19,9 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 use toolhost_contract::{Tool, ToolContext, ToolError};
+use toolhost_protocol::ContentBlock;
 use toolhost_protocol::card::{CallPresentation, CardKind};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
-use toolhost_protocol::{ContentBlock, DiffMeta};
 use toolhost_workspace::{Workspace, content_version};
 
 /// The tool's name.
@@ -394,21 +394,13 @@ impl Tool for AgentStepTool {
     }
 
     fn presentation_meta(&self, _args: &AgentStepArgs, out: &AgentStepOutput) -> Option<Value> {
-        let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
-        let mut patch = String::new();
-        for file in &out.files {
-            let before = file.before.as_deref().unwrap_or("");
-            let after = file.after.as_deref().unwrap_or("");
-            let one = diff_meta(&file.path, before, after);
-            meta.diffs.extend(one.diffs);
-            if let Some(p) = one.patch {
-                patch.push_str(&p);
-            }
-        }
+        let files = out.files.iter();
+        let meta = diff_meta_of_files(
+            files.map(|f| (f.path.as_str(), f.before.as_deref(), f.after.as_deref())),
+        );
         if meta.diffs.is_empty() {
             return None;
         }
-        meta.patch = (!patch.is_empty()).then_some(patch);
         serde_json::to_value(meta).ok()
     }
 }

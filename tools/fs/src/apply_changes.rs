@@ -10,7 +10,7 @@
 //! the journal `revert` uses, so one revert of this call takes it all back.
 //! An internal tool: editors and the command line call it, models are never offered it.
 
-use crate::diff::{Change, diff_meta};
+use crate::diff::{Change, diff_meta_of_files};
 use crate::replace_all::{Replacement, replace_all};
 use crate::revert::history_of;
 use crate::three_way::{Conflict, merge};
@@ -19,9 +19,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_contract::{ReviewHandle, ReviewRequest, ReviewVerdict, Tool, ToolContext, ToolError};
+use toolhost_protocol::ContentBlock;
 use toolhost_protocol::card::{CallPresentation, CardKind, parse_patch};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
-use toolhost_protocol::{ContentBlock, DiffMeta};
 
 /// The tool's name.
 pub const APPLY_CHANGES: &str = "apply_changes";
@@ -358,18 +358,10 @@ impl Tool for ApplyChangesTool {
         _args: &ApplyChangesArgs,
         out: &ApplyChangesOutput,
     ) -> Option<Value> {
-        let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
-        for f in out.files.iter().filter(|f| f.before.is_some() || f.after.is_some()) {
-            let one = diff_meta(
-                &f.path,
-                f.before.as_deref().unwrap_or(""),
-                f.after.as_deref().unwrap_or(""),
-            );
-            meta.diffs.extend(one.diffs);
-            if let Some(patch) = one.patch {
-                meta.patch.get_or_insert_with(String::new).push_str(&patch);
-            }
-        }
+        let files = out.files.iter().filter(|f| f.before.is_some() || f.after.is_some());
+        let meta = diff_meta_of_files(
+            files.map(|f| (f.path.as_str(), f.before.as_deref(), f.after.as_deref())),
+        );
         serde_json::to_value(meta).ok()
     }
 }

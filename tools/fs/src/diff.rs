@@ -31,6 +31,23 @@ pub fn diff_meta(path: &str, before: &str, after: &str) -> DiffMeta {
     Change::new(before, after).meta(path)
 }
 
+/// Diff metadata of several files' changes, `(path, before, after)` each (`None`: no such side):
+/// every file's hunks, and one patch over all of them (none when nothing differs). The diff card
+/// of a call that changed several files (revert, apply_changes, an agent's step).
+pub fn diff_meta_of_files<'a>(
+    files: impl IntoIterator<Item = (&'a str, Option<&'a str>, Option<&'a str>)>,
+) -> DiffMeta {
+    let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
+    for (path, before, after) in files {
+        let one = diff_meta(path, before.unwrap_or(""), after.unwrap_or(""));
+        meta.diffs.extend(one.diffs);
+        if let Some(patch) = one.patch {
+            meta.patch.get_or_insert_with(String::new).push_str(&patch);
+        }
+    }
+    meta
+}
+
 /// A change between two texts as hunks, computed once, so the hunks a reviewer decides on are
 /// exactly the ones applied afterwards (the diff has a time budget, so a second run on a huge
 /// input could group differently).

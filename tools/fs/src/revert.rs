@@ -15,7 +15,7 @@
 //! back by the host when it next opens the session. A revert is itself a call whose changes are
 //! recorded, so it shows as a diff card, replays, and can be reverted in turn.
 
-use crate::diff::diff_meta;
+use crate::diff::diff_meta_of_files;
 use crate::replace_all::{Replacement, replace_all};
 use crate::{fs_failure, workspace};
 use schemars::JsonSchema;
@@ -188,17 +188,8 @@ impl Tool for RevertTool {
 
 /// The diff card's meta of what a revert did.
 pub(crate) fn diff_meta_of(out: &RevertOutput) -> DiffMeta {
-    let mut meta = DiffMeta { diffs: Vec::new(), patch: None };
-    for file in &out.files {
-        let before = file.before.as_deref().unwrap_or("");
-        let after = file.after.as_deref().unwrap_or("");
-        let one = diff_meta(&file.path, before, after);
-        meta.diffs.extend(one.diffs);
-        if let Some(patch) = one.patch {
-            meta.patch.get_or_insert_with(String::new).push_str(&patch);
-        }
-    }
-    meta
+    let files = out.files.iter();
+    diff_meta_of_files(files.map(|f| (f.path.as_str(), f.before.as_deref(), f.after.as_deref())))
 }
 
 /// The session's change history, or why there is none.
