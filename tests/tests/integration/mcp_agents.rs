@@ -118,7 +118,9 @@ fn edit_args(root: &Path) -> Value {
 
 // ---------------------------------------------------------------- Claude Code
 
-fn claude_script(root: PathBuf) -> Box<model_server::Script> {
+/// Claude Code's scripted model: a toolhost `read` with `read`, then an `edit` with `edit`, then an
+/// answer; side requests (a title, a summary) get plain text.
+pub(crate) fn claude_script(read: Value, edit: Value) -> Box<model_server::Script> {
     Box::new(move |request: &Recorded| {
         if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
             return Reply::json(&json!({"input_tokens": 10}));
@@ -137,12 +139,12 @@ fn claude_script(root: PathBuf) -> Box<model_server::Script> {
         match model_server::anthropic_tool_results(&body) {
             0 => model_server::anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_read", "name": "mcp__toolhost__read",
-                       "input": {"file_path": root.join("greet.rs").display().to_string()}}),
+                       "input": read}),
                 "tool_use",
             ),
             1 => model_server::anthropic_turn(
                 json!({"type": "tool_use", "id": "toolu_edit", "name": "mcp__toolhost__edit",
-                       "input": edit_args(&root)}),
+                       "input": edit}),
                 "tool_use",
             ),
             _ => model_server::anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
@@ -150,23 +152,27 @@ fn claude_script(root: PathBuf) -> Box<model_server::Script> {
     })
 }
 
+/// Runs Claude Code in `cwd` with a private `home`, against the scripted `model` only.
+pub(crate) fn claude_env(command: &mut Command, cwd: &Path, home: &Path, model: &ModelServer) {
+    command
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", "scripted")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+}
+
 #[test]
 fn claude_code_edits_through_toolhost_and_the_editor_shows_it() {
     let claude = agent(CLAUDE_CODE);
     let Setup { env, mut editor, home } = setup();
-    let model = ModelServer::start(claude_script(env.root.clone()));
-    let agent_env = |command: &mut Command| {
-        command
-            .current_dir(&env.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", model.base_url())
-            .env("ANTHROPIC_API_KEY", "scripted")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-    };
+    let read = json!({"file_path": env.root.join("greet.rs").display().to_string()});
+    let model = ModelServer::start(claude_script(read, edit_args(&env.root)));
+    let agent_env = |command: &mut Command| claude_env(command, &env.root, &home, &model);
     // The README's one-line setup (with the test's state folder, where the editor listens).
     let toolhost = binary();
     let mut add = Command::new(&claude);

@@ -6,8 +6,10 @@
 //! worktree only; best of three with a check command; and nothing left behind by discard.
 #![allow(clippy::unwrap_used)]
 
-use crate::mcp_agents::{CLAUDE_CODE, agent as agent_binary, run_logged};
-use crate::model_server::{self, ModelServer, Recorded, Reply};
+use crate::mcp_agents::{
+    CLAUDE_CODE, agent as agent_binary, claude_env, claude_script, run_logged,
+};
+use crate::model_server::ModelServer;
 use crate::server::{self, Env, binary, git};
 use crate::sse::{Answer, first_prompt, last_tool_result, server as model_server_sse};
 use serde_json::{Value, json};
@@ -377,40 +379,6 @@ async fn best_of_three_runs_each_check_and_one_is_applied() {
     nothing_left(&env, &refs);
 }
 
-/// Claude Code's scripted model: read a.txt, edit bravo, answer — by relative path, so the
-/// file is the one of the session toolhost serves.
-fn claude_script() -> Box<model_server::Script> {
-    Box::new(move |request: &Recorded| {
-        if !request.path.starts_with("/v1/messages") || request.path.contains("count_tokens") {
-            return Reply::json(&json!({"input_tokens": 10}));
-        }
-        let Some(body) = request.json() else { return Reply::not_found() };
-        let offers_toolhost = body["tools"]
-            .as_array()
-            .is_some_and(|tools| tools.iter().any(|t| t["name"] == "mcp__toolhost__edit"));
-        if !offers_toolhost {
-            return model_server::anthropic_turn(
-                json!({"type": "text", "text": "Title"}),
-                "end_turn",
-            );
-        }
-        match model_server::anthropic_tool_results(&body) {
-            0 => model_server::anthropic_turn(
-                json!({"type": "tool_use", "id": "toolu_read", "name": "mcp__toolhost__read",
-                       "input": {"file_path": "a.txt"}}),
-                "tool_use",
-            ),
-            1 => model_server::anthropic_turn(
-                json!({"type": "tool_use", "id": "toolu_edit", "name": "mcp__toolhost__edit",
-                       "input": {"file_path": "a.txt", "old_string": "bravo\n",
-                                 "new_string": "bravo-claude\n"}}),
-                "tool_use",
-            ),
-            _ => model_server::anthropic_turn(json!({"type": "text", "text": "Done."}), "end_turn"),
-        }
-    })
-}
-
 #[test]
 fn claude_code_attached_with_mcp_session_edits_its_worktree_only() {
     let claude = agent_binary(CLAUDE_CODE);
@@ -421,19 +389,11 @@ fn claude_code_attached_with_mcp_session_edits_its_worktree_only() {
     let mut editor = env.start(json!({}));
     let home = env.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let model = ModelServer::start(claude_script());
-    let agent_env = |command: &mut Command| {
-        command
-            .current_dir(&env.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", model.base_url())
-            .env("ANTHROPIC_API_KEY", "scripted")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-    };
+    // Relative paths: the file is the one of the session toolhost serves.
+    let edit =
+        json!({"file_path": "a.txt", "old_string": "bravo\n", "new_string": "bravo-claude\n"});
+    let model = ModelServer::start(claude_script(json!({"file_path": "a.txt"}), edit));
+    let agent_env = |command: &mut Command| claude_env(command, &env.root, &home, &model);
     let mut add = Command::new(&claude);
     agent_env(&mut add);
     add.args(["mcp", "add", "toolhost", "-e"])
