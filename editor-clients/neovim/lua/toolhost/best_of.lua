@@ -48,9 +48,8 @@ function M.run(args, opts)
     vim.notify('toolhost: ' .. task, vim.log.levels.ERROR)
     return
   end
-  local client = opts.client or require('toolhost.client').current(0, true)
+  local client = require('toolhost.client').current_or_warn(opts.client)
   if not client then
-    vim.notify('toolhost: no toolhost server for this buffer or directory', vim.log.levels.WARN)
     return
   end
   local cmd = client.config.cmd

@@ -28,25 +28,10 @@ end
 ---@param opts toolhost.CheckpointOpts
 ---@return vim.lsp.Client?
 local function server(opts)
-  local c = opts.client or require('toolhost.client').current(0, true)
-  if not c then
-    notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
-  end
-  return c
+  return require('toolhost.client').current_or_warn(opts.client)
 end
 
---- The text blocks of a tool result, joined.
----@param result table
----@return string
-local function text_of(result)
-  local texts = {}
-  for _, block in ipairs(type(result.content) == 'table' and result.content or {}) do
-    if type(block) == 'table' and block.type == 'text' and type(block.text) == 'string' then
-      table.insert(texts, block.text)
-    end
-  end
-  return vim.trim(table.concat(texts, '\n'))
-end
+local text_of = require('toolhost.result_text')
 
 --- Runs the `checkpoint` tool. A failed call is reported at ERROR level with the server's message
 --- and its code (`CHECKPOINT_UNKNOWN`, …), which the message alone does not name.

@@ -523,6 +523,19 @@ function M.current(bufnr, start)
   return id and vim.lsp.get_client_by_id(id) or nil
 end
 
+--- The server `given`, else the current buffer's (started unless `start` is false); when there is
+--- none, says so as a warning and returns nil.
+---@param given? vim.lsp.Client
+---@param start? boolean
+---@return vim.lsp.Client?
+function M.current_or_warn(given, start)
+  local c = given or M.current(0, start ~= false)
+  if not c then
+    vim.notify('toolhost: no toolhost server for this buffer or directory', vim.log.levels.WARN)
+  end
+  return c
+end
+
 --- Calls `fn(client)` once the client is initialized (or `fn(nil, err)` if it never is).
 ---@param client vim.lsp.Client
 ---@param fn fun(client: vim.lsp.Client?, err: string?)

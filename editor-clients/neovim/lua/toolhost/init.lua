@@ -82,11 +82,7 @@ end
 ---@param start? boolean
 ---@return vim.lsp.Client?
 local function current(start)
-  local c = require('toolhost.client').current(0, start ~= false)
-  if not c then
-    notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
-  end
-  return c
+  return require('toolhost.client').current_or_warn(nil, start)
 end
 
 --- Runs a tool through `toolhost/callTool`. `cb(err, response)` gets `{sessionId, callId,
@@ -312,13 +308,7 @@ function M.revert(call_id, opts, cb)
       notify(('revert %s failed: %s'):format(call_id, msg), vim.log.levels.ERROR)
       return cb(msg, res)
     end
-    local texts = {}
-    for _, block in ipairs(type(result.content) == 'table' and result.content or {}) do
-      if type(block) == 'table' and block.type == 'text' and type(block.text) == 'string' then
-        table.insert(texts, block.text)
-      end
-    end
-    local text = vim.trim(table.concat(texts, '\n'))
+    local text = require('toolhost.result_text')(result)
     notify(text ~= '' and text or ('reverted ' .. call_id))
     cb(nil, res)
   end)

@@ -40,11 +40,7 @@ end
 ---@param opts toolhost.WorktreeOpts
 ---@return vim.lsp.Client?
 local function server(opts)
-  local c = opts.client or require('toolhost.client').current(0, true)
-  if not c then
-    notify('no toolhost server for this buffer or directory', vim.log.levels.WARN)
-  end
-  return c
+  return require('toolhost.client').current_or_warn(opts.client)
 end
 
 --- Sends a request once the client is ready. An error answer becomes its message followed by the
@@ -77,13 +73,7 @@ end
 ---@param result table
 ---@return string
 local function text_of(result)
-  local texts = {}
-  for _, block in ipairs(type(result.content) == 'table' and result.content or {}) do
-    if type(block) == 'table' and block.type == 'text' and type(block.text) == 'string' then
-      table.insert(texts, block.text)
-    end
-  end
-  local text = vim.trim(table.concat(texts, '\n'))
+  local text = require('toolhost.result_text')(result)
   if text == '' and type(result.error) == 'table' and type(result.error.message) == 'string' then
     return result.error.message
   end
