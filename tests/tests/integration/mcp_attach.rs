@@ -32,6 +32,9 @@ fn did_change(client: &mut Client, path: &Path, version: i32, text: &str) {
             }),
         )
         .unwrap();
+    // The server handles notifications in order, before a later request: once this answer is
+    // here the buffer is tracked, so an agent's call over the attach socket cannot overtake it.
+    client.request("toolhost/listSessions", json!({})).unwrap();
 }
 
 /// The `toolhost/card` notification of `tool` with `status`, as the editor received it.
