@@ -1,7 +1,7 @@
 //! The one error type of the crate. Every variant has a stable code (`code()`) so the CLI and the
 //! server can map them (e.g. `SESSION_LOCKED` ⇒ exit code 3) without matching on messages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong opening, writing, reading or managing a session.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +82,12 @@ impl SessionError {
 
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         SessionError::Io { context: context.into(), source }
+    }
+
+    /// The mapping of an I/O error of `what` on `path` ("cannot {what} {path}").
+    pub(crate) fn io_at(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> SessionError {
+        let context = format!("cannot {what} {}", path.display());
+        move |e| SessionError::io(context, e)
     }
 
     /// A copy for fanning one batch failure out to every waiting appender (`io::Error` is not

@@ -32,6 +32,7 @@ mod repair;
 mod replay;
 mod retention;
 mod scan;
+mod session_lock;
 mod view;
 mod writer;
 

@@ -14,8 +14,9 @@ use crate::paths::{
     workspace_key,
 };
 use crate::scan::{SkippedLines, scan_salvaging};
+use crate::session_lock::lock_session;
 use serde_json::Value;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -39,11 +40,6 @@ pub struct RepairReport {
     pub header_rewritten: bool,
 }
 
-fn io_at(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> SessionError {
-    let context = format!("cannot {what} {}", path.display());
-    move |e| SessionError::io(context, e)
-}
-
 /// Repairs session `id` of the workspace at `workspace_root` (see the module doc). Fails with
 /// `Locked` while a toolhost process has the session open, and changes nothing when the log has
 /// no damage.
@@ -61,11 +57,11 @@ pub fn repair_session(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(SessionError::NotFound(log_path));
         }
-        Err(e) => return Err(io_at(&log_path, "open")(e)),
+        Err(e) => return Err(SessionError::io_at(&log_path, "open")(e)),
     };
-    lock(&file, &log_path)?;
+    lock_session(&file, &log_path)?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io_at(&log_path, "read"))?;
+    file.read_to_end(&mut bytes).map_err(SessionError::io_at(&log_path, "read"))?;
     let scanned = scan_salvaging(&bytes)?;
     let moved_to = dir.join(DAMAGED_FILE_NAME);
     let mut report = RepairReport {
@@ -82,13 +78,14 @@ pub fn repair_session(
     }
 
     // The damaged bytes first: from here on they exist outside the log.
-    let mut aside = open_private_append(&moved_to, true).map_err(io_at(&moved_to, "open"))?;
+    let mut aside =
+        open_private_append(&moved_to, true).map_err(SessionError::io_at(&moved_to, "open"))?;
     for stretch in &scanned.skipped {
         let start = stretch.offset as usize;
         let end = start + stretch.bytes as usize;
-        aside.write_all(&bytes[start..end]).map_err(io_at(&moved_to, "write"))?;
+        aside.write_all(&bytes[start..end]).map_err(SessionError::io_at(&moved_to, "write"))?;
     }
-    aside.sync_all().map_err(io_at(&moved_to, "sync"))?;
+    aside.sync_all().map_err(SessionError::io_at(&moved_to, "sync"))?;
     sync_dir(&dir)?;
 
     let mut out = Vec::with_capacity(bytes.len());
@@ -134,27 +131,19 @@ pub fn repair_session(
         .truncate(true)
         .mode(0o600)
         .open(&temp)
-        .map_err(io_at(&temp, "create"))?;
+        .map_err(SessionError::io_at(&temp, "create"))?;
     // Locked before it takes the log's name, so no opener can slip in before this returns.
-    lock(&new_log, &temp)?;
+    lock_session(&new_log, &temp)?;
     let written = new_log
         .write_all(&out)
         .and_then(|()| new_log.sync_all())
         .and_then(|()| std::fs::rename(&temp, &log_path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
-        return Err(io_at(&log_path, "replace")(e));
+        return Err(SessionError::io_at(&log_path, "replace")(e));
     }
     sync_dir(&dir)?;
     Ok(report)
-}
-
-fn lock(file: &File, path: &Path) -> Result<(), SessionError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(SessionError::Locked(path.to_owned())),
-        Err(TryLockError::Error(e)) => Err(io_at(path, "lock")(e)),
-    }
 }
 
 /// The envelope `line` with `seq` set to `seq`, its keys in the order they had (the workspace's

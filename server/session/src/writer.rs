@@ -30,9 +30,10 @@ use crate::paths::{
     open_private_append, sync_dir, validate_session_id, workspace_key,
 };
 use crate::scan::{FS_CHANGE, FS_OBSERVED, TOOL_CALL, TOOL_RESULT, scan};
+use crate::session_lock::lock_session;
 use crate::view::{SessionView, build_view};
 use serde_json::Value;
-use std::fs::{File, TryLockError};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -430,11 +431,6 @@ impl std::fmt::Debug for SessionLog {
     }
 }
 
-fn io_at(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> SessionError {
-    let context = format!("cannot {what} {}", path.display());
-    move |e| SessionError::io(context, e)
-}
-
 impl SessionLog {
     /// Opens the session `id` of the workspace at `workspace_root` under `sessions_dir`
     /// (`<sessions_dir>/<workspace key>/<id>/session.jsonl`). With `create`, a missing session
@@ -463,18 +459,14 @@ impl SessionLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(SessionError::NotFound(log_path));
             }
-            Err(e) => return Err(io_at(&log_path, "open")(e)),
+            Err(e) => return Err(SessionError::io_at(&log_path, "open")(e)),
         };
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(SessionError::Locked(log_path)),
-            Err(TryLockError::Error(e)) => return Err(io_at(&log_path, "lock")(e)),
-        }
+        lock_session(&file, &log_path)?;
 
         let mut bytes = Vec::new();
         file.seek(SeekFrom::Start(0))
             .and_then(|_| file.read_to_end(&mut bytes))
-            .map_err(io_at(&log_path, "read"))?;
+            .map_err(SessionError::io_at(&log_path, "read"))?;
         let mut scanned = scan(&bytes).map_err(|err| match err {
             SessionError::Corrupt { .. } | SessionError::UnknownEvent { .. } => {
                 SessionError::Damaged { id: id.to_owned(), source: Box::new(err) }
@@ -487,7 +479,7 @@ impl SessionLog {
             save_torn(&dir.join(TORN_FILE_NAME), &tail)?;
             file.set_len(scanned.good_len as u64)
                 .and_then(|()| file.sync_data())
-                .map_err(io_at(&log_path, "truncate the torn tail of"))?;
+                .map_err(SessionError::io_at(&log_path, "truncate the torn tail of"))?;
             Some(TornTail { offset: scanned.good_len as u64, bytes: tail })
         } else {
             None
@@ -511,7 +503,7 @@ impl SessionLog {
                 line.push(b'\n');
                 file.write_all(&line)
                     .and_then(|()| file.sync_data())
-                    .map_err(io_at(&log_path, "write"))?;
+                    .map_err(SessionError::io_at(&log_path, "write"))?;
                 sync_dir(&dir)?;
                 len = line.len() as u64;
                 scanned.last_time = header.created_at;
@@ -803,11 +795,11 @@ fn closed() -> SessionError {
 
 /// Keeps cut bytes for a human to inspect (never silently lost), one record per cut.
 fn save_torn(path: &Path, tail: &[u8]) -> Result<(), SessionError> {
-    let mut file = open_private_append(path, true).map_err(io_at(path, "open"))?;
+    let mut file = open_private_append(path, true).map_err(SessionError::io_at(path, "open"))?;
     file.write_all(tail)
         .and_then(|()| file.write_all(b"\n"))
         .and_then(|()| file.sync_data())
-        .map_err(io_at(path, "write"))
+        .map_err(SessionError::io_at(path, "write"))
 }
 
 impl Drop for SessionLog {

@@ -445,3 +445,37 @@ fn image_blocks_are_stored_as_blob_references() {
         "look:\n[image content]\n[image content]"
     );
 }
+
+/// Under load a reopen in the same process met `Locked`: a child process another thread was
+/// starting still held the log's descriptor (and with it the lock) until it exec'd or exited.
+#[test]
+fn a_lock_held_for_a_moment_by_a_child_process_does_not_refuse_the_session() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let fx = fixture();
+    let (log, _) = SessionLog::open(&fx.sessions, &fx.root, "s1", true).unwrap();
+    let path = log.log_path().to_path_buf();
+    drop(log);
+    // The child's stdout is a locked description of the log: the child alone holds the lock now,
+    // until its stdin closes and it exits (it writes nothing).
+    let held = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    held.lock().unwrap();
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(held.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    drop(held);
+    let probe = std::fs::File::open(&path).unwrap();
+    assert!(probe.try_lock().is_err(), "the child holds the lock");
+    drop(probe);
+    let mut stdin = child.stdin.take().unwrap();
+    let ending = std::thread::spawn(move || {
+        stdin.flush().unwrap();
+        drop(stdin);
+        child.wait().unwrap()
+    });
+    let reopened = SessionLog::open(&fx.sessions, &fx.root, "s1", false);
+    assert!(ending.join().unwrap().success());
+    assert!(reopened.is_ok(), "{:?}", reopened.err());
+}
