@@ -11,6 +11,7 @@ pub mod diff;
 pub mod lsp_ext;
 pub mod result;
 pub mod session_log;
+pub mod world;
 
 pub use card::{CallOrigin, CallPresentation, Card, CardKind, CardOutcome, CardStatus};
 pub use content::ContentBlock;

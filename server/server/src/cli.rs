@@ -7,6 +7,7 @@ mod agent;
 mod best_of;
 mod call;
 mod checkpoint;
+mod exec_server;
 mod log;
 mod mcp_servers;
 mod replay;
@@ -79,6 +80,10 @@ enum Command {
     Acp(servers::AcpArgs),
     /// Trust this workspace: its toolhost.toml may then configure language-server commands.
     Trust(trust::Args),
+    /// Serve a folder as an execution world over JSON-RPC on stdio (what a toolhost starts over
+    /// ssh or in a container): files, search and processes, confined beneath `--root` here.
+    #[command(name = "exec-server")]
+    ExecServer(exec_server::Args),
     /// Internal (`[shell] sandbox`): confine writes to the given folders with Landlock, then
     /// execute the command in this process. `--probe` prints what the kernel enforces.
     #[command(name = "sandbox-exec", hide = true)]
@@ -184,6 +189,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Mcp(args) => servers::mcp(args).await,
         Command::Acp(args) => servers::acp(args).await,
         Command::Trust(args) => trust::run(args),
+        Command::ExecServer(args) => exec_server::run(args).await,
         // Handled in `main` before any runtime starts.
         Command::SandboxExec(_) => Ok(2),
     }

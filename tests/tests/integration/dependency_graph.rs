@@ -94,6 +94,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-mcp",
                 "toolhost-agent",
                 "toolhost-process",
+                // `toolhost exec-server` serves a world.
+                "toolhost-world",
                 // Front-end types of two tools: the shell's sandbox launcher (`toolhost
                 // sandbox-exec` is this binary) and MCP server entries an ACP client hands over.
                 "toolhost-tools-shell",
@@ -101,6 +103,10 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
             ],
         ),
         ("toolhost-harness", vec!["toolhost-protocol", "toolhost-jsonrpc"]),
+        (
+            "toolhost-world",
+            vec!["toolhost-protocol", "toolhost-jsonrpc", "toolhost-workspace", "toolhost-process"],
+        ),
     ])
 }
 

@@ -1,0 +1,224 @@
+//! The execution-world protocol: what `toolhost exec-server` answers over JSON-RPC 2.0 (one JSON
+//! message per line), camelCase on the wire. A world is where the files are and where processes
+//! run — this machine, another one over ssh, a container — while sessions, review, cards and the
+//! agent loop stay with the host that connects to it (docs/design.md, "Execution worlds").
+//!
+//! Bytes travel base64 in JSON. Every path is resolved by the *server*, beneath the root it was
+//! started with: a client never widens what the world may touch. Errors are JSON-RPC errors whose
+//! `data` is a [`WorldErrorData`] carrying the same stable code a local tool reports
+//! (`FS_SANDBOX_DENIED`, `FS_NOT_FOUND`, `FS_STALE_VERSION`, `SEARCH_INVALID_PATTERN`, …).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The protocol's version; a server refuses a client whose major differs.
+pub const WORLD_PROTOCOL_VERSION: &str = "1.0";
+
+/// The method names.
+pub mod methods {
+    /// The first request of a connection: versions and the world's root.
+    pub const HELLO: &str = "world/hello";
+    /// Where a path leads beneath the root, and what is there.
+    pub const RESOLVE: &str = "fs/resolve";
+    /// A file's bytes (bounded) and version.
+    pub const READ: &str = "fs/read";
+    /// Replaces (or removes) a file atomically, given the version it must have now.
+    pub const REPLACE: &str = "fs/replace";
+    /// A folder's entries.
+    pub const LIST: &str = "fs/list";
+    /// Files matching a glob, oldest first.
+    pub const GLOB: &str = "search/glob";
+    /// Lines matching a regular expression.
+    pub const GREP: &str = "search/grep";
+    /// Runs a process group to its end (bounded output, a timeout).
+    pub const RUN: &str = "process/run";
+}
+
+/// The JSON-RPC error code of a world error (its `data` says which).
+pub const WORLD_ERROR_CODE: i64 = -32010;
+
+/// `data` of a world error: the stable code and the display path it is about, if any.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorldErrorData {
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloParams {
+    /// The client's [`WORLD_PROTOCOL_VERSION`].
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloResult {
+    /// The server's [`WORLD_PROTOCOL_VERSION`].
+    pub version: String,
+    /// The toolhost version serving the world.
+    pub toolhost: String,
+    /// The world's root as the server sees it (canonical).
+    pub root: String,
+}
+
+/// A path as a tool gives it: relative to the world's root, or absolute beneath it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PathParams {
+    pub path: String,
+}
+
+/// What is at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EntryKind {
+    File,
+    Dir,
+    Other,
+    Missing,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveResult {
+    /// The path as messages show it.
+    pub display: String,
+    /// The symlink-free path on the world's side.
+    pub real_path: String,
+    pub kind: EntryKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadParams {
+    pub path: String,
+    /// Refuse (`FS_TOO_LARGE`) a file over this many bytes; the server's own cap when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResult {
+    /// The bytes, base64; absent when the file does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// sha256 hex of the bytes (absent with `data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaceParams {
+    pub path: String,
+    /// The version the file must have now; `null`: it must not exist.
+    pub expected_version: Option<String>,
+    /// The new bytes, base64; `null` removes the file.
+    pub data: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaceResult {
+    pub display: String,
+    /// `create`, `update` or `remove`.
+    pub operation: String,
+    /// sha256 hex of what the file holds now (of nothing, after a remove).
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListEntry {
+    pub name: String,
+    pub kind: EntryKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResult {
+    /// Sorted by name; at most the server's cap.
+    pub entries: Vec<ListEntry>,
+    /// More entries exist than were returned.
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GlobParams {
+    pub pattern: String,
+    /// The folder to search (the root when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GlobResult {
+    /// Root-relative paths, oldest modification first.
+    pub paths: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepParams {
+    pub pattern: String,
+    /// A folder or a file (the root when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A glob restricting which files are searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepHit {
+    pub path: String,
+    #[schemars(range(min = 1))]
+    pub line_number: u64,
+    pub line: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepResult {
+    pub matches: Vec<GrepHit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunParams {
+    /// Program and arguments (no shell unless the program is one).
+    pub argv: Vec<String>,
+    /// The working folder, beneath the root (the root when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Bytes for stdin, base64 (stdin is empty when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+    /// Ends the group (TERM, then KILL) after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// The exit code; absent when a signal ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// base64 of the first bytes of stdout (see `truncated`).
+    pub stdout: String,
+    pub stderr: String,
+    /// Output past the server's cap was dropped.
+    pub truncated: bool,
+    pub timed_out: bool,
+}

@@ -1,0 +1,22 @@
+//! Execution worlds: where the files are and where processes run, reached over JSON-RPC.
+//!
+//! `toolhost exec-server` serves a world rooted at a folder ([`serve`]): every path a client
+//! sends is resolved on the server, beneath the root handle it holds, with the same confinement
+//! the local file tools have — a remote world never trusts the client's checks. [`WorldClient`]
+//! is the other end: it starts the server as a child (directly, over `ssh`, in a container),
+//! says hello, and reconnects on the next request after the connection dropped. The messages
+//! are in `toolhost_protocol::world`; docs/design.md ("Execution worlds") has the plan this is
+//! the first part of.
+
+mod client;
+mod error;
+mod handlers;
+mod launch;
+mod run;
+mod serve;
+
+pub use client::{Traffic, WorldClient};
+pub use error::WorldError;
+pub use handlers::World;
+pub use launch::Launch;
+pub use serve::{MAX_MESSAGE_BYTES, serve};
