@@ -128,6 +128,10 @@ fn install_deps() -> Result<()> {
     if !have("unzip") {
         apt.push("unzip");
     }
+    // The ssh execution world's test runs Debian's sshd in a network namespace it makes.
+    if !std::path::Path::new("/usr/sbin/sshd").is_file() {
+        apt.extend(["openssh-server", "openssh-client"]);
+    }
     // Virtual environments (Neovim from PyPI, the Python MCP SDK) need ensurepip, which Debian
     // ships separately.
     let venv_ready = Command::new("python3")

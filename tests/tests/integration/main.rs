@@ -71,3 +71,4 @@ mod web;
 mod workflow;
 mod workflow_cards;
 mod worktrees;
+mod world_ssh;
