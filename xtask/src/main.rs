@@ -132,6 +132,13 @@ fn install_deps() -> Result<()> {
     if !std::path::Path::new("/usr/sbin/sshd").is_file() {
         apt.extend(["openssh-server", "openssh-client"]);
     }
+    // The container world's test: podman with runc, and debootstrap for its image.
+    if !have("podman") && !have("docker") {
+        apt.extend(["podman", "runc"]);
+    }
+    if !have("debootstrap") {
+        apt.push("debootstrap");
+    }
     // Virtual environments (Neovim from PyPI, the Python MCP SDK) need ensurepip, which Debian
     // ships separately.
     let venv_ready = Command::new("python3")

@@ -68,16 +68,41 @@ impl Connection {
     }
 }
 
-/// A connection (made on first use, and again after it dropped) to one world.
+/// A connection (made on first use, and again after it dropped) to one world. Call
+/// [`WorldClient::disconnect`] when done: it removes what the launch left (a container).
 pub struct WorldClient {
     launch: Launch,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
     counters: Arc<Counters>,
+    /// A launch was made since the last cleanup (so dropping the client cleans up).
+    launched: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for WorldClient {
+    /// A client dropped without [`WorldClient::disconnect`] still removes what its launch left.
+    fn drop(&mut self) {
+        if !self.launched.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some((program, args)) = self.launch.cleanup().and_then(|c| c.split_first()) {
+            let _ = std::process::Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 impl WorldClient {
     pub fn new(launch: Launch) -> Self {
-        WorldClient { launch, connection: tokio::sync::Mutex::new(None), counters: Arc::default() }
+        WorldClient {
+            launch,
+            connection: tokio::sync::Mutex::new(None),
+            counters: Arc::default(),
+            launched: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// Requests and bytes so far.
@@ -94,10 +119,30 @@ impl WorldClient {
         Ok(self.connected().await?.hello.clone())
     }
 
-    /// Ends the connection (and the launcher with its exec-server); the next request reconnects.
+    /// Ends the connection (and the launcher with its exec-server, and what the launch left,
+    /// e.g. the container); the next request reconnects.
     pub async fn disconnect(&self) {
         if let Some(connection) = self.connection.lock().await.take() {
             connection.group.terminate(std::time::Duration::from_millis(500)).await;
+        }
+        self.clean_up().await;
+    }
+
+    /// Runs the launch's cleanup (bounded; a failure is only logged: there may be nothing left).
+    async fn clean_up(&self) {
+        let Some((program, args)) = self.launch.cleanup().and_then(|c| c.split_first()) else {
+            return;
+        };
+        self.launched.store(false, Ordering::Relaxed);
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let Ok(group) = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
+        else {
+            tracing::warn!("cannot run {program} to clean up the execution world");
+            return;
+        };
+        if tokio::time::timeout(std::time::Duration::from_secs(30), group.wait()).await.is_err() {
+            group.terminate(std::time::Duration::from_millis(500)).await;
         }
     }
 
@@ -116,6 +161,8 @@ impl WorldClient {
         }
         if let Some(old) = slot.take() {
             old.group.kill();
+            // A container of the lost connection may still hold its name.
+            self.clean_up().await;
         }
         let connection = Arc::new(self.connect().await?);
         *slot = Some(Arc::clone(&connection));
@@ -129,6 +176,7 @@ impl WorldClient {
         };
         let mut command = tokio::process::Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        self.launched.store(true, Ordering::Relaxed);
         let mut group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
             .map_err(|e| WorldError::Unreachable(format!("cannot start {program}: {e}")))?;
         let (Some(mut stdin), Some(stdout), Some(mut stderr)) =

@@ -1,6 +1,9 @@
 //! How a world's exec-server is started: a command whose stdin and stdout speak the protocol.
 //! Over ssh that is `ssh -T <host> <toolhost> exec-server --root <root>` with the person's own ssh
-//! configuration and agent — no port is opened on either side.
+//! configuration and agent — no port is opened on either side. In a container it is `podman run
+//! -i` (or docker's) of an image the person names, with this toolhost mounted read-only and the
+//! workspace mounted at `/workspace`, no network, and a name of its own so the container can be
+//! removed when the world is done with — whatever happened to the client that started it.
 
 use std::path::Path;
 
@@ -8,6 +11,39 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
     argv: Vec<String>,
+    /// Run after the connection ends (and before a reconnect): removes what the launch left,
+    /// e.g. the container.
+    cleanup: Option<Vec<String>>,
+}
+
+/// A container world: which engine, which image, what is mounted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerSpec {
+    /// `podman` or `docker` (see [`container_engine`]).
+    pub engine: String,
+    pub image: String,
+    /// The folder mounted at `/workspace` (the world's root).
+    pub workspace: std::path::PathBuf,
+    /// This toolhost, mounted read-only into the container to run the exec-server.
+    pub binary: std::path::PathBuf,
+    /// The container's name (unique per session).
+    pub name: String,
+    /// More `run` options, before the image (runtime, ulimits, …).
+    pub options: Vec<String>,
+}
+
+/// Where the container sees the workspace.
+pub const CONTAINER_ROOT: &str = "/workspace";
+/// Where the container sees toolhost.
+const CONTAINER_BINARY: &str = "/opt/toolhost/toolhost";
+
+/// The container engine installed here: podman when it is on PATH, else docker.
+pub fn container_engine() -> Option<&'static str> {
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    };
+    ["podman", "docker"].into_iter().find(|engine| on_path(engine))
 }
 
 /// `value` quoted for the remote shell ssh hands its command line to.
@@ -18,7 +54,7 @@ fn shell_quoted(value: &str) -> String {
 impl Launch {
     /// Any command (program first).
     pub fn command(argv: Vec<String>) -> Self {
-        Launch { argv }
+        Launch { argv, cleanup: None }
     }
 
     /// `program exec-server --root <root>` on this machine.
@@ -30,6 +66,7 @@ impl Launch {
                 "--root".to_owned(),
                 root.to_string_lossy().into_owned(),
             ],
+            cleanup: None,
         }
     }
 
@@ -45,12 +82,47 @@ impl Launch {
             "--".to_owned(),
             format!("{} exec-server --root {}", shell_quoted(remote_program), shell_quoted(root)),
         ]);
-        Launch { argv }
+        Launch { argv, cleanup: None }
+    }
+
+    /// The exec-server in a container of `spec.image`: the workspace mounted read-write at
+    /// [`CONTAINER_ROOT`], toolhost read-only, no network, removed (`rm -f`) when done.
+    pub fn container(spec: &ContainerSpec) -> Self {
+        let mut argv = vec![
+            spec.engine.clone(),
+            "run".to_owned(),
+            "--rm".to_owned(),
+            "-i".to_owned(),
+            "--name".to_owned(),
+            spec.name.clone(),
+            "--network".to_owned(),
+            "none".to_owned(),
+            "-v".to_owned(),
+            format!("{}:{CONTAINER_ROOT}", spec.workspace.display()),
+            "-v".to_owned(),
+            format!("{}:{CONTAINER_BINARY}:ro", spec.binary.display()),
+        ];
+        argv.extend(spec.options.iter().cloned());
+        argv.extend([
+            spec.image.clone(),
+            CONTAINER_BINARY.to_owned(),
+            "exec-server".to_owned(),
+            "--root".to_owned(),
+            CONTAINER_ROOT.to_owned(),
+        ]);
+        let cleanup =
+            Some(vec![spec.engine.clone(), "rm".to_owned(), "-f".to_owned(), spec.name.clone()]);
+        Launch { argv, cleanup }
     }
 
     /// The command line.
     pub fn argv(&self) -> &[String] {
         &self.argv
+    }
+
+    /// What removes what the launch left behind, if anything.
+    pub fn cleanup(&self) -> Option<&[String]> {
+        self.cleanup.as_deref()
     }
 }
 

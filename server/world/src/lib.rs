@@ -18,5 +18,5 @@ mod serve;
 pub use client::{Traffic, WorldClient};
 pub use error::WorldError;
 pub use handlers::World;
-pub use launch::Launch;
+pub use launch::{CONTAINER_ROOT, ContainerSpec, Launch, container_engine};
 pub use serve::{MAX_MESSAGE_BYTES, serve};

@@ -71,4 +71,5 @@ mod web;
 mod workflow;
 mod workflow_cards;
 mod worktrees;
+mod world_container;
 mod world_ssh;

@@ -1,0 +1,102 @@
+//! An execution world in a container: `toolhost exec-server` in podman (docker where podman is
+//! missing) from an image built from Debian's packages by the test, the workspace mounted at
+//! `/workspace`, no network. Processes run inside the container (its Debian, its network), edits
+//! land in the mounted workspace, confinement holds there, and after the world is done with the
+//! container is gone — also when the client was dropped without saying so.
+
+use crate::server;
+use std::process::Command;
+use tokio_util::sync::CancellationToken;
+use toolhost_protocol::world::RunParams;
+use toolhost_world::{CONTAINER_ROOT, ContainerSpec, Launch, WorldClient, container_engine};
+
+#[path = "../support/container_image.rs"]
+mod container_image;
+
+fn text(b64: &str) -> String {
+    use base64::Engine as _;
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
+}
+
+fn container_exists(engine: &str, name: &str) -> bool {
+    Command::new(engine).args(["container", "exists", name]).status().unwrap().success()
+}
+
+fn spec(engine: &str, image: &str, workspace: &std::path::Path, name: &str) -> ContainerSpec {
+    ContainerSpec {
+        engine: engine.to_owned(),
+        image: image.to_owned(),
+        workspace: workspace.to_path_buf(),
+        binary: server::binary(),
+        name: name.to_owned(),
+        // This machine's podman: runc (crun refuses its hybrid cgroups) and ulimits within the
+        // VM's hard limits.
+        options: [
+            "--runtime",
+            "runc",
+            "--ulimit",
+            "nofile=20000:20000",
+            "--ulimit",
+            "nproc=32768:32768",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_world_runs_processes_and_edits_and_is_removed_after() {
+    let engine = container_engine().expect("podman or docker: `cargo xtask test` installs podman");
+    let image = container_image::ensure(engine, &server::workspace_root());
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "on the host\n").unwrap();
+    let name = format!("toolhost-world-test-{}", std::process::id());
+    let client = WorldClient::new(Launch::container(&spec(engine, image, ws.path(), &name)));
+    let hello = client.hello().await.unwrap();
+    assert_eq!(hello.root, CONTAINER_ROOT);
+    assert!(container_exists(engine, &name));
+
+    // A process runs inside: Debian's userland, the workspace at /workspace, no network but lo.
+    let run = RunParams {
+        argv: ["sh", "-c", "cat /etc/debian_version; pwd; ls /sys/class/net; cat a.txt"]
+            .map(str::to_owned)
+            .to_vec(),
+        cwd: None,
+        stdin: None,
+        timeout_ms: Some(30_000),
+    };
+    let ran = client.run(&run, &CancellationToken::new()).await.unwrap();
+    assert_eq!(ran.exit_code, Some(0), "{}", text(&ran.stderr));
+    let out = text(&ran.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("12."), "bookworm: {out}");
+    assert_eq!(lines[1..], ["/workspace", "lo", "on the host"], "{out}");
+
+    // An edit made in the world lands in the mounted workspace, version-checked.
+    let (bytes, version) = client.read("a.txt", None).await.unwrap().unwrap();
+    assert_eq!(bytes, b"on the host\n");
+    client.replace("a.txt", Some(&version), Some(b"edited in the container\n")).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "edited in the container\n"
+    );
+    let created = client.replace("b.txt", None, Some(b"b\n")).await.unwrap();
+    assert_eq!(created.operation, "create");
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "b\n");
+    for escape in ["../etc/passwd", "/etc/passwd", "/opt/toolhost/toolhost"] {
+        let refused = client.read(escape, None).await.unwrap_err();
+        assert_eq!(refused.code(), "FS_SANDBOX_DENIED", "{escape}: {refused}");
+    }
+
+    // Done with: the container is gone.
+    client.disconnect().await;
+    assert!(!container_exists(engine, &name), "the container was removed");
+
+    // A client dropped without a word removes its container too.
+    let name = format!("{name}-dropped");
+    let dropped = WorldClient::new(Launch::container(&spec(engine, image, ws.path(), &name)));
+    dropped.hello().await.unwrap();
+    assert!(container_exists(engine, &name));
+    drop(dropped);
+    assert!(!container_exists(engine, &name), "the dropped client's container was removed");
+}
