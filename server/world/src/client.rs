@@ -76,6 +76,10 @@ pub struct WorldClient {
     counters: Arc<Counters>,
     /// A launch was made since the last cleanup (so dropping the client cleans up).
     launched: std::sync::atomic::AtomicBool,
+    /// The launch's provisioning was done (once per client).
+    provisioned: std::sync::atomic::AtomicBool,
+    /// How many times the binary had to be copied to the host.
+    copies: AtomicU64,
 }
 
 impl Drop for WorldClient {
@@ -102,7 +106,14 @@ impl WorldClient {
             connection: tokio::sync::Mutex::new(None),
             counters: Arc::default(),
             launched: std::sync::atomic::AtomicBool::new(false),
+            provisioned: std::sync::atomic::AtomicBool::new(false),
+            copies: AtomicU64::new(0),
         }
+    }
+
+    /// How many times this client copied toolhost to its host.
+    pub fn copies(&self) -> u64 {
+        self.copies.load(Ordering::Relaxed)
     }
 
     /// Requests and bytes so far.
@@ -170,6 +181,14 @@ impl WorldClient {
     }
 
     async fn connect(&self) -> Result<Connection, WorldError> {
+        if let Some(provision) = self.launch.provision()
+            && !self.provisioned.load(Ordering::Relaxed)
+        {
+            if crate::provision::provision(provision).await? {
+                self.copies.fetch_add(1, Ordering::Relaxed);
+            }
+            self.provisioned.store(true, Ordering::Relaxed);
+        }
         let argv = self.launch.argv();
         let Some((program, args)) = argv.split_first() else {
             return Err(WorldError::Unreachable("no command starts the exec-server".to_owned()));

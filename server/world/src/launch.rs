@@ -14,6 +14,34 @@ pub struct Launch {
     /// Run after the connection ends (and before a reconnect): removes what the launch left,
     /// e.g. the container.
     cleanup: Option<Vec<String>>,
+    /// Before the first connection: make sure the remote has this toolhost (see [`Provision`]).
+    provision: Option<Provision>,
+}
+
+/// Putting this toolhost on an ssh host: found there under a folder named after its version and
+/// the hash of its bytes, or copied there once through ssh (to a temporary name, then renamed,
+/// so a cut copy is never run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provision {
+    /// `ssh -T -o BatchMode=yes <options> <host> --`: what runs a remote shell command.
+    pub ssh: Vec<String>,
+    pub local_binary: std::path::PathBuf,
+    /// The binary's path on the remote (relative paths are under the remote home).
+    pub remote_binary: String,
+}
+
+/// The folder under the remote home an ssh world's toolhost is kept in.
+pub const REMOTE_CACHE: &str = ".cache/toolhost";
+
+/// `<version>-<first 16 hex digits of the sha256 of the binary>`: a rebuilt binary of the same
+/// version gets a folder of its own.
+pub fn binary_tag(binary: &Path) -> std::io::Result<String> {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    let mut file = std::fs::File::open(binary)?;
+    std::io::copy(&mut file, &mut hasher)?;
+    let digest = hex::encode(hasher.finalize());
+    Ok(format!("{}-{}", env!("CARGO_PKG_VERSION"), &digest[..16]))
 }
 
 /// A container world: which engine, which image, what is mounted.
@@ -47,14 +75,14 @@ pub fn container_engine() -> Option<&'static str> {
 }
 
 /// `value` quoted for the remote shell ssh hands its command line to.
-fn shell_quoted(value: &str) -> String {
+pub(crate) fn shell_quoted(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
 impl Launch {
     /// Any command (program first).
     pub fn command(argv: Vec<String>) -> Self {
-        Launch { argv, cleanup: None }
+        Launch { argv, cleanup: None, provision: None }
     }
 
     /// `program exec-server --root <root>` on this machine.
@@ -67,6 +95,7 @@ impl Launch {
                 root.to_string_lossy().into_owned(),
             ],
             cleanup: None,
+            provision: None,
         }
     }
 
@@ -82,7 +111,29 @@ impl Launch {
             "--".to_owned(),
             format!("{} exec-server --root {}", shell_quoted(remote_program), shell_quoted(root)),
         ]);
-        Launch { argv, cleanup: None }
+        Launch { argv, cleanup: None, provision: None }
+    }
+
+    /// As [`Launch::ssh`] with this toolhost (`local_binary`) put on the host first: kept under
+    /// `cache` (default [`REMOTE_CACHE`], relative to the remote home) in a folder named by
+    /// [`binary_tag`], copied there through ssh on first use.
+    pub fn ssh_provisioned(
+        host: &str,
+        root: &str,
+        local_binary: &Path,
+        options: &[String],
+        cache: Option<&str>,
+    ) -> std::io::Result<Self> {
+        let tag = binary_tag(local_binary)?;
+        let remote_binary = format!("{}/{tag}/toolhost", cache.unwrap_or(REMOTE_CACHE));
+        let mut launch = Launch::ssh(host, root, &remote_binary, options);
+        let mut ssh =
+            vec!["ssh".to_owned(), "-T".to_owned(), "-o".to_owned(), "BatchMode=yes".to_owned()];
+        ssh.extend(options.iter().cloned());
+        ssh.extend([host.to_owned(), "--".to_owned()]);
+        launch.provision =
+            Some(Provision { ssh, local_binary: local_binary.to_path_buf(), remote_binary });
+        Ok(launch)
     }
 
     /// The exec-server in a container of `spec.image`: the workspace mounted read-write at
@@ -112,12 +163,17 @@ impl Launch {
         ]);
         let cleanup =
             Some(vec![spec.engine.clone(), "rm".to_owned(), "-f".to_owned(), spec.name.clone()]);
-        Launch { argv, cleanup }
+        Launch { argv, cleanup, provision: None }
     }
 
     /// The command line.
     pub fn argv(&self) -> &[String] {
         &self.argv
+    }
+
+    /// What must be done before the first connection, if anything.
+    pub fn provision(&self) -> Option<&Provision> {
+        self.provision.as_ref()
     }
 
     /// What removes what the launch left behind, if anything.

@@ -12,11 +12,14 @@ mod client;
 mod error;
 mod handlers;
 mod launch;
+mod provision;
 mod run;
 mod serve;
 
 pub use client::{Traffic, WorldClient};
 pub use error::WorldError;
 pub use handlers::World;
-pub use launch::{CONTAINER_ROOT, ContainerSpec, Launch, container_engine};
+pub use launch::{
+    CONTAINER_ROOT, ContainerSpec, Launch, Provision, REMOTE_CACHE, binary_tag, container_engine,
+};
 pub use serve::{MAX_MESSAGE_BYTES, serve};

@@ -220,3 +220,33 @@ async fn the_tools_run_on_an_ssh_host_and_a_dropped_connection_reconnects() {
     client.disconnect().await;
     local.disconnect().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolhost_is_copied_to_an_ssh_host_once_and_found_there_after() {
+    let seed_dir = tempfile::tempdir().unwrap();
+    seed(seed_dir.path());
+    let host = SshHost::start(seed_dir.path());
+    let binary = server::binary();
+    let root = host.remote_root.to_string_lossy().into_owned();
+    let cache = host.remote_only.join("cache").to_string_lossy().into_owned();
+    let launch = || {
+        Launch::ssh_provisioned(&host.target, &root, &binary, &host.ssh_options, Some(&cache))
+            .unwrap()
+    };
+    let first = WorldClient::new(launch());
+    assert_eq!(first.hello().await.unwrap().root, root);
+    assert_eq!(first.copies(), 1, "the host had no toolhost: it was copied");
+    let tag = toolhost_world::binary_tag(&binary).unwrap();
+    let remote_binary = format!("{cache}/{tag}/toolhost");
+    let listed = tokio::task::block_in_place(|| host.remote(&format!("ls {cache}/{tag}")));
+    assert_eq!(listed, "toolhost\n", "copied under its tag, no partial copy left");
+    assert!(!Path::new(&remote_binary).exists(), "the copy exists on the remote side only");
+    let (bytes, _) = first.read("a.txt", None).await.unwrap().unwrap();
+    assert_eq!(bytes, b"remote\n");
+    first.disconnect().await;
+
+    let second = WorldClient::new(launch());
+    second.hello().await.unwrap();
+    assert_eq!(second.copies(), 0, "found there the second time");
+    second.disconnect().await;
+}

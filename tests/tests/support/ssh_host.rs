@@ -1,6 +1,6 @@
 //! A remote host made on this machine for a test: Debian's `sshd` in a network namespace the
 //! test creates (its own address on a veth pair), key-only, with a mount namespace of its own in
-//! which the "remote" workspace is a tmpfs filled at start — so the folder exists with its files
+//! which the "remote" workspace (and a second folder) is a tmpfs filled at start — so the folder exists with its files
 //! only on the remote side, and anything read through the world provably came from there.
 //! Everything is torn down on drop: sshd's process group, the namespace, the veth pair.
 #![allow(dead_code)]
@@ -21,6 +21,8 @@ pub struct SshHost {
     pub target: String,
     /// The remote workspace (empty on this side).
     pub remote_root: PathBuf,
+    /// A folder that exists only on the remote side too (empty here), for what is put there.
+    pub remote_only: PathBuf,
     /// What ssh needs besides the target: key, no config, no known-hosts file.
     pub ssh_options: Vec<String>,
     _dir: tempfile::TempDir,
@@ -71,6 +73,8 @@ impl SshHost {
         std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
         let remote_root = d.join("remote-ws");
         std::fs::create_dir(&remote_root).unwrap();
+        let remote_only = d.join("remote-only");
+        std::fs::create_dir(&remote_only).unwrap();
         let config = d.join("sshd_config");
         std::fs::write(
             &config,
@@ -93,6 +97,7 @@ impl SshHost {
             sshd: Command::new("true").spawn().unwrap(),
             target: format!("root@{remote_ip}"),
             remote_root: remote_root.clone(),
+            remote_only: remote_only.clone(),
             ssh_options: vec![
                 "-i".into(),
                 d.join("client_key").to_string_lossy().into_owned(),
@@ -125,9 +130,10 @@ impl SshHost {
         // The remote's workspace: a tmpfs over the (empty) folder, in sshd's mount namespace
         // only, filled from the seed; then sshd in the foreground, in a process group of its own.
         let script = format!(
-            "set -e; mount -t tmpfs tmpfs '{root}'; cp -a '{seed}/.' '{root}/'; mkdir -p /run/sshd; \
-             exec /usr/sbin/sshd -D -e -f '{config}'",
+            "set -e; mount -t tmpfs tmpfs '{root}'; mount -t tmpfs tmpfs '{only}'; \
+             cp -a '{seed}/.' '{root}/'; mkdir -p /run/sshd; exec /usr/sbin/sshd -D -e -f '{config}'",
             root = remote_root.display(),
+            only = remote_only.display(),
             seed = seed.display(),
             config = config.display(),
         );
