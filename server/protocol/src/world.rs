@@ -32,6 +32,16 @@ pub mod methods {
     pub const GREP: &str = "search/grep";
     /// Runs a process group to its end (bounded output, a timeout).
     pub const RUN: &str = "process/run";
+    /// Starts a process group whose output streams back as `process/output` notifications.
+    pub const SPAWN: &str = "process/spawn";
+    /// Writes to (or closes) a spawned process's stdin.
+    pub const WRITE: &str = "process/write";
+    /// Signals a spawned process's group.
+    pub const SIGNAL: &str = "process/signal";
+    /// Notification, server to client: output of a spawned process.
+    pub const OUTPUT: &str = "process/output";
+    /// Notification, server to client: a spawned process ended (after all its output).
+    pub const EXITED: &str = "process/exited";
 }
 
 /// The JSON-RPC error code of a world error (its `data` says which).
@@ -221,4 +231,68 @@ pub struct RunResult {
     /// Output past the server's cap was dropped.
     pub truncated: bool,
     pub timed_out: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnParams {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// The working folder, beneath the root (the root when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpawnResult {
+    /// Names the process in later requests and notifications (per connection).
+    pub process_id: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteParams {
+    pub process_id: u64,
+    /// Bytes for stdin, base64.
+    #[serde(default)]
+    pub data: String,
+    /// Close stdin after writing.
+    #[serde(default)]
+    pub close: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalParams {
+    pub process_id: u64,
+    /// `INT`, `TERM`, `KILL`, `HUP` or `QUIT`.
+    pub signal: String,
+}
+
+/// Which pipe output came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputParams {
+    pub process_id: u64,
+    pub stream: OutputStream,
+    /// base64 of the bytes, in order per stream.
+    pub data: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitedParams {
+    pub process_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }

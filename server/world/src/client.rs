@@ -19,9 +19,10 @@ use toolhost_jsonrpc::message::{self, Incoming};
 use toolhost_jsonrpc::{AsyncFrames, ErrorObject, Frame, Id, LimitPolicy, LineDecoder, LineLimits};
 use toolhost_process::ChildGroup;
 use toolhost_protocol::world::{
-    GlobParams, GlobResult, GrepParams, GrepResult, HelloParams, HelloResult, ListResult,
-    PathParams, ReadParams, ReadResult, ReplaceParams, ReplaceResult, ResolveResult, RunParams,
-    RunResult, WORLD_ERROR_CODE, WORLD_PROTOCOL_VERSION, WorldErrorData, methods,
+    ExitedParams, GlobParams, GlobResult, GrepParams, GrepResult, HelloParams, HelloResult,
+    ListResult, OutputParams, OutputStream, PathParams, ReadParams, ReadResult, ReplaceParams,
+    ReplaceResult, ResolveResult, RunParams, RunResult, SignalParams, SpawnParams, SpawnResult,
+    WORLD_ERROR_CODE, WORLD_PROTOCOL_VERSION, WorldErrorData, WriteParams, methods,
 };
 
 use crate::error::WorldError;
@@ -32,6 +33,78 @@ use crate::serve::MAX_MESSAGE_BYTES;
 const STDERR_TAIL: usize = 4 << 10;
 
 type Reply = Result<Value, ErrorObject>;
+
+/// What a spawned process reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessEvent {
+    Output(OutputStream, Vec<u8>),
+    /// The last event: it ended (after all its output).
+    Exited {
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// A process spawned in the world; its events end with `Exited`, or with `None` when the
+/// connection was lost first.
+pub struct RemoteProcess {
+    pub id: u64,
+    events: mpsc::UnboundedReceiver<ProcessEvent>,
+}
+
+impl RemoteProcess {
+    pub async fn next(&mut self) -> Option<ProcessEvent> {
+        self.events.recv().await
+    }
+}
+
+/// The events of one process: created by whichever comes first, its first notification or the
+/// answer to its spawn, so output that overtakes the answer is kept.
+#[derive(Default)]
+struct Stream {
+    tx: Option<mpsc::UnboundedSender<ProcessEvent>>,
+    rx: Option<mpsc::UnboundedReceiver<ProcessEvent>>,
+    exited: bool,
+}
+
+impl Stream {
+    fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Stream { tx: Some(tx), rx: Some(rx), exited: false }
+    }
+}
+
+type Streams = Arc<Mutex<HashMap<u64, Stream>>>;
+
+fn route_event(streams: &Streams, method: &str, params: Option<Value>) {
+    let params = params.unwrap_or(Value::Null);
+    let mut streams = streams.lock().unwrap_or_else(PoisonError::into_inner);
+    match method {
+        methods::OUTPUT => {
+            let Ok(output) = serde_json::from_value::<OutputParams>(params) else { return };
+            let Ok(bytes) = BASE64.decode(&output.data) else { return };
+            let stream = streams.entry(output.process_id).or_insert_with(Stream::new);
+            if let Some(tx) = &stream.tx {
+                let _ = tx.send(ProcessEvent::Output(output.stream, bytes));
+            }
+        }
+        methods::EXITED => {
+            let Ok(exited) = serde_json::from_value::<ExitedParams>(params) else { return };
+            let stream = streams.entry(exited.process_id).or_insert_with(Stream::new);
+            if let Some(tx) = stream.tx.take() {
+                let _ = tx.send(ProcessEvent::Exited {
+                    exit_code: exited.exit_code,
+                    signal: exited.signal,
+                });
+            }
+            stream.exited = true;
+            if stream.rx.is_none() {
+                streams.remove(&exited.process_id);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// Bytes and requests so far, over every connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +124,7 @@ struct Counters {
 struct Connection {
     out: mpsc::UnboundedSender<Vec<u8>>,
     pending: Arc<Mutex<HashMap<i64, oneshot::Sender<Reply>>>>,
+    streams: Streams,
     next_id: AtomicI64,
     /// Fired when the exec-server's output ended.
     lost: CancellationToken,
@@ -230,17 +304,29 @@ impl WorldClient {
             });
         }
         let pending: Arc<Mutex<HashMap<i64, oneshot::Sender<Reply>>>> = Arc::default();
+        let streams: Streams = Arc::default();
         let lost = CancellationToken::new();
         {
-            let (pending, lost, counters) =
-                (Arc::clone(&pending), lost.clone(), Arc::clone(&self.counters));
+            let (pending, lost, counters, streams) = (
+                Arc::clone(&pending),
+                lost.clone(),
+                Arc::clone(&self.counters),
+                Arc::clone(&streams),
+            );
             let decoder =
                 LineDecoder::new(LineLimits { max_line: MAX_MESSAGE_BYTES }, LimitPolicy::Fail);
             let mut frames = AsyncFrames::new(stdout, decoder);
             tokio::spawn(async move {
                 while let Ok(Some(Frame::Body(body))) = frames.next_frame().await {
                     counters.received.fetch_add(body.len() as u64 + 1, Ordering::Relaxed);
-                    let Ok(Incoming::Response(response)) = message::parse(&body) else { continue };
+                    let response = match message::parse(&body) {
+                        Ok(Incoming::Response(response)) => response,
+                        Ok(Incoming::Notification(note)) => {
+                            route_event(&streams, &note.method, note.params);
+                            continue;
+                        }
+                        _ => continue,
+                    };
                     let Some(id) = response.id.as_i64() else { continue };
                     let waiter = pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
                     if let Some(waiter) = waiter {
@@ -256,11 +342,16 @@ impl WorldClient {
                 .await;
                 lost.cancel();
                 pending.lock().unwrap_or_else(PoisonError::into_inner).clear();
+                // Processes of a lost connection end their events without `Exited`.
+                for stream in streams.lock().unwrap_or_else(PoisonError::into_inner).values_mut() {
+                    stream.tx = None;
+                }
             });
         }
         let mut connection = Connection {
             out,
             pending,
+            streams,
             next_id: AtomicI64::new(1),
             lost,
             stderr: stderr_tail,
@@ -355,6 +446,39 @@ impl WorldClient {
     /// Lines matching `pattern`, run where the files are.
     pub async fn grep(&self, params: &GrepParams) -> Result<GrepResult, WorldError> {
         self.request(methods::GREP, params, &CancellationToken::new()).await
+    }
+
+    /// Starts a process group in the world; its output and end arrive as [`ProcessEvent`]s.
+    pub async fn spawn(&self, params: &SpawnParams) -> Result<RemoteProcess, WorldError> {
+        let connection = self.connected().await?;
+        let answer =
+            send(&connection, &self.counters, methods::SPAWN, params, &CancellationToken::new())
+                .await?;
+        let SpawnResult { process_id } = decode(answer)?;
+        let mut streams = connection.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        let stream = streams.entry(process_id).or_insert_with(Stream::new);
+        let events = stream
+            .rx
+            .take()
+            .ok_or_else(|| WorldError::Protocol(format!("process {process_id} spawned twice")))?;
+        if stream.exited || connection.lost.is_cancelled() {
+            streams.remove(&process_id);
+        }
+        Ok(RemoteProcess { id: process_id, events })
+    }
+
+    /// Writes `data` to a spawned process's stdin (then closes it, with `close`).
+    pub async fn write(&self, process_id: u64, data: &[u8], close: bool) -> Result<(), WorldError> {
+        let params = WriteParams { process_id, data: BASE64.encode(data), close };
+        let _: Value = self.request(methods::WRITE, &params, &CancellationToken::new()).await?;
+        Ok(())
+    }
+
+    /// Signals a spawned process's group (`INT`, `TERM`, `KILL`, `HUP`, `QUIT`).
+    pub async fn signal(&self, process_id: u64, signal: &str) -> Result<(), WorldError> {
+        let params = SignalParams { process_id, signal: signal.to_owned() };
+        let _: Value = self.request(methods::SIGNAL, &params, &CancellationToken::new()).await?;
+        Ok(())
     }
 
     /// Runs a process group in the world to its end.

@@ -49,7 +49,7 @@ fn search_error(err: &SearchError) -> ErrorObject {
     world_error(err.code(), err.to_string(), None)
 }
 
-fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
+pub(crate) fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
     serde_json::from_value(params.unwrap_or(Value::Null))
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
@@ -179,7 +179,7 @@ impl World {
     }
 
     /// The real path of a folder beneath the root, or the error a tool would report.
-    async fn folder(&self, path: &str) -> Result<PathBuf, ErrorObject> {
+    pub(crate) async fn folder(&self, path: &str) -> Result<PathBuf, ErrorObject> {
         let resolved = self.workspace.resolve(path).await.map_err(|e| fs_error(&e))?;
         match resolved.state {
             EntryState::Present(toolhost_workspace::EntryKind::Dir) => Ok(resolved.real_path),

@@ -12,11 +12,12 @@ mod client;
 mod error;
 mod handlers;
 mod launch;
+mod processes;
 mod provision;
 mod run;
 mod serve;
 
-pub use client::{Traffic, WorldClient};
+pub use client::{ProcessEvent, RemoteProcess, Traffic, WorldClient};
 pub use error::WorldError;
 pub use handlers::World;
 pub use launch::{

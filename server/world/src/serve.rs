@@ -1,8 +1,9 @@
 //! The exec-server's connection loop: newline-delimited JSON-RPC on any reader and writer (the
 //! process's stdio under ssh or in a container). The first request must be `world/hello`; each
 //! later request runs as a task of its own, so a long `process/run` never holds up a read, and
-//! `$/cancelRequest` ends the one it names. When the client goes away every request still
-//! running is cancelled — its processes are ended — before [`serve`] returns.
+//! `$/cancelRequest` ends the one it names. Spawned processes are the connection's
+//! (`processes.rs`). When the client goes away every request still running is cancelled and
+//! every process killed before [`serve`] returns.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,9 +16,10 @@ use toolhost_jsonrpc::message::{self, Incoming};
 use toolhost_jsonrpc::{
     AsyncFrames, ErrorObject, Frame, Id, LimitPolicy, LineDecoder, LineLimits, codes,
 };
-use toolhost_protocol::world::methods;
+use toolhost_protocol::world::{SpawnParams, methods};
 
-use crate::handlers::World;
+use crate::handlers::{World, params};
+use crate::processes::{Outgoing, Processes};
 
 /// The longest message either side sends: a replace or read of the largest file, base64.
 pub const MAX_MESSAGE_BYTES: usize = 48 << 20;
@@ -37,15 +39,17 @@ pub async fn serve(
     stop: CancellationToken,
 ) {
     let world = Arc::new(world);
-    let (out, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (out, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::spawn(async move {
-        while let Some(mut body) = outgoing.recv().await {
+        // A message's permit (output of a spawned process) is given back once it is written.
+        while let Some(Outgoing { mut body, _permit }) = outgoing.recv().await {
             body.push(b'\n');
             if output.write_all(&body).await.is_err() || output.flush().await.is_err() {
                 return;
             }
         }
     });
+    let processes = Processes::new(out.clone());
     let running: Running = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     let mut greeted = false;
@@ -63,7 +67,7 @@ pub async fn serve(
                     codes::INVALID_REQUEST,
                     format!("message of {len} bytes is too long"),
                 );
-                let _ = out.send(message::encode_error(&Id::Null, &error));
+                let _ = out.send(Outgoing::new(message::encode_error(&Id::Null, &error)));
                 continue;
             }
             Ok(None) | Err(_) => break,
@@ -85,12 +89,13 @@ pub async fn serve(
             // The server sends no requests, so no response is awaited.
             Ok(Incoming::Response(_)) => continue,
             Err(Some(invalid)) => {
-                let _ = out.send(message::encode_error(&invalid.id, &invalid.error()));
+                let _ =
+                    out.send(Outgoing::new(message::encode_error(&invalid.id, &invalid.error())));
                 continue;
             }
             Err(None) => {
                 let error = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
-                let _ = out.send(message::encode_error(&Id::Null, &error));
+                let _ = out.send(Outgoing::new(message::encode_error(&Id::Null, &error)));
                 continue;
             }
         };
@@ -104,7 +109,7 @@ pub async fn serve(
                 ))
             };
             greeted = reply.is_ok();
-            let _ = out.send(encode(&request.id, reply));
+            let _ = out.send(Outgoing::new(encode(&request.id, reply)));
             continue;
         }
         while tasks.try_join_next().is_some() {}
@@ -113,14 +118,24 @@ pub async fn serve(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(request.id.clone(), token.clone());
-        let (world, out, running) = (Arc::clone(&world), out.clone(), Arc::clone(&running));
+        let (world, out, running, processes) =
+            (Arc::clone(&world), out.clone(), Arc::clone(&running), Arc::clone(&processes));
         tasks.spawn(async move {
-            let reply = world.handle(&request.method, request.params, &token).await;
+            let reply = match request.method.as_str() {
+                methods::SPAWN => spawn(&world, &processes, request.params).await,
+                methods::WRITE => match params(request.params) {
+                    Ok(write) => processes.write(write).await,
+                    Err(error) => Err(error),
+                },
+                methods::SIGNAL => params(request.params).and_then(|p| processes.signal(&p)),
+                _ => world.handle(&request.method, request.params, &token).await,
+            };
             running.lock().unwrap_or_else(PoisonError::into_inner).remove(&request.id);
-            let _ = out.send(encode(&request.id, reply));
+            let _ = out.send(Outgoing::new(encode(&request.id, reply)));
         });
     }
     // The client is gone: whatever still runs for it is ended (its processes with it).
+    processes.kill_all();
     let tokens: Vec<CancellationToken> =
         running.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
     for token in tokens {
@@ -129,6 +144,19 @@ pub async fn serve(
     while tasks.join_next().await.is_some() {}
     drop(out);
     let _ = writer.await;
+}
+
+async fn spawn(
+    world: &World,
+    processes: &Arc<Processes>,
+    raw: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let spawn: SpawnParams = params(raw)?;
+    let cwd = match &spawn.cwd {
+        Some(cwd) => world.folder(cwd).await?,
+        None => world.root().to_path_buf(),
+    };
+    processes.spawn(spawn, &cwd)
 }
 
 fn encode(id: &Id, reply: Result<Value, ErrorObject>) -> Vec<u8> {

@@ -125,6 +125,7 @@ async fn path_escapes_sent_straight_to_the_exec_server_all_fail() {
         attacks.push(("search/glob", json!({"pattern": "**", "path": dir_path})));
         attacks.push(("search/grep", json!({"pattern": "SECRET", "path": dir_path})));
         attacks.push(("process/run", json!({"argv": ["ls"], "cwd": dir_path})));
+        attacks.push(("process/spawn", json!({"argv": ["ls"], "cwd": dir_path})));
     }
     // Walks of the root itself follow no link out, and patterns cannot climb.
     attacks.push(("search/grep", json!({"pattern": "SECRET"})));
@@ -144,7 +145,7 @@ async fn path_escapes_sent_straight_to_the_exec_server_all_fail() {
         if leaks(&reply) {
             leaked.push(format!("{method} {params} → {reply}"));
         }
-        if *method == "fs/replace" || *method == "fs/read" || *method == "fs/list" {
+        if ["fs/replace", "fs/read", "fs/list", "process/run", "process/spawn"].contains(method) {
             assert!(reply.get("error").is_some(), "{method} {params} was not refused: {reply}");
         }
     }

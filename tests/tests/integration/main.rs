@@ -72,4 +72,5 @@ mod workflow;
 mod workflow_cards;
 mod worktrees;
 mod world_container;
+mod world_processes;
 mod world_ssh;
