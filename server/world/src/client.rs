@@ -60,7 +60,6 @@ impl RemoteProcess {
 
 /// The events of one process: created by whichever comes first, its first notification or the
 /// answer to its spawn, so output that overtakes the answer is kept.
-#[derive(Default)]
 struct Stream {
     tx: Option<mpsc::UnboundedSender<ProcessEvent>>,
     rx: Option<mpsc::UnboundedReceiver<ProcessEvent>>,
@@ -68,7 +67,7 @@ struct Stream {
 }
 
 impl Stream {
-    fn new() -> Self {
+    fn open() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Stream { tx: Some(tx), rx: Some(rx), exited: false }
     }
@@ -83,14 +82,14 @@ fn route_event(streams: &Streams, method: &str, params: Option<Value>) {
         methods::OUTPUT => {
             let Ok(output) = serde_json::from_value::<OutputParams>(params) else { return };
             let Ok(bytes) = BASE64.decode(&output.data) else { return };
-            let stream = streams.entry(output.process_id).or_insert_with(Stream::new);
+            let stream = streams.entry(output.process_id).or_insert_with(Stream::open);
             if let Some(tx) = &stream.tx {
                 let _ = tx.send(ProcessEvent::Output(output.stream, bytes));
             }
         }
         methods::EXITED => {
             let Ok(exited) = serde_json::from_value::<ExitedParams>(params) else { return };
-            let stream = streams.entry(exited.process_id).or_insert_with(Stream::new);
+            let stream = streams.entry(exited.process_id).or_insert_with(Stream::open);
             if let Some(tx) = stream.tx.take() {
                 let _ = tx.send(ProcessEvent::Exited {
                     exit_code: exited.exit_code,
@@ -456,7 +455,7 @@ impl WorldClient {
                 .await?;
         let SpawnResult { process_id } = decode(answer)?;
         let mut streams = connection.streams.lock().unwrap_or_else(PoisonError::into_inner);
-        let stream = streams.entry(process_id).or_insert_with(Stream::new);
+        let stream = streams.entry(process_id).or_insert_with(Stream::open);
         let events = stream
             .rx
             .take()
