@@ -80,6 +80,8 @@ pub struct Config {
     /// `[acp]`: the ACP agents `toolhost serve` hosts, and how long their permission requests
     /// wait.
     pub acp: crate::acp_config::AcpSettings,
+    /// `[world]`: where the tools' files and processes are.
+    pub world: crate::world_config::WorldSettings,
     /// Settings that were ignored, with why (shown by `toolhost` and logged by the server).
     pub warnings: Vec<String>,
 }
@@ -107,6 +109,7 @@ impl Default for Config {
             code: CodeConfig::default(),
             workflow: crate::workflow_config::WorkflowSettings::default(),
             acp: crate::acp_config::AcpSettings::default(),
+            world: crate::world_config::WorldSettings::default(),
             warnings: Vec::new(),
         }
     }
@@ -180,6 +183,7 @@ pub struct PartialConfig {
     code: CodeSection,
     workflow: crate::workflow_config::WorkflowSection,
     acp: crate::acp_config::AcpSection,
+    world: crate::world_config::WorldSection,
     trusted_workspaces: Option<Vec<PathBuf>>,
     /// `initializationOptions.session_id`.
     session_id: Option<String>,
@@ -247,6 +251,7 @@ impl PartialConfig {
             self.code.restrict_untrusted(&config.code),
             self.workflow.restrict_untrusted(&config.workflow),
             self.acp.restrict_untrusted(&config.acp),
+            self.world.restrict_untrusted(&config.world),
             trust.into_iter().collect(),
         ];
         for group in dropped.into_iter().flatten() {
@@ -278,6 +283,7 @@ impl PartialConfig {
         self.code.apply(&mut config.code, layer);
         self.workflow.apply(&mut config.workflow, layer);
         self.acp.apply(&mut config.acp, layer);
+        self.world.apply(&mut config.world, layer);
     }
 }
 
@@ -363,6 +369,13 @@ impl Sources {
         if config.agent.cost_budget.is_some() && config.agent.price.is_none() {
             warnings.push(
                 "[agent] cost_budget is ignored: without [agent] price there is no cost to count"
+                    .to_owned(),
+            );
+        }
+        if config.world.kind != crate::world_config::WorldKind::Local {
+            warnings.push(
+                "[world]: only `toolhost world check` and `toolhost world run` use the configured \
+                 world so far; the tools still run on this machine"
                     .to_owned(),
             );
         }

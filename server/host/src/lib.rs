@@ -51,6 +51,7 @@ pub mod workflow_config;
 pub mod workflow_journal;
 pub mod workflow_run;
 pub mod worktree;
+pub mod world_config;
 
 pub use call::{CallHandle, CallRequest};
 pub use calls::Lane;

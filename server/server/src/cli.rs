@@ -21,6 +21,7 @@ mod terminal_ask;
 mod terminal_review;
 mod tools;
 mod trust;
+mod world;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
@@ -84,6 +85,9 @@ enum Command {
     /// ssh or in a container): files, search and processes, confined beneath `--root` here.
     #[command(name = "exec-server")]
     ExecServer(exec_server::Args),
+    /// Reach the execution world `[world]` configures (ssh or a container): `check` that it
+    /// answers, or `run -- <command>` there with its output streamed here.
+    World(world::Args),
     /// Internal (`[shell] sandbox`): confine writes to the given folders with Landlock, then
     /// execute the command in this process. `--probe` prints what the kernel enforces.
     #[command(name = "sandbox-exec", hide = true)]
@@ -190,6 +194,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Acp(args) => servers::acp(args).await,
         Command::Trust(args) => trust::run(args),
         Command::ExecServer(args) => exec_server::run(args).await,
+        Command::World(args) => world::run(args).await,
         // Handled in `main` before any runtime starts.
         Command::SandboxExec(_) => Ok(2),
     }

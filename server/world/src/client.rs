@@ -542,6 +542,11 @@ async fn send<P: Serialize>(
     }
 }
 
+/// The bytes a base64 field of an answer carries (a `RunResult`'s stdout, say).
+pub fn bytes_of(field: &str) -> Result<Vec<u8>, WorldError> {
+    BASE64.decode(field).map_err(|e| WorldError::Protocol(format!("not base64: {e}")))
+}
+
 fn decode<R: DeserializeOwned>(value: Value) -> Result<R, WorldError> {
     serde_json::from_value(value).map_err(|e| WorldError::Protocol(e.to_string()))
 }

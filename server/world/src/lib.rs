@@ -17,7 +17,7 @@ mod provision;
 mod run;
 mod serve;
 
-pub use client::{ProcessEvent, RemoteProcess, Traffic, WorldClient};
+pub use client::{ProcessEvent, RemoteProcess, Traffic, WorldClient, bytes_of};
 pub use error::WorldError;
 pub use handlers::World;
 pub use launch::{

@@ -250,3 +250,52 @@ async fn toolhost_is_copied_to_an_ssh_host_once_and_found_there_after() {
     assert_eq!(second.copies(), 0, "found there the second time");
     second.disconnect().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolhost_world_check_and_run_reach_the_configured_ssh_world() {
+    let seed_dir = tempfile::tempdir().unwrap();
+    seed(seed_dir.path());
+    let host = SshHost::start(seed_dir.path());
+    let binary = server::binary();
+    let (config_home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::create_dir_all(config_home.path().join("toolhost")).unwrap();
+    let quoted =
+        |items: &[String]| items.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+    std::fs::write(
+        config_home.path().join("toolhost/config.toml"),
+        format!(
+            "[world]\nkind = \"ssh\"\nhost = {:?}\nroot = {:?}\nprogram = {:?}\nssh_options = [{}]\n",
+            host.target,
+            host.remote_root.to_string_lossy(),
+            binary.to_string_lossy(),
+            quoted(&host.ssh_options),
+        ),
+    )
+    .unwrap();
+    let toolhost = |args: &[&str]| {
+        let out = std::process::Command::new(&binary)
+            .args(args)
+            .current_dir(workspace.path())
+            .env("XDG_CONFIG_HOME", config_home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = tokio::task::block_in_place(|| toolhost(&["world", "check"]));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("world: ssh\n"), "{out}");
+    assert!(out.contains(&format!("root: {}\n", host.remote_root.display())), "{out}");
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        toolhost(&["world", "run", "--", "sh", "-c", "cat a.txt; echo gone >&2; exit 4"])
+    });
+    assert_eq!((code, out.as_str()), (Some(4), "remote\n"), "{err}");
+    assert!(err.ends_with("gone\n"), "{err}");
+    // The tools themselves do not use the world yet, and `toolhost` says so.
+    let (_, _, err) = tokio::task::block_in_place(|| toolhost(&["tools"]));
+    assert!(err.contains("[world]: only `toolhost world check` and `toolhost world run`"), "{err}");
+}

@@ -1,0 +1,121 @@
+//! `[world]` (docs/configuration.md): where the tools' files and processes are — this machine
+//! (`local`, the default), a host over ssh, or a container. It starts programs (ssh, podman), so
+//! only the user config or a trusted workspace may set it.
+
+use toolhost_contract::config::{Dropped, Layer, Section};
+
+/// Which execution world.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorldKind {
+    #[default]
+    Local,
+    Ssh,
+    Container,
+}
+
+/// `[world]` as applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorldSettings {
+    pub kind: WorldKind,
+    /// ssh: the host (`user@box`, or a name from the ssh config).
+    pub host: Option<String>,
+    /// ssh: the folder on the host the world serves.
+    pub root: Option<String>,
+    /// ssh: options before the host (`-i`, `-F`, `-o Port=…`).
+    pub ssh_options: Vec<String>,
+    /// ssh: toolhost on the host; when absent this toolhost is copied there on first use.
+    pub program: Option<String>,
+    /// container: the image.
+    pub image: Option<String>,
+    /// container: `podman` or `docker` (default: whichever is installed, podman first).
+    pub engine: Option<String>,
+    /// container: more `run` options.
+    pub container_options: Vec<String>,
+}
+
+/// `[world]` as one source gives it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorldSection {
+    kind: Option<WorldKind>,
+    host: Option<String>,
+    root: Option<String>,
+    ssh_options: Option<Vec<String>>,
+    program: Option<String>,
+    image: Option<String>,
+    engine: Option<String>,
+    container_options: Option<Vec<String>>,
+}
+
+impl Section for WorldSection {
+    type Settings = WorldSettings;
+
+    fn apply(self, settings: &mut WorldSettings, _layer: &mut Layer<'_>) {
+        if let Some(kind) = self.kind {
+            settings.kind = kind;
+        }
+        let keep = |new: Option<String>, old: &mut Option<String>| {
+            if new.is_some() {
+                *old = new;
+            }
+        };
+        keep(self.host, &mut settings.host);
+        keep(self.root, &mut settings.root);
+        keep(self.program, &mut settings.program);
+        keep(self.image, &mut settings.image);
+        keep(self.engine, &mut settings.engine);
+        if let Some(options) = self.ssh_options {
+            settings.ssh_options = options;
+        }
+        if let Some(options) = self.container_options {
+            settings.container_options = options;
+        }
+    }
+
+    fn restrict_untrusted(&mut self, _applied: &WorldSettings) -> Vec<String> {
+        let mut dropped = Dropped::new();
+        dropped.always("world.kind", &mut self.kind);
+        dropped.always("world.host", &mut self.host);
+        dropped.always("world.root", &mut self.root);
+        dropped.always("world.ssh_options", &mut self.ssh_options);
+        dropped.always("world.program", &mut self.program);
+        dropped.always("world.image", &mut self.image);
+        dropped.always("world.engine", &mut self.engine);
+        dropped.always("world.container_options", &mut self.container_options);
+        dropped.group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_untrusted_source_cannot_choose_a_world() {
+        let mut section: WorldSection = toml::from_str(
+            "kind = \"ssh\"\nhost = \"evil\"\nssh_options = [\"-oProxyCommand=x\"]\n",
+        )
+        .expect("parses");
+        let dropped = section.restrict_untrusted(&WorldSettings::default());
+        assert_eq!(dropped, ["world.kind/world.host/world.ssh_options"]);
+        let mut settings = WorldSettings::default();
+        let (mut warnings, root) = (Vec::new(), std::path::PathBuf::from("/w"));
+        let mut layer = Layer { source: "toolhost.toml", root: &root, warnings: &mut warnings };
+        section.apply(&mut settings, &mut layer);
+        assert_eq!(settings, WorldSettings::default());
+    }
+
+    #[test]
+    fn a_later_source_overrides_key_by_key() {
+        let (mut warnings, root) = (Vec::new(), std::path::PathBuf::from("/w"));
+        let mut settings = WorldSettings::default();
+        for text in ["kind = \"ssh\"\nhost = \"a\"\nroot = \"/srv\"\n", "host = \"b\"\n"] {
+            let section: WorldSection = toml::from_str(text).expect("parses");
+            let mut layer = Layer { source: "config.toml", root: &root, warnings: &mut warnings };
+            section.apply(&mut settings, &mut layer);
+        }
+        assert_eq!(settings.kind, WorldKind::Ssh);
+        assert_eq!((settings.host.as_deref(), settings.root.as_deref()), (Some("b"), Some("/srv")));
+    }
+}
