@@ -134,14 +134,18 @@ pub async fn serve(
             let _ = out.send(Outgoing::new(encode(&request.id, reply)));
         });
     }
-    // The client is gone: whatever still runs for it is ended (its processes with it).
-    processes.kill_all();
+    // The client is gone: whatever still runs for it is ended, then every process it spawned
+    // (a spawn that was still being answered included).
     let tokens: Vec<CancellationToken> =
         running.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
     for token in tokens {
         token.cancel();
     }
     while tasks.join_next().await.is_some() {}
+    processes.kill_all();
+    // The writer ends when every sender is gone: the processes' (their forwarders end once the
+    // killed groups' pipes close) and this one.
+    drop(processes);
     drop(out);
     let _ = writer.await;
 }

@@ -89,3 +89,47 @@ async fn spawned_processes_stream_their_output_take_input_and_signals_and_die_wi
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An exec-server whose client closed its input while a spawned process ran hung on its own
+/// output queue (the processes' sender outlived the connection) and stayed behind.
+#[test]
+fn an_exec_server_exits_when_its_input_ends_and_takes_its_processes_with_it() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = std::process::Command::new(server::binary())
+        .args(["exec-server", "--root"])
+        .arg(ws.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = server.stdin.take().unwrap();
+    let mut output = BufReader::new(server.stdout.take().unwrap());
+    let marker = "28.1828";
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"world/hello","params":{"version":"1.0"}}"#.to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"process/spawn","params":{{"argv":["sleep","{marker}"]}}}}"#
+        ),
+    ] {
+        writeln!(input, "{line}").unwrap();
+        let mut answer = String::new();
+        output.read_line(&mut answer).unwrap();
+        assert!(answer.contains("\"result\""), "{answer}");
+    }
+    drop(input);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the exec-server did not exit after its input ended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("slee[p] {marker}")])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "the spawned process outlived the exec-server");
+}
