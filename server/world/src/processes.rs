@@ -81,23 +81,7 @@ impl Processes {
 
     /// Starts `params.argv` in `cwd` (already confined by the caller).
     pub fn spawn(self: &Arc<Self>, params: SpawnParams, cwd: &Path) -> Result<Value, ErrorObject> {
-        let Some((program, args)) = params.argv.split_first() else {
-            return Err(ErrorObject::invalid_params("argv must name a program"));
-        };
-        let mut command = tokio::process::Command::new(program);
-        command
-            .args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
-            .map_err(|e| {
-                world_error("PROCESS_SPAWN_FAILED", format!("cannot start {program}: {e}"), None)
-            })?;
-        let (Some(stdout), Some(stderr)) = (group.take_stdout(), group.take_stderr()) else {
-            return Err(ErrorObject::internal("the process has no output pipes"));
-        };
+        let (mut group, stdout, stderr) = crate::run::start(&params.argv, cwd, Stdio::piped())?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let stdin = Arc::new(tokio::sync::Mutex::new(group.take_stdin()));
         self.live

@@ -9,8 +9,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStderr, ChildStdout};
 use tokio_util::sync::CancellationToken;
 use toolhost_jsonrpc::ErrorObject;
+use toolhost_process::ChildGroup;
 use toolhost_protocol::world::{RunParams, RunResult};
 
 use crate::handlers::world_error;
@@ -40,41 +42,48 @@ async fn bounded(mut pipe: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
     }
 }
 
+/// Starts `argv` as a process group in `cwd` (already confined by the caller) with `stdin`, its
+/// stdout and stderr piped: what `process/run` and `process/spawn` both start. A group whose
+/// pipes cannot be had is dropped, which kills it.
+pub(crate) fn start(
+    argv: &[String],
+    cwd: &Path,
+    stdin: Stdio,
+) -> Result<(ChildGroup, ChildStdout, ChildStderr), ErrorObject> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(ErrorObject::invalid_params("argv must name a program"));
+    };
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).current_dir(cwd).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
+        .map_err(|e| {
+            world_error("PROCESS_SPAWN_FAILED", format!("cannot start {program}: {e}"), None)
+        })?;
+    let (Some(stdout), Some(stderr)) = (group.take_stdout(), group.take_stderr()) else {
+        return Err(ErrorObject::internal("the process has no output pipes"));
+    };
+    Ok((group, stdout, stderr))
+}
+
 /// Runs `params.argv` in `cwd` (already confined by the caller).
 pub(crate) async fn run(
     params: RunParams,
     cwd: &Path,
     cancel: &CancellationToken,
 ) -> Result<RunResult, ErrorObject> {
-    let Some((program, args)) = params.argv.split_first() else {
-        return Err(ErrorObject::invalid_params("argv must name a program"));
-    };
     let stdin = params
         .stdin
         .as_deref()
         .map(|d| BASE64.decode(d))
         .transpose()
         .map_err(|e| ErrorObject::invalid_params(format!("stdin is not base64: {e}")))?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
-        .map_err(|e| {
-            world_error("PROCESS_SPAWN_FAILED", format!("cannot start {program}: {e}"), None)
-        })?;
+    let piped = if stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+    let (mut group, stdout, stderr) = start(&params.argv, cwd, piped)?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, group.take_stdin()) {
         tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;
         });
     }
-    let (Some(stdout), Some(stderr)) = (group.take_stdout(), group.take_stderr()) else {
-        group.terminate(GRACE).await;
-        return Err(ErrorObject::internal("the process has no output pipes"));
-    };
     let timeout = params.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis);
     let finished = async {
         let ((out, out_cut), (err, err_cut)) = tokio::join!(bounded(stdout), bounded(stderr));
