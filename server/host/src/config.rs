@@ -374,8 +374,8 @@ impl Sources {
         }
         if config.world.kind != crate::world_config::WorldKind::Local {
             warnings.push(
-                "[world]: only `toolhost world check` and `toolhost world run` use the configured \
-                 world so far; the tools still run on this machine"
+                "[world]: background jobs, terminals and language servers do not run in the \
+                 execution world yet; those tools refuse while it is configured"
                     .to_owned(),
             );
         }

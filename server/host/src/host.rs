@@ -232,6 +232,12 @@ impl Host {
                 detail: e.to_string(),
             })?
             .with_ledger(Arc::clone(&options.ledger));
+        let world = config.world.open(workspace.primary_root().path()).map_err(|detail| {
+            HostError::Workspace { path: primary.display().to_string(), detail }
+        })?;
+        if let Some(world) = world {
+            workspace.set_world(Some(world));
+        }
         let root_display = workspace.primary_root().path().display().to_string();
         let registry = Registry::new(RegistryConfig::default());
         // Outermost: it bounds what every other listener finally accepted.

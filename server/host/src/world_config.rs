@@ -2,7 +2,11 @@
 //! (`local`, the default), a host over ssh, or a container. It starts programs (ssh, podman), so
 //! only the user config or a trusted workspace may set it.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use toolhost_contract::config::{Dropped, Layer, Section};
+use toolhost_world::{ContainerSpec, Launch, RemoteWorld, WorldClient};
 
 /// Which execution world.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
@@ -32,6 +36,80 @@ pub struct WorldSettings {
     pub engine: Option<String>,
     /// container: more `run` options.
     pub container_options: Vec<String>,
+}
+
+impl WorldSettings {
+    /// How to start the world's exec-server for the workspace at `root` (the local folder a
+    /// container mounts); `Err` names what the section lacks.
+    pub fn launch(&self, root: &Path) -> Result<Launch, String> {
+        let this =
+            std::env::current_exe().map_err(|e| format!("cannot locate this toolhost: {e}"))?;
+        match self.kind {
+            WorldKind::Local => Ok(Launch::local(&this, root)),
+            WorldKind::Ssh => {
+                let (Some(host), Some(remote_root)) = (&self.host, &self.root) else {
+                    return Err("[world] kind = \"ssh\" needs host and root".to_owned());
+                };
+                match &self.program {
+                    Some(program) => Ok(Launch::ssh(host, remote_root, program, &self.ssh_options)),
+                    None => {
+                        Launch::ssh_provisioned(host, remote_root, &this, &self.ssh_options, None)
+                            .map_err(|e| format!("cannot read {}: {e}", this.display()))
+                    }
+                }
+            }
+            WorldKind::Container => {
+                let Some(image) = &self.image else {
+                    return Err("[world] kind = \"container\" needs image".to_owned());
+                };
+                let engine = match &self.engine {
+                    Some(engine) => engine.clone(),
+                    None => toolhost_world::container_engine()
+                        .ok_or("neither podman nor docker is installed")?
+                        .to_owned(),
+                };
+                Ok(Launch::container(&ContainerSpec {
+                    engine,
+                    image: image.clone(),
+                    workspace: root.to_path_buf(),
+                    binary: this,
+                    name: format!("toolhost-world-{}-{}", std::process::id(), next_container()),
+                    options: self.container_options.clone(),
+                }))
+            }
+        }
+    }
+
+    /// How messages name the world (`ssh box:/srv/repo`, `container debian:12`).
+    pub fn describe(&self) -> String {
+        match self.kind {
+            WorldKind::Local => "local".to_owned(),
+            WorldKind::Ssh => format!(
+                "ssh {}:{}",
+                self.host.as_deref().unwrap_or("?"),
+                self.root.as_deref().unwrap_or("?")
+            ),
+            WorldKind::Container => {
+                format!("container {}", self.image.as_deref().unwrap_or("?"))
+            }
+        }
+    }
+
+    /// The world the tools of a workspace at `root` use: `None` for this machine. Nothing is
+    /// started yet; the first call that needs the world connects.
+    pub fn open(&self, root: &Path) -> Result<Option<Arc<RemoteWorld>>, String> {
+        if self.kind == WorldKind::Local {
+            return Ok(None);
+        }
+        let client = Arc::new(WorldClient::new(self.launch(root)?));
+        Ok(Some(Arc::new(RemoteWorld::new(client, self.describe()))))
+    }
+}
+
+/// Containers of one process get names of their own (a process may host several sessions).
+fn next_container() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `[world]` as one source gives it.

@@ -54,6 +54,9 @@ pub struct WorldErrorData {
     pub code: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// `FS_TOO_LARGE`: the file's size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -233,7 +236,7 @@ pub struct RunResult {
     pub timed_out: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpawnParams {
     /// Program and arguments.
@@ -241,6 +244,21 @@ pub struct SpawnParams {
     /// The working folder, beneath the root (the root when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Variables set over the server's own environment (the client's never crosses whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// The group is killed when its leader exits, so what it left running in the background
+    /// cannot outlive it (a tool's foreground command).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kill_group_with_leader: bool,
+}
+
+/// One environment variable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

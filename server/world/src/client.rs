@@ -534,6 +534,7 @@ async fn send<P: Serialize>(
                     code: format!("JSONRPC_{}", error.code),
                     message: error.message,
                     path: None,
+                    size: None,
                 },
             })
         }

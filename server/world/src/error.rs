@@ -16,7 +16,7 @@ pub enum WorldError {
     Version { server: String, client: String },
     /// The world refused or failed the request; `code` is the stable code a local tool reports.
     #[error("{message}")]
-    Remote { code: String, message: String, path: Option<String> },
+    Remote { code: String, message: String, path: Option<String>, size: Option<u64> },
     /// An answer that does not parse.
     #[error("the execution world answered something unexpected: {0}")]
     Protocol(String),
@@ -40,8 +40,15 @@ impl WorldError {
 
     pub(crate) fn remote(message: String, data: Option<WorldErrorData>) -> Self {
         match data {
-            Some(WorldErrorData { code, path }) => WorldError::Remote { code, message, path },
-            None => WorldError::Remote { code: "WORLD_ERROR".to_owned(), message, path: None },
+            Some(WorldErrorData { code, path, size }) => {
+                WorldError::Remote { code, message, path, size }
+            }
+            None => WorldError::Remote {
+                code: "WORLD_ERROR".to_owned(),
+                message,
+                path: None,
+                size: None,
+            },
         }
     }
 }

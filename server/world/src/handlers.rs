@@ -36,13 +36,20 @@ pub(crate) fn world_error(
     message: impl Into<String>,
     path: Option<&str>,
 ) -> ErrorObject {
-    let data = WorldErrorData { code: code.to_owned(), path: path.map(str::to_owned) };
+    let data = WorldErrorData { code: code.to_owned(), path: path.map(str::to_owned), size: None };
     ErrorObject::new(WORLD_ERROR_CODE, message)
         .with_data(serde_json::to_value(data).unwrap_or(Value::Null))
 }
 
 fn fs_error(err: &FsError) -> ErrorObject {
-    world_error(err.code(), err.to_string(), Some(err.path()))
+    let size = match err {
+        FsError::TooLarge { size, .. } => Some(*size),
+        _ => None,
+    };
+    let data =
+        WorldErrorData { code: err.code().to_owned(), path: Some(err.path().to_owned()), size };
+    ErrorObject::new(WORLD_ERROR_CODE, err.to_string())
+        .with_data(serde_json::to_value(data).unwrap_or(Value::Null))
 }
 
 fn search_error(err: &SearchError) -> ErrorObject {

@@ -14,6 +14,7 @@ mod handlers;
 mod launch;
 mod processes;
 mod provision;
+mod remote_world;
 mod run;
 mod serve;
 
@@ -23,4 +24,5 @@ pub use handlers::World;
 pub use launch::{
     CONTAINER_ROOT, ContainerSpec, Launch, Provision, REMOTE_CACHE, binary_tag, container_engine,
 };
+pub use remote_world::RemoteWorld;
 pub use serve::{MAX_MESSAGE_BYTES, serve};

@@ -81,7 +81,11 @@ impl Processes {
 
     /// Starts `params.argv` in `cwd` (already confined by the caller).
     pub fn spawn(self: &Arc<Self>, params: SpawnParams, cwd: &Path) -> Result<Value, ErrorObject> {
-        let (mut group, stdout, stderr) = crate::run::start(&params.argv, cwd, Stdio::piped())?;
+        let options = toolhost_process::SpawnOptions {
+            kill_group_with_leader: params.kill_group_with_leader,
+        };
+        let (mut group, stdout, stderr) =
+            crate::run::start(&params.argv, cwd, Stdio::piped(), &params.env, options)?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let stdin = Arc::new(tokio::sync::Mutex::new(group.take_stdin()));
         self.live
@@ -95,16 +99,18 @@ impl Processes {
                 processes.forward(id, OutputStream::Stderr, stderr),
             );
             let status = group.wait().await;
-            // Helpers the leader left in its group go with it.
-            group.terminate(std::time::Duration::from_millis(500)).await;
-            processes.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
             use std::os::unix::process::ExitStatusExt;
             let exited = ExitedParams {
                 process_id: id,
                 exit_code: status.and_then(|s| s.code()),
                 signal: status.and_then(|s| s.signal()),
             };
+            // Said before the group is cleaned up: the client waits for the leader, and
+            // reaping what it left behind may take the monitor a while.
             processes.notify(methods::EXITED, &exited, None);
+            // Helpers the leader left in its group go with it.
+            group.terminate(std::time::Duration::from_millis(500)).await;
+            processes.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         });
         serde_json::to_value(SpawnResult { process_id: id })
             .map_err(|e| ErrorObject::internal(e.to_string()))

@@ -49,16 +49,18 @@ pub(crate) fn start(
     argv: &[String],
     cwd: &Path,
     stdin: Stdio,
+    env: &[toolhost_protocol::world::EnvVar],
+    options: toolhost_process::SpawnOptions,
 ) -> Result<(ChildGroup, ChildStdout, ChildStderr), ErrorObject> {
     let Some((program, args)) = argv.split_first() else {
         return Err(ErrorObject::invalid_params("argv must name a program"));
     };
     let mut command = tokio::process::Command::new(program);
     command.args(args).current_dir(cwd).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut group = toolhost_process::spawn(command, toolhost_process::SpawnOptions::default())
-        .map_err(|e| {
-            world_error("PROCESS_SPAWN_FAILED", format!("cannot start {program}: {e}"), None)
-        })?;
+    command.envs(env.iter().map(|var| (&var.name, &var.value)));
+    let mut group = toolhost_process::spawn(command, options).map_err(|e| {
+        world_error("PROCESS_SPAWN_FAILED", format!("cannot start {program}: {e}"), None)
+    })?;
     let (Some(stdout), Some(stderr)) = (group.take_stdout(), group.take_stderr()) else {
         return Err(ErrorObject::internal("the process has no output pipes"));
     };
@@ -78,7 +80,7 @@ pub(crate) async fn run(
         .transpose()
         .map_err(|e| ErrorObject::invalid_params(format!("stdin is not base64: {e}")))?;
     let piped = if stdin.is_some() { Stdio::piped() } else { Stdio::null() };
-    let (mut group, stdout, stderr) = start(&params.argv, cwd, piped)?;
+    let (mut group, stdout, stderr) = start(&params.argv, cwd, piped, &[], Default::default())?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, group.take_stdin()) {
         tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;

@@ -74,3 +74,4 @@ mod worktrees;
 mod world_container;
 mod world_processes;
 mod world_ssh;
+mod world_tools;

@@ -9,7 +9,7 @@ use toolhost_protocol::world::{OutputStream, SpawnParams};
 use toolhost_world::{Launch, ProcessEvent, RemoteProcess, WorldClient};
 
 fn spawn_params(argv: &[&str]) -> SpawnParams {
-    SpawnParams { argv: argv.iter().map(|s| (*s).to_owned()).collect(), cwd: None }
+    SpawnParams { argv: argv.iter().map(|s| (*s).to_owned()).collect(), ..SpawnParams::default() }
 }
 
 /// Everything a process reports until it ends: stdout, stderr, and how it ended.
@@ -43,6 +43,7 @@ async fn spawned_processes_stream_their_output_take_input_and_signals_and_die_wi
         .spawn(&SpawnParams {
             argv: ["sh", "-c", "pwd; echo oops >&2; exit 3"].map(str::to_owned).to_vec(),
             cwd: Some("sub".to_owned()),
+            ..SpawnParams::default()
         })
         .await
         .unwrap();
@@ -52,7 +53,11 @@ async fn spawned_processes_stream_their_output_take_input_and_signals_and_die_wi
     assert_eq!((err.as_slice(), code), (&b"oops\n"[..], Some(3)));
 
     let outside = client
-        .spawn(&SpawnParams { argv: vec!["ls".into()], cwd: Some("..".into()) })
+        .spawn(&SpawnParams {
+            argv: vec!["ls".into()],
+            cwd: Some("..".into()),
+            ..SpawnParams::default()
+        })
         .await
         .err()
         .unwrap();

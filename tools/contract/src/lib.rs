@@ -4,7 +4,8 @@
 //! the argument-violation wording and the standard terms every published schema is put in
 //! ([`standard_schema`]), the lossless snapshot, and the capability traits the host implements
 //! (workspace aside): events, change history, review, questions and session state, skills,
-//! language servers, the blob cache, the spill store, nested calls of a program and background tasks; and the shape of the configuration
+//! language servers, the blob cache, the spill store, nested calls of a program, background tasks
+//! and the execution world a session's files and processes may live in; and the shape of the configuration
 //! section each crate owns ([`config::Section`]).
 //!
 //! A tool body returns only its canonical value; the Native text and the presentation metadata
@@ -31,6 +32,7 @@ pub mod spill;
 pub mod standard_schema;
 pub mod tasks;
 pub mod tool;
+pub mod world;
 
 pub use cache::{BlobCache, BlobCacheHandle, MemoryBlobCache};
 pub use capabilities::Capabilities;
@@ -51,6 +53,10 @@ pub use schema::{CompiledSchema, argument_violations};
 pub use snapshot::{SnapshotError, lossless_value, to_lossless_value};
 pub use tasks::{BackgroundTasks, TaskControl, TaskEnd, TaskWork, TasksHandle};
 pub use tool::{RawTool, Tool};
+pub use world::{
+    ExecutionWorld, WorldCommand, WorldEntry, WorldFailure, WorldGrepHit, WorldPath, WorldProcess,
+    WorldProcessEvent, WorldResult,
+};
 
 /// Re-exported so tool crates name one version of these.
 pub use schemars;

@@ -58,6 +58,37 @@ where
     outcome.map_err(|e| ToolError::typed("SearchError", e.code(), e.to_string()))
 }
 
+/// A search run in the session's execution world (the same engine, where the files are):
+/// cancelled with the call, its refusals typed as the local search types them.
+pub(crate) async fn run_world_search<T>(
+    tool: SearchTool,
+    signal: &CancellationToken,
+    search: impl std::future::Future<Output = toolhost_contract::WorldResult<T>>,
+) -> Result<T, ToolError> {
+    let outcome = tokio::select! {
+        outcome = search => outcome,
+        () = signal.cancelled() => {
+            let aborted = SearchError::Aborted(tool);
+            return Err(ToolError::typed("SearchError", aborted.code(), aborted.to_string()));
+        }
+    };
+    outcome.map_err(|failure| {
+        let code = if failure.code.starts_with("SEARCH_") {
+            failure.code.as_str()
+        } else {
+            "SEARCH_FAILED"
+        };
+        ToolError::typed("SearchError", code, failure.message)
+    })
+}
+
+/// The search root as a path beneath the world's root (`None`: the root itself).
+pub(crate) fn world_search_root(
+    resolved: Option<&toolhost_workspace::ResolvedPath>,
+) -> Option<String> {
+    resolved.map(|r| r.real_rel.to_string_lossy().into_owned()).filter(|rel| !rel.is_empty())
+}
+
 pub struct GlobTool {
     limits: FsLimits,
 }
@@ -221,18 +252,27 @@ impl Tool for GlobTool {
         }
         let ws = workspace(&cx)?;
         let workdir = ws.primary_root().canonical().to_path_buf();
-        let (search_root, root) = match &args.path {
-            Some(path) => {
-                let resolved = ws.resolve(path).await.map_err(fs_failure)?;
+        let resolved = match &args.path {
+            Some(path) => Some(ws.resolve(path).await.map_err(fs_failure)?),
+            None => None,
+        };
+        let (search_root, root) = match &resolved {
+            Some(resolved) => {
                 let shown = match resolved.real_path.strip_prefix(&workdir) {
                     Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
                     Ok(rel) => rel.to_string_lossy().into_owned(),
                     Err(_) => resolved.display.clone(),
                 };
-                (resolved.real_path, shown)
+                (resolved.real_path.clone(), shown)
             }
             None => (workdir.clone(), ".".to_owned()),
         };
+        if let Some(world) = ws.world() {
+            let path = world_search_root(resolved.as_ref());
+            let search = world.glob(&args.pattern, path.as_deref(), cx.signal());
+            let paths = run_world_search(SearchTool::Glob, cx.signal(), search).await?;
+            return Ok(GlobOutput { root, paths });
+        }
         // Moved, not cloned: a pattern may be far over the search's length cap until the
         // search refuses it.
         let pattern = args.pattern;

@@ -179,10 +179,22 @@ impl Tool for GrepTool {
         }
         let ws = workspace(&cx)?;
         let workdir = ws.primary_root().canonical().to_path_buf();
-        let search_root = match &args.path {
-            Some(path) => ws.resolve(path).await.map_err(fs_failure)?.real_path,
-            None => workdir.clone(),
+        let resolved = match &args.path {
+            Some(path) => Some(ws.resolve(path).await.map_err(fs_failure)?),
+            None => None,
         };
+        if let Some(world) = ws.world() {
+            let path = crate::glob::world_search_root(resolved.as_ref());
+            let search =
+                world.grep(&args.pattern, path.as_deref(), args.include.as_deref(), cx.signal());
+            let hits = crate::glob::run_world_search(SearchTool::Grep, cx.signal(), search).await?;
+            let matches = hits
+                .into_iter()
+                .map(|m| GrepMatchOut { path: m.path, line_number: m.line_number, line: m.line })
+                .collect();
+            return Ok(GrepOutput { matches });
+        }
+        let search_root = resolved.map_or_else(|| workdir.clone(), |r| r.real_path);
         // Moved, not cloned: a pattern may be up to the search's length cap (or far over it,
         // until the search refuses it).
         let (pattern, include) = (args.pattern, args.include);

@@ -304,6 +304,9 @@ impl BashTool {
         timeout_ms: Millis,
         cx: &ToolContext,
     ) -> Result<ForegroundOutput, ToolError> {
+        if let Some(world) = cx.capability::<Workspace>().and_then(|ws| ws.world()) {
+            return self.in_world(world.as_ref(), args, &cwd, timeout_ms, cx).await;
+        }
         let confine = confinement(&self.config, cx)?;
         let enforcement = match &confine {
             Some((launcher, _)) => Some(
@@ -374,6 +377,88 @@ impl BashTool {
     }
 }
 
+impl BashTool {
+    /// [`BashTool::foreground`] in the session's execution world (`world_exec.rs`). The world
+    /// is the boundary there, so `[shell] sandbox` (which confines commands on this machine) has
+    /// nothing to add and is not reported.
+    async fn in_world(
+        &self,
+        world: &dyn toolhost_contract::ExecutionWorld,
+        args: &BashArgs,
+        cwd: &std::path::Path,
+        timeout_ms: Millis,
+        cx: &ToolContext,
+    ) -> Result<ForegroundOutput, ToolError> {
+        let workspace = cx.capability::<Workspace>().ok_or_else(|| {
+            ToolError::plain("the shell tools require a workspace (none is configured)")
+        })?;
+        let folder = crate::world_exec::world_folder(&workspace, cwd);
+        let command = crate::world_exec::world_command(&self.config, &args.command, folder);
+        let cap = self.config.max_output_bytes;
+        let spill_cap = self.config.max_spill_bytes;
+        let mut stdout = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stdout"));
+        let mut stderr = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stderr"));
+        let mut live = None;
+        if let Some(events) = cx.capability::<EventsHandle>() {
+            let feed = LiveFeed::default();
+            stdout = stdout.with_live(feed.clone(), 0);
+            stderr = stderr.with_live(feed.clone(), 1);
+            live = Some(LiveForwarder::start(events, cx.call_id().to_owned(), feed));
+        }
+        let end = crate::world_exec::run(
+            world,
+            &command,
+            &mut stdout,
+            &mut stderr,
+            Some(timeout_ms.duration()),
+            cx.signal(),
+            self.config.kill_grace,
+        )
+        .await;
+        if let Some(live) = live {
+            live.finish().await;
+        }
+        let end = end.map_err(|why| ToolError::typed("WorldError", "WORLD_DISCONNECTED", why))?;
+        let (stdout, stderr) = if stdout.spilled() || stderr.spilled() {
+            tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
+                .await
+                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?
+        } else {
+            (stdout.finish(), stderr.finish())
+        };
+        if end.ending == Ending::Stopped {
+            return Err(ToolError::aborted());
+        }
+        Ok(ForegroundOutput {
+            exit_code: end.exit_code,
+            signal: end.signal,
+            timed_out: end.ending == Ending::TimedOut,
+            aborted: false,
+            timeout_ms,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            sandbox: None,
+        })
+    }
+}
+
+/// Refuses what still runs only on this machine while the session's files and processes are in
+/// an execution world (background jobs, terminals): running it here would touch the wrong files.
+pub(crate) fn refuse_in_world(cx: &ToolContext, what: &str) -> Result<(), ToolError> {
+    match cx.capability::<Workspace>().and_then(|ws| ws.world()) {
+        Some(world) => Err(ToolError::typed(
+            "WorldError",
+            "WORLD_UNSUPPORTED",
+            format!(
+                "{what} cannot run in the execution world ({}) yet; run the command in the \
+                 foreground with bash instead",
+                world.describe()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Tool for BashTool {
     type Args = BashArgs;
     type Output = BashOutput;
@@ -411,6 +496,7 @@ impl Tool for BashTool {
         }
         let cwd = working_dir(&cx, args.workdir.as_deref()).await?;
         if background {
+            refuse_in_world(&cx, "run_in_background")?;
             let confine = confinement(&self.config, &cx)?;
             let job_id = self.jobs.start_bash(&args.command, cwd, confine, &cx)?;
             return Ok(BashOutput::Background { job_id });

@@ -24,6 +24,7 @@ pub mod sandbox;
 mod sanitize;
 mod terminal;
 mod terminal_tools;
+mod world_exec;
 
 pub use bash::{BashArgs, BashOutput, BashTool, ForegroundOutput, Millis, StreamOutput};
 pub use config::{DEFAULT_SCRUB, ShellConfig, ShellSection};

@@ -105,6 +105,7 @@ impl Tool for TerminalOpenTool {
         args: TerminalOpenArgs,
         cx: ToolContext,
     ) -> Result<TerminalOpenValue, ToolError> {
+        crate::bash::refuse_in_world(&cx, "a terminal session")?;
         let cwd = working_dir(&cx, args.cwd.as_deref()).await?;
         let opened = self
             .terminals

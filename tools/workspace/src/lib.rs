@@ -37,5 +37,6 @@ pub use resolve::{EntryKind, EntryState, Root};
 pub use workspace::{
     BINARY_SNIFF_BYTES, ChangeKeeper, DEFAULT_PROTECTED, DIFF_BASIS_MAX_BYTES, EditTxn,
     INVALIDATED_PREFIX, KeepError, LineSink, ReadFile, ResolvedPath, SettleStep, StreamedFile,
-    TextSink, Workspace, WorkspaceConfig, WriteEvent, WriteListener, WriteOperation, WriteOutcome,
+    TextSink, WORLD_READ_MAX_BYTES, Workspace, WorkspaceConfig, WriteEvent, WriteListener,
+    WriteOperation, WriteOutcome, world_fs_error,
 };

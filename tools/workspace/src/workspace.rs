@@ -35,10 +35,12 @@ mod keep;
 mod lines;
 mod ops;
 mod read;
+mod remote;
 
 pub use keep::{ChangeKeeper, KeepError, SettleStep};
 pub use lines::LineSink;
 pub use read::{StreamedFile, TextSink};
+pub use remote::{WORLD_READ_MAX_BYTES, world_fs_error};
 
 /// Protected patterns used when the configuration names none.
 pub const DEFAULT_PROTECTED: [&str; 3] = [".git/", "toolhost.toml", ".toolhost/"];
@@ -177,6 +179,8 @@ struct Shared {
     /// serve text (an ACP `initialize`) only after the workspace is open; shared so every view
     /// (`with_ledger`, `for_call`) uses it.
     text_backend: RwLock<Option<Arc<dyn TextBackend>>>,
+    /// Where the primary root's files are when not on this machine (`remote.rs`).
+    world: RwLock<Option<Arc<dyn toolhost_contract::ExecutionWorld>>>,
 }
 
 /// The confined filesystem of one session. Cloning is cheap; [`Workspace::with_ledger`] gives
@@ -212,6 +216,7 @@ impl Workspace {
             listeners: WriteListeners::default(),
             keepers: keep::ChangeKeepers::default(),
             text_backend: RwLock::new(None),
+            world: RwLock::new(None),
         };
         Ok(Workspace { shared: Arc::new(shared), ledger: Arc::new(Ledger::new()), call_id: None })
     }
@@ -286,6 +291,9 @@ impl Workspace {
 
     /// Full confinement: lexical checks and resolution beneath the root handle.
     pub async fn resolve(&self, input: &str) -> Result<ResolvedPath, FsError> {
+        if let Some((_, target)) = self.resolve_in_world(input, Op::Read).await? {
+            return Ok(target);
+        }
         let owned = input.to_owned();
         self.blocking(Op::Read, input, move |ws| ws.resolve_blocking(&owned, Op::Read)).await
     }
@@ -313,6 +321,10 @@ impl Workspace {
     }
 
     async fn read_impl(&self, input: &str, limit: Option<u64>) -> Result<ReadFile, FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            let _lock = self.shared.locks.lock(&target.key()).await;
+            return self.world_read(world.as_ref(), target, limit).await;
+        }
         // One trip off the async threads when the path's lock is free (the common case):
         // resolve, lock and read together; a held lock is then awaited like any other.
         // A file the backend serves leaves this trip unread: the backend is async.
@@ -388,6 +400,12 @@ impl Workspace {
         let expected = self.ledger.get(&target.key());
         let _lock = self.shared.locks.lock(&target.key()).await;
         let content = content.to_vec();
+        if let Some(world) = self.world_of(&target) {
+            let expected = Expected::Observed(expected.as_ref());
+            return self
+                .world_write(world.as_ref(), target, Op::Write, expected, Some(content))
+                .await;
+        }
         if let Some(backend) = self.backend_for(&target) {
             let expected = Expected::Observed(expected.as_ref());
             return self
@@ -414,9 +432,15 @@ impl Workspace {
         };
         self.check_dirty(&target)?;
         let lock = self.shared.locks.lock(&target.key()).await;
-        let (target, text) = match self.backend_for(&target) {
-            Some(backend) => self.edit_load_via_backend(backend.as_ref(), target, &version).await?,
-            None => {
+        let (target, text) = match (self.world_of(&target), self.backend_for(&target)) {
+            (Some(world), _) => {
+                let text = self.world_edit_load(world.as_ref(), &target, &version).await?;
+                (target, text)
+            }
+            (None, Some(backend)) => {
+                self.edit_load_via_backend(backend.as_ref(), target, &version).await?
+            }
+            (None, None) => {
                 self.blocking(Op::Edit, input, move |ws| {
                     let text = ws.edit_load_blocking(&target, &version)?;
                     Ok((target, text))
@@ -446,6 +470,11 @@ impl Workspace {
         self.check_writable(&target)?;
         self.check_dirty(&target)?;
         let _lock = self.shared.locks.lock(&target.key()).await;
+        if let Some(world) = self.world_of(&target) {
+            let expected = Expected::Restored(expected);
+            let content = content.map(<[u8]>::to_vec);
+            return self.world_write(world.as_ref(), target, Op::Write, expected, content).await;
+        }
         // Undoing a create removes the file on disk: an editor can replace a file's text, not
         // delete it.
         if let (Some(content), Some(backend)) = (content, self.backend_for(&target)) {
@@ -488,6 +517,9 @@ impl Workspace {
     /// observation: for comparing against recorded versions, never for authorizing a write. With
     /// a text backend, an existing file's bytes are the backend's text.
     pub async fn peek(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            return self.world_bytes(world.as_ref(), &target, Op::Read, WORLD_READ_MAX_BYTES).await;
+        }
         let owned = input.to_owned();
         // `Err(target)`: an existing file whose text the backend has.
         let peeked = self
@@ -553,14 +585,20 @@ impl EditTxn {
         let content = new_bytes.into();
         let display = target.display.clone();
         let expected = Observation::Present(version);
-        let outcome = match workspace.backend_for(&target) {
-            Some(backend) => {
+        let outcome = match (workspace.world_of(&target), workspace.backend_for(&target)) {
+            (Some(world), _) => {
+                let observed = Expected::Observed(Some(&expected));
+                workspace
+                    .world_write(world.as_ref(), target, Op::Edit, observed, Some(content))
+                    .await?
+            }
+            (None, Some(backend)) => {
                 let observed = Expected::Observed(Some(&expected));
                 workspace
                     .write_via_backend(backend.as_ref(), target, Op::Edit, observed, content)
                     .await?
             }
-            None => {
+            (None, None) => {
                 workspace
                     .blocking(Op::Edit, &display, move |ws| {
                         ws.write_blocking(&target, Op::Edit, Some(&expected), &content)
@@ -662,6 +700,13 @@ struct Prior {
 }
 
 impl Prior {
+    /// The bytes a world has for the file (it keeps the file's mode itself).
+    fn of_bytes(bytes: Vec<u8>) -> Self {
+        let version = content_version(&bytes);
+        let basis = (bytes.len() < DIFF_BASIS_MAX_BYTES).then_some(bytes);
+        Prior { metadata: None, version, basis }
+    }
+
     /// The text a backend has for the file.
     fn of_text(text: String) -> Self {
         let version = content_version(text.as_bytes());

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolhost_host::world_config::{WorldKind, WorldSettings};
 use toolhost_protocol::world::{OutputStream, RunParams, SpawnParams};
-use toolhost_world::{ContainerSpec, Launch, ProcessEvent, WorldClient, WorldError};
+use toolhost_world::{ProcessEvent, WorldClient, WorldError};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,51 +34,14 @@ fn failure(err: &WorldError) -> Failure {
     Failure::env(format!("{} ({})", err, err.code()))
 }
 
-/// The launch `[world]` describes for the workspace at `root`.
-fn launch(world: &WorldSettings, root: &std::path::Path) -> Result<Launch, Failure> {
-    let this = std::env::current_exe()
-        .map_err(|e| Failure::env(format!("cannot locate this toolhost: {e}")))?;
-    match world.kind {
-        WorldKind::Local => Ok(Launch::local(&this, root)),
-        WorldKind::Ssh => {
-            let (Some(host), Some(remote_root)) = (&world.host, &world.root) else {
-                return Err(Failure::usage("[world] kind = \"ssh\" needs host and root"));
-            };
-            match &world.program {
-                Some(program) => Ok(Launch::ssh(host, remote_root, program, &world.ssh_options)),
-                None => Launch::ssh_provisioned(host, remote_root, &this, &world.ssh_options, None)
-                    .map_err(|e| Failure::env(format!("cannot read {}: {e}", this.display()))),
-            }
-        }
-        WorldKind::Container => {
-            let Some(image) = &world.image else {
-                return Err(Failure::usage("[world] kind = \"container\" needs image"));
-            };
-            let engine = match &world.engine {
-                Some(engine) => engine.clone(),
-                None => toolhost_world::container_engine()
-                    .ok_or_else(|| Failure::env("neither podman nor docker is installed"))?
-                    .to_owned(),
-            };
-            Ok(Launch::container(&ContainerSpec {
-                engine,
-                image: image.clone(),
-                workspace: root.to_path_buf(),
-                binary: this,
-                name: format!("toolhost-world-{}", std::process::id()),
-                options: world.container_options.clone(),
-            }))
-        }
-    }
-}
-
 pub async fn run(args: Args) -> Result<u8, Failure> {
     let root = workspace_root(&args.common)?;
     let config = toolhost_host::load_config(&root).map_err(|e| Failure::env(e.to_string()))?;
     for warning in config.warnings.iter().filter(|w| !w.starts_with("[world]:")) {
         eprintln!("toolhost: warning: {warning}");
     }
-    let client = WorldClient::new(launch(&config.world, &root)?);
+    let launch = config.world.launch(&root).map_err(|why| Failure::usage(why))?;
+    let client = WorldClient::new(launch);
     let code = match args.action {
         Action::Check => check(&client, &config.world).await,
         Action::Run { command } => run_command(&client, command).await,
@@ -124,15 +87,12 @@ async fn check(client: &WorldClient, world: &WorldSettings) -> Result<u8, Failur
     if client.copies() > 0 {
         println!("this toolhost was copied to the host");
     }
-    if world.kind != WorldKind::Local {
-        println!("note: the tools do not run in this world yet; `toolhost world run` does");
-    }
     Ok(0)
 }
 
 async fn run_command(client: &WorldClient, command: Vec<String>) -> Result<u8, Failure> {
-    let mut process =
-        client.spawn(&SpawnParams { argv: command, cwd: None }).await.map_err(|e| failure(&e))?;
+    let process = client.spawn(&SpawnParams { argv: command, ..SpawnParams::default() }).await;
+    let mut process = process.map_err(|e| failure(&e))?;
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     let mut signalled = false;

@@ -10,6 +10,9 @@ impl Workspace {
     /// The bytes of a file on disk now (`None` when it does not exist), never an editor's
     /// unsaved text: what another program's step found or left. Records no observation.
     pub async fn disk_bytes(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            return self.world_bytes(world.as_ref(), &target, Op::Read, WORLD_READ_MAX_BYTES).await;
+        }
         let owned = input.to_owned();
         self.blocking(Op::Read, input, move |ws| {
             let target = ws.resolve_blocking(&owned, Op::Read)?;
@@ -25,6 +28,9 @@ impl Workspace {
         input: &str,
         limit: u64,
     ) -> Result<Option<Vec<u8>>, FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            return self.world_bytes(world.as_ref(), &target, Op::Read, limit).await;
+        }
         let owned = input.to_owned();
         self.blocking(Op::Read, input, move |ws| {
             let target = ws.resolve_blocking(&owned, Op::Read)?;
@@ -46,8 +52,17 @@ impl Workspace {
     ) -> Result<Option<Vec<u8>>, FsError> {
         let target = self.resolve_for(input, Op::Read).await?;
         let _lock = self.shared.locks.lock(&target.key()).await;
+        let in_world = match self.world_of(&target) {
+            Some(world) => Some(
+                self.world_bytes(world.as_ref(), &target, Op::Read, WORLD_READ_MAX_BYTES).await?,
+            ),
+            None => None,
+        };
         self.blocking(Op::Read, input, move |ws| {
-            let now = ws.peek_blocking(target.clone())?;
+            let now = match in_world {
+                Some(bytes) => bytes,
+                None => ws.peek_blocking(target.clone())?,
+            };
             if now == before {
                 return Ok(now);
             }

@@ -40,6 +40,16 @@ impl<S: TextSink> TextSink for Indexing<S> {
     }
 }
 
+/// A file had whole (from an editor or a world) pushed through `sink`, with its line count.
+fn whole_text_as_lines<S: LineSink>(file: ReadFile, sink: S) -> (StreamedFile, S, u64) {
+    let mut indexing = Indexing { sink, builder: IndexBuilder::new() };
+    indexing.push(&file.text);
+    let total = indexing.builder.finish(String::new()).total_lines;
+    let streamed =
+        StreamedFile { display: file.display, real_path: file.real_path, version: file.version };
+    (streamed, indexing.sink, total)
+}
+
 impl Workspace {
     /// Reads a window of a text file's lines through `sink` and records the file's version, like
     /// [`Workspace::read_streaming`] (the same errors), and returns how many lines the file has.
@@ -50,6 +60,17 @@ impl Workspace {
         sink: S,
         cancel: &CancellationToken,
     ) -> Result<(StreamedFile, S, u64), FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            // A world hands over the whole (bounded) file: nothing to index or seek here.
+            let aborted = || FsError::Aborted { op: Op::Read, path: target.display.clone() };
+            let key = target.key();
+            let _lock = tokio::select! {
+                lock = self.shared.locks.lock(&key) => lock,
+                () = cancel.cancelled() => return Err(aborted()),
+            };
+            let file = self.world_read(world.as_ref(), target, None).await?;
+            return Ok(whole_text_as_lines(file, sink));
+        }
         let owned = input.to_owned();
         let token = cancel.clone();
         let fast = self
@@ -77,15 +98,7 @@ impl Workspace {
         if let Some(backend) = self.backend_for(&target) {
             // An editor hands over the whole text at once: nothing to index or seek.
             let file = self.read_via_backend(backend.as_ref(), target, None).await?;
-            let mut indexing = Indexing { sink, builder: IndexBuilder::new() };
-            indexing.push(&file.text);
-            let total = indexing.builder.finish(String::new()).total_lines;
-            let streamed = StreamedFile {
-                display: file.display,
-                real_path: file.real_path,
-                version: file.version,
-            };
-            return Ok((streamed, indexing.sink, total));
+            return Ok(whole_text_as_lines(file, sink));
         }
         let token = cancel.clone();
         self.blocking(Op::Read, input, move |ws| ws.lines_blocking(&target, sink, &token)).await

@@ -213,6 +213,9 @@ impl Workspace {
     }
 
     pub(super) async fn resolve_for(&self, input: &str, op: Op) -> Result<ResolvedPath, FsError> {
+        if let Some((_, target)) = self.resolve_in_world(input, op).await? {
+            return Ok(target);
+        }
         let owned = input.to_owned();
         self.blocking(op, input, move |ws| ws.resolve_blocking(&owned, op)).await
     }
@@ -422,6 +425,17 @@ impl Workspace {
                 _ => Err(FsError::from_io(op, path, &err)),
             },
         }
+    }
+
+    /// The world `target` lives in, when it is not on this machine (see `remote.rs`).
+    pub(super) fn world_of(
+        &self,
+        target: &ResolvedPath,
+    ) -> Option<Arc<dyn toolhost_contract::ExecutionWorld>> {
+        if target.root != 0 {
+            return None;
+        }
+        self.world()
     }
 
     /// The backend that serves `target`'s text, if one is installed and the file is in a

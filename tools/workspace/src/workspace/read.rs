@@ -38,6 +38,24 @@ impl Workspace {
         sink: S,
         cancel: &CancellationToken,
     ) -> Result<(StreamedFile, S), FsError> {
+        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            // A world hands over the whole (bounded) file at once; there is nothing to stream.
+            let aborted = || FsError::Aborted { op: Op::Read, path: target.display.clone() };
+            let key = target.key();
+            let _lock = tokio::select! {
+                lock = self.shared.locks.lock(&key) => lock,
+                () = cancel.cancelled() => return Err(aborted()),
+            };
+            let file = self.world_read(world.as_ref(), target, None).await?;
+            let mut sink = sink;
+            sink.push(&file.text);
+            let streamed = StreamedFile {
+                display: file.display,
+                real_path: file.real_path,
+                version: file.version,
+            };
+            return Ok((streamed, sink));
+        }
         // As `read_impl`: resolve, lock and read in one trip off the async threads when the
         // path's lock is free; otherwise wait for the lock and read in a second trip.
         let owned = input.to_owned();

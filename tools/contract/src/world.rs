@@ -1,0 +1,135 @@
+//! The execution-world seam: where a session's files and processes are when they are not on this
+//! machine (docs/world.md, docs/design.md §12).
+//!
+//! A host that is given an [`ExecutionWorld`] keeps everything that is the person's — the session
+//! log, the observation ledger, review, history blobs, cards, the editor's unsaved buffers — and
+//! asks the world only for what lives there: the primary root's files (resolved and confined on
+//! the world's side, which never trusts this side's checks), search run where the files are, and
+//! processes. Without one, the workspace and the shell use this machine directly; that is the
+//! local world, and it is the same code the world's own server runs.
+//!
+//! Paths given to a world are relative to its root (`""` is the root itself); paths it returns
+//! are too, so the host maps them onto its own root and the editor's files.
+
+use crate::BoxFuture;
+
+/// A request the world refused or could not carry out: the stable code a local tool would report
+/// (`FS_NOT_FOUND`, `FS_STALE_VERSION`, `SEARCH_…`, `WORLD_DISCONNECTED`, …) and its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct WorldFailure {
+    pub code: String,
+    pub message: String,
+    /// For `FS_TOO_LARGE`: the file's size.
+    pub size: Option<u64>,
+}
+
+impl WorldFailure {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        WorldFailure { code: code.into(), message: message.into(), size: None }
+    }
+}
+
+/// What a world's answer costs: a result or the failure.
+pub type WorldResult<T> = Result<T, WorldFailure>;
+
+/// What is at a resolved path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorldEntry {
+    File,
+    Dir,
+    Other,
+    Missing,
+}
+
+/// A path resolved beneath the world's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldPath {
+    /// The symlink-free path relative to the world's root (`""`: the root).
+    pub real_rel: String,
+    pub entry: WorldEntry,
+}
+
+/// One grep hit, as the local search reports it (path relative to the world's root).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldGrepHit {
+    pub path: String,
+    pub line_number: u64,
+    pub line: String,
+}
+
+/// What to start: argv, the folder (relative to the root), variables set over the world's own
+/// environment (this machine's environment never crosses), and whether the group dies with its
+/// leader.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WorldCommand {
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub env: Vec<(String, String)>,
+    pub kill_group_with_leader: bool,
+}
+
+/// What a started process says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorldProcessEvent {
+    Stdout(Vec<u8>),
+    Stderr(Vec<u8>),
+    /// The leader ended: its exit code, or the number of the signal that ended it.
+    Exited {
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// A process group started in a world.
+pub trait WorldProcess: Send {
+    /// The next event; `None` once the process exited and everything was said, or the
+    /// connection to the world was lost (then a last [`WorldProcessEvent::Exited`] is missing).
+    fn next_event(&mut self) -> BoxFuture<'_, Option<WorldProcessEvent>>;
+    /// Signals the whole group (`TERM`, `KILL`, `INT`, `HUP`, `QUIT`).
+    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>>;
+}
+
+/// Where the primary root's files and the session's processes are.
+pub trait ExecutionWorld: Send + Sync + std::fmt::Debug {
+    /// A short description for messages (`ssh build-box:/srv/repo`).
+    fn describe(&self) -> String;
+    /// Resolves `rel` beneath the root, following symbolic links there (an escape is refused
+    /// with `FS_SANDBOX_DENIED`).
+    fn resolve<'a>(&'a self, rel: &'a str) -> BoxFuture<'a, WorldResult<WorldPath>>;
+    /// A regular file's bytes (`None`: nothing there); a file over `max_bytes` is refused with
+    /// `FS_TOO_LARGE` and its size.
+    fn read<'a>(
+        &'a self,
+        rel: &'a str,
+        max_bytes: u64,
+    ) -> BoxFuture<'a, WorldResult<Option<Vec<u8>>>>;
+    /// Replaces the file atomically if it has version `expected` now (`None`: it must not
+    /// exist), else `FS_STALE_VERSION`; `content: None` removes it. Missing folders are made.
+    fn replace<'a>(
+        &'a self,
+        rel: &'a str,
+        expected: Option<&'a str>,
+        content: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, WorldResult<()>>;
+    /// The local glob, run in the world (`path`: the search root, relative).
+    fn glob<'a>(
+        &'a self,
+        pattern: &'a str,
+        path: Option<&'a str>,
+        cancel: &'a tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'a, WorldResult<Vec<String>>>;
+    /// The local grep, run in the world.
+    fn grep<'a>(
+        &'a self,
+        pattern: &'a str,
+        path: Option<&'a str>,
+        include: Option<&'a str>,
+        cancel: &'a tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'a, WorldResult<Vec<WorldGrepHit>>>;
+    /// Starts a process group.
+    fn spawn<'a>(
+        &'a self,
+        command: &'a WorldCommand,
+    ) -> BoxFuture<'a, WorldResult<Box<dyn WorldProcess>>>;
+}
