@@ -100,3 +100,68 @@ async fn a_container_world_runs_processes_and_edits_and_is_removed_after() {
     drop(dropped);
     assert!(!container_exists(engine, &name), "the dropped client's container was removed");
 }
+
+/// Containers whose name starts with `prefix`, as the engine lists them.
+fn containers_named(engine: &str, prefix: &str) -> Vec<String> {
+    let out = Command::new(engine).args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+    let names = String::from_utf8_lossy(&out.stdout).into_owned();
+    names.lines().filter(|n| n.starts_with(prefix)).map(str::to_owned).collect()
+}
+
+#[test]
+fn a_session_in_a_container_world_runs_bash_and_edits_there_and_removes_it_after() {
+    use crate::server::{Env, call_err, call_ok};
+    use serde_json::json;
+    let engine = container_engine().expect("podman or docker: `cargo xtask test` installs podman");
+    let image = container_image::ensure(engine, &server::workspace_root());
+    let env = Env::new();
+    env.write("a.txt", "alpha\nbeta\n");
+    let options = spec(engine, image, env.root.as_path(), "unused").options;
+    let quoted = options.iter().map(|o| format!("{o:?}")).collect::<Vec<_>>().join(", ");
+    env.write_user_config(&format!(
+        "[world]\nkind = \"container\"\nimage = {image:?}\nengine = {engine:?}\n\
+         container_options = [{quoted}]\n"
+    ));
+    let mut client = env.start(json!({}));
+    let prefix = format!("toolhost-world-{}-", client.pid());
+
+    // bash runs inside the container: its Debian, no network but lo, the workspace mounted.
+    let out = call_ok(
+        &mut client,
+        "bash",
+        json!({"command": "cat /etc/debian_version; ls /sys/class/net; pwd; cat a.txt", "description": "where am I"}),
+    );
+    let text = out["result"]["content"][0]["text"].as_str().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("12."), "bookworm: {text}");
+    assert_eq!(lines[1..5], ["lo", CONTAINER_ROOT, "alpha", "beta"], "{text}");
+    assert_eq!(containers_named(engine, &prefix).len(), 1, "one container for the session");
+
+    // An edit made through the world lands in the workspace, with its diff card.
+    call_ok(&mut client, "read", json!({"file_path": "a.txt"}));
+    let edit = call_ok(
+        &mut client,
+        "edit",
+        json!({"file_path": "a.txt", "old_string": "beta", "new_string": "BETA"}),
+    );
+    assert_eq!(edit["card"]["kind"], "diff", "{edit}");
+    assert_eq!(std::fs::read_to_string(env.root.join("a.txt")).unwrap(), "alpha\nBETA\n");
+    // A file made in the container is the workspace's too.
+    call_ok(&mut client, "bash", json!({"command": "echo made > made.txt", "description": "make"}));
+    assert_eq!(std::fs::read_to_string(env.root.join("made.txt")).unwrap(), "made\n");
+    // What does not run in a world yet refuses instead of running here.
+    call_err(
+        &mut client,
+        "lsp",
+        json!({"operation": "hover", "file_path": "a.txt", "line": 1, "character": 1}),
+        "WORLD_UNSUPPORTED",
+    );
+
+    // The session ends: its container goes with it.
+    let _ = client.shutdown();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !containers_named(engine, &prefix).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the session's container was left behind");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -295,7 +295,7 @@ async fn toolhost_world_check_and_run_reach_the_configured_ssh_world() {
     });
     assert_eq!((code, out.as_str()), (Some(4), "remote\n"), "{err}");
     assert!(err.ends_with("gone\n"), "{err}");
-    // The tools themselves do not use the world yet, and `toolhost` says so.
+    // What does not run in a world yet is named.
     let (_, _, err) = tokio::task::block_in_place(|| toolhost(&["tools"]));
-    assert!(err.contains("[world]: only `toolhost world check` and `toolhost world run`"), "{err}");
+    assert!(err.contains("[world]: background jobs, terminals and language servers"), "{err}");
 }
