@@ -50,6 +50,8 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "toolhost-tools-web",
                 "toolhost-tools-mcp",
                 "toolhost-tools-code",
+                // `[world]`: the execution world the tools use.
+                "toolhost-world",
             ],
         ),
         (
@@ -105,7 +107,13 @@ fn allowed() -> BTreeMap<&'static str, Vec<&'static str>> {
         ("toolhost-harness", vec!["toolhost-protocol", "toolhost-jsonrpc"]),
         (
             "toolhost-world",
-            vec!["toolhost-protocol", "toolhost-jsonrpc", "toolhost-workspace", "toolhost-process"],
+            vec![
+                "toolhost-protocol",
+                "toolhost-contract",
+                "toolhost-jsonrpc",
+                "toolhost-workspace",
+                "toolhost-process",
+            ],
         ),
     ])
 }

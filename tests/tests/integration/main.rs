@@ -19,6 +19,9 @@ mod model_server;
 #[path = "../support/programs.rs"]
 mod programs;
 
+#[path = "../support/ssh_host.rs"]
+mod ssh_host;
+
 #[path = "../../../server/agent/tests/support/sse.rs"]
 mod sse;
 

@@ -12,9 +12,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost_protocol::world::{GlobParams, GrepParams, RunParams};
 use toolhost_world::{Launch, WorldClient, WorldError};
 
-#[path = "../support/ssh_host.rs"]
-mod ssh_host;
-use ssh_host::SshHost;
+use crate::ssh_host::SshHost;
 
 fn seed(dir: &Path) {
     std::fs::create_dir_all(dir.join("src")).unwrap();

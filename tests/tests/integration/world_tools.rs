@@ -12,9 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use toolhost_harness::client::Client;
 
-#[path = "../support/ssh_host.rs"]
-mod ssh_host;
-use ssh_host::SshHost;
+use crate::ssh_host::SshHost;
 
 const A_TXT: &str = "alpha\nbeta\ngamma\n";
 const LIB_RS: &str = "pub fn needle() -> u32 {\n    42\n}\n";

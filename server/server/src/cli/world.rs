@@ -40,7 +40,7 @@ pub async fn run(args: Args) -> Result<u8, Failure> {
     for warning in config.warnings.iter().filter(|w| !w.starts_with("[world]:")) {
         eprintln!("toolhost: warning: {warning}");
     }
-    let launch = config.world.launch(&root).map_err(|why| Failure::usage(why))?;
+    let launch = config.world.launch(&root).map_err(Failure::usage)?;
     let client = WorldClient::new(launch);
     let code = match args.action {
         Action::Check => check(&client, &config.world).await,

@@ -19,6 +19,9 @@ use super::*;
 /// Largest file fetched from a world whole (the world's own read cap is the same).
 pub const WORLD_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// A path a world serves: the world, the display path and the path relative to the root.
+pub(super) type WorldSpot = (Arc<dyn ExecutionWorld>, String, PathBuf);
+
 /// A world's refusal as the error the same refusal on this machine gives, about `display`.
 pub fn world_fs_error(op: Op, display: &str, failure: &WorldFailure) -> FsError {
     let path = display.to_owned();
@@ -53,7 +56,7 @@ impl Workspace {
     pub(super) fn world_for(
         &self,
         input: &str,
-    ) -> Result<Option<(Arc<dyn ExecutionWorld>, String, PathBuf)>, FsError> {
+    ) -> Result<Option<WorldSpot>, FsError> {
         let Some(world) = self.world() else { return Ok(None) };
         let (display, index, rel) = self.locate(input)?;
         Ok((index == 0).then_some((world, display, rel)))
