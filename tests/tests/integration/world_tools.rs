@@ -232,3 +232,46 @@ fn the_tool_suite_runs_in_an_ssh_world_with_the_same_results_and_cards_as_here()
     let _ = client.shutdown();
     drop(host);
 }
+
+/// A workspace whose files are in a world served by a local exec-server over `there`.
+fn workspace_in_world(here: &Path, there: &Path) -> toolhost_workspace::Workspace {
+    use toolhost_world::{Launch, RemoteWorld, WorldClient};
+    let ws =
+        toolhost_workspace::Workspace::new(toolhost_workspace::WorkspaceConfig::new(here)).unwrap();
+    let client = WorldClient::new(Launch::local(&server::binary(), there));
+    ws.set_world(Some(std::sync::Arc::new(RemoteWorld::new(client.into(), "test world"))));
+    ws
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_changed_in_the_world_after_it_was_read_is_stale_there_not_overwritten() {
+    let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(there.path().join("a.txt"), "one\n").unwrap();
+    let ws = workspace_in_world(here.path(), there.path());
+
+    // Written there by someone else after the session read it: the write is stale.
+    assert_eq!(ws.read_file("a.txt").await.unwrap().text, "one\n");
+    std::fs::write(there.path().join("a.txt"), "theirs\n").unwrap();
+    let stale = ws.write_file("a.txt", b"mine\n").await.unwrap_err();
+    assert_eq!(stale.code(), "FS_STALE_VERSION", "{stale}");
+    assert_eq!(std::fs::read_to_string(there.path().join("a.txt")).unwrap(), "theirs\n");
+
+    // Changed there while an edit was under way (after its load, before its commit): the world
+    // refuses the replace, since the file no longer has the version the edit started from.
+    assert_eq!(ws.read_file("a.txt").await.unwrap().text, "theirs\n");
+    let edit = ws.begin_edit("a.txt").await.unwrap();
+    std::fs::write(there.path().join("a.txt"), "theirs again\n").unwrap();
+    let stale = edit.commit(b"mine\n".to_vec()).await.unwrap_err();
+    assert_eq!(stale.code(), "FS_STALE_VERSION", "{stale}");
+    assert_eq!(std::fs::read_to_string(there.path().join("a.txt")).unwrap(), "theirs again\n");
+
+    // Nothing reached this machine's folder; an unread file there cannot be overwritten.
+    assert_eq!(std::fs::read_dir(here.path()).unwrap().count(), 0);
+    let unread = ws.write_file("b.txt", b"new\n").await;
+    assert!(unread.is_ok(), "{unread:?}");
+    std::fs::write(there.path().join("c.txt"), "exists\n").unwrap();
+    let refused = ws.write_file("c.txt", b"x").await.unwrap_err();
+    assert_eq!(refused.code(), "FS_NOT_OBSERVED", "{refused}");
+    assert_eq!(std::fs::read_to_string(there.path().join("b.txt")).unwrap(), "new\n");
+    assert_eq!(std::fs::read_dir(here.path()).unwrap().count(), 0);
+}

@@ -318,17 +318,7 @@ impl BashTool {
         let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
         let group = exec::spawn(&self.config, &args.command, &cwd, env, confined)
             .map_err(|e| ToolError::plain(format!("cannot start {}: {e}", self.config.shell)))?;
-        let cap = self.config.max_output_bytes;
-        let spill_cap = self.config.max_spill_bytes;
-        let mut stdout = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stdout"));
-        let mut stderr = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stderr"));
-        let mut live = None;
-        if let Some(events) = cx.capability::<EventsHandle>() {
-            let feed = LiveFeed::default();
-            stdout = stdout.with_live(feed.clone(), 0);
-            stderr = stderr.with_live(feed.clone(), 1);
-            live = Some(LiveForwarder::start(events, cx.call_id().to_owned(), feed));
-        }
+        let (mut stdout, mut stderr, live) = self.captures(cx);
         let end = exec::run(
             group,
             &mut stdout,
@@ -338,17 +328,7 @@ impl BashTool {
             self.config.kill_grace,
         )
         .await;
-        if let Some(live) = live {
-            live.finish().await;
-        }
-        // Syncing a spill file is blocking I/O; without one, finishing is a few copies.
-        let (stdout, stderr) = if stdout.spilled() || stderr.spilled() {
-            tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
-                .await
-                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?
-        } else {
-            (stdout.finish(), stderr.finish())
-        };
+        let (stdout, stderr) = finish_captures(live, stdout, stderr).await?;
         if end.ending == Ending::Stopped {
             return Err(ToolError::aborted());
         }
@@ -378,6 +358,23 @@ impl BashTool {
 }
 
 impl BashTool {
+    /// The captures of a command's stdout and stderr (bounded, spilled to the session's store),
+    /// with their live output sent as the call's progress when the host listens.
+    fn captures(&self, cx: &ToolContext) -> (Capture, Capture, Option<LiveForwarder>) {
+        let cap = self.config.max_output_bytes;
+        let spill_cap = self.config.max_spill_bytes;
+        let mut stdout = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stdout"));
+        let mut stderr = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stderr"));
+        let mut live = None;
+        if let Some(events) = cx.capability::<EventsHandle>() {
+            let feed = LiveFeed::default();
+            stdout = stdout.with_live(feed.clone(), 0);
+            stderr = stderr.with_live(feed.clone(), 1);
+            live = Some(LiveForwarder::start(events, cx.call_id().to_owned(), feed));
+        }
+        (stdout, stderr, live)
+    }
+
     /// [`BashTool::foreground`] in the session's execution world (`world_exec.rs`). The world
     /// is the boundary there, so `[shell] sandbox` (which confines commands on this machine) has
     /// nothing to add and is not reported.
@@ -394,17 +391,7 @@ impl BashTool {
         })?;
         let folder = crate::world_exec::world_folder(&workspace, cwd);
         let command = crate::world_exec::world_command(&self.config, &args.command, folder);
-        let cap = self.config.max_output_bytes;
-        let spill_cap = self.config.max_spill_bytes;
-        let mut stdout = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stdout"));
-        let mut stderr = Capture::new(cap, spill_cap, spill_opener(cx, "bash", "stderr"));
-        let mut live = None;
-        if let Some(events) = cx.capability::<EventsHandle>() {
-            let feed = LiveFeed::default();
-            stdout = stdout.with_live(feed.clone(), 0);
-            stderr = stderr.with_live(feed.clone(), 1);
-            live = Some(LiveForwarder::start(events, cx.call_id().to_owned(), feed));
-        }
+        let (mut stdout, mut stderr, live) = self.captures(cx);
         let end = crate::world_exec::run(
             world,
             &command,
@@ -415,17 +402,8 @@ impl BashTool {
             self.config.kill_grace,
         )
         .await;
-        if let Some(live) = live {
-            live.finish().await;
-        }
+        let (stdout, stderr) = finish_captures(live, stdout, stderr).await?;
         let end = end.map_err(|why| ToolError::typed("WorldError", "WORLD_DISCONNECTED", why))?;
-        let (stdout, stderr) = if stdout.spilled() || stderr.spilled() {
-            tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
-                .await
-                .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))?
-        } else {
-            (stdout.finish(), stderr.finish())
-        };
         if end.ending == Ending::Stopped {
             return Err(ToolError::aborted());
         }
@@ -439,6 +417,25 @@ impl BashTool {
             stderr: stderr.into(),
             sandbox: None,
         })
+    }
+}
+
+/// The finished captures of a command's two streams, after its live output was all sent.
+async fn finish_captures(
+    live: Option<LiveForwarder>,
+    stdout: Capture,
+    stderr: Capture,
+) -> Result<(CapturedStream, CapturedStream), ToolError> {
+    if let Some(live) = live {
+        live.finish().await;
+    }
+    // Syncing a spill file is blocking I/O; without one, finishing is a few copies.
+    if stdout.spilled() || stderr.spilled() {
+        tokio::task::spawn_blocking(move || (stdout.finish(), stderr.finish()))
+            .await
+            .map_err(|e| ToolError::plain(format!("output capture failed: {e}")))
+    } else {
+        Ok((stdout.finish(), stderr.finish()))
     }
 }
 

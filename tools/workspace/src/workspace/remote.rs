@@ -17,7 +17,7 @@ use toolhost_contract::{ExecutionWorld, WorldEntry, WorldFailure};
 use super::*;
 
 /// Largest file fetched from a world whole (the world's own read cap is the same).
-pub const WORLD_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub const WORLD_READ_MAX_BYTES: u64 = 32 * 1024 * 1024;
 
 /// A path a world serves: the world, the display path and the path relative to the root.
 pub(super) type WorldSpot = (Arc<dyn ExecutionWorld>, String, PathBuf);
@@ -53,10 +53,7 @@ impl Workspace {
 
     /// The world serving `input`, when there is one and `input` lies beneath the primary root
     /// (after the lexical checks, which fail here as on the disk).
-    pub(super) fn world_for(
-        &self,
-        input: &str,
-    ) -> Result<Option<WorldSpot>, FsError> {
+    pub(super) fn world_for(&self, input: &str) -> Result<Option<WorldSpot>, FsError> {
         let Some(world) = self.world() else { return Ok(None) };
         let (display, index, rel) = self.locate(input)?;
         Ok((index == 0).then_some((world, display, rel)))
