@@ -1,7 +1,17 @@
 //! Runs every scenario of `editor-clients/conformance` in-process through the real pipeline (the
 //! same host the server uses), comparing value, content, meta, card and workspace-after. The
-//! harness, Neovim and VS Code runners replay the same folders over the wire.
+//! harness, Neovim and VS Code runners replay the same folders over the wire. The same scenarios
+//! run once more with the workspace in an ssh execution world (`[world] kind = "ssh"`): every
+//! file operation, search and command goes through `ssh` to `toolhost exec-server` and must give
+//! the same value, content, card and workspace.
 #![allow(clippy::unwrap_used)]
+
+#[path = "support/server.rs"]
+#[allow(dead_code)]
+mod server;
+
+#[path = "support/ssh_host.rs"]
+mod ssh_host;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -25,7 +35,20 @@ fn conformance_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../editor-clients/conformance")
 }
 
-async fn run_scenario(scenario: &Scenario) -> Vec<String> {
+/// `[world]` for an ssh world serving `root` (the host sees this machine's folders, so the
+/// scenario's workspace is the world's root under the same path).
+fn ssh_world(host: &ssh_host::SshHost, root: &Path) -> toolhost_host::world_config::WorldSettings {
+    toolhost_host::world_config::WorldSettings {
+        kind: toolhost_host::world_config::WorldKind::Ssh,
+        host: Some(host.target.clone()),
+        root: Some(root.to_string_lossy().into_owned()),
+        ssh_options: host.ssh_options.clone(),
+        program: Some(server::binary().to_string_lossy().into_owned()),
+        ..Default::default()
+    }
+}
+
+async fn run_scenario(scenario: &Scenario, world: Option<&ssh_host::SshHost>) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("workspace");
     std::fs::create_dir(&root).unwrap();
@@ -37,7 +60,14 @@ async fn run_scenario(scenario: &Scenario) -> Vec<String> {
     if let Some(overrides) = scenario_config(scenario) {
         config = overrides;
     }
+    if let Some(host) = world {
+        config.world = ssh_world(host, &root);
+    }
     let host = toolhost_host::open_host(&config, &root, Some(&opened)).unwrap();
+    if world.is_some() {
+        let world = host.workspace().world().expect("the host opened the configured world");
+        assert!(world.describe().starts_with("ssh "), "{}", world.describe());
+    }
     let workspace = host.root_display().to_owned();
     // The scripted person: answers each step's review question as its script says.
     let reviewer = Arc::new(Scripted {
@@ -214,7 +244,7 @@ async fn every_conformance_scenario_passes_in_process() {
                 .push(format!("{}: required program `{missing}` is not installed", scenario.name));
             continue;
         }
-        let problems = run_scenario(scenario).await;
+        let problems = run_scenario(scenario, None).await;
         if problems.is_empty() {
             passed += 1;
         } else {
@@ -223,4 +253,41 @@ async fn every_conformance_scenario_passes_in_process() {
     }
     println!("conformance (in-process): {passed} passed, {} failed", failed.len());
     assert!(failed.is_empty(), "failing scenarios:\n{}", failed.join("\n"));
+}
+
+/// Scenarios whose tools do not run in an execution world yet (they refuse with
+/// `WORLD_UNSUPPORTED` there), with why.
+const NOT_IN_A_WORLD: [(&str, &str); 1] =
+    [("112-terminal-shell-type-and-errors", "terminals do not run in a world yet")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_conformance_scenario_passes_in_an_ssh_world() {
+    let scenarios = Scenario::load_all(&conformance_dir()).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let host = ssh_host::SshHost::start(empty.path());
+    let (mut passed, mut failed, mut left) = (0, Vec::new(), Vec::new());
+    for scenario in &scenarios {
+        if let Some((_, why)) = NOT_IN_A_WORLD.iter().find(|(name, _)| *name == scenario.name) {
+            left.push(format!("{}: {why}", scenario.name));
+            continue;
+        }
+        if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
+            failed
+                .push(format!("{}: required program `{missing}` is not installed", scenario.name));
+            continue;
+        }
+        let problems = run_scenario(scenario, Some(&host)).await;
+        if problems.is_empty() {
+            passed += 1;
+        } else {
+            failed.push(format!("{}:\n  {}", scenario.name, problems.join("\n  ")));
+        }
+    }
+    println!(
+        "conformance (ssh world): {passed} passed, {} failed, {} not run in a world yet:\n  {}",
+        failed.len(),
+        left.len(),
+        left.join("\n  ")
+    );
+    assert!(failed.is_empty(), "failing scenarios in an ssh world:\n{}", failed.join("\n"));
 }

@@ -374,8 +374,8 @@ impl Sources {
         }
         if config.world.kind != crate::world_config::WorldKind::Local {
             warnings.push(
-                "[world]: background jobs, terminals and language servers do not run in the \
-                 execution world yet; those tools refuse while it is configured"
+                "[world]: terminals do not run in the execution world yet; terminal_open \
+                 refuses while it is configured"
                     .to_owned(),
             );
         }

@@ -235,9 +235,9 @@ impl Host {
         let world = config.world.open(workspace.primary_root().path()).map_err(|detail| {
             HostError::Workspace { path: primary.display().to_string(), detail }
         })?;
-        if let Some(world) = world {
-            workspace.set_world(Some(world));
-        }
+        let world: Option<Arc<dyn toolhost_contract::ExecutionWorld>> =
+            world.map(|w| w as Arc<dyn toolhost_contract::ExecutionWorld>);
+        workspace.set_world(world.clone());
         let root_display = workspace.primary_root().path().display().to_string();
         let registry = Registry::new(RegistryConfig::default());
         // Outermost: it bounds what every other listener finally accepted.
@@ -266,6 +266,8 @@ impl Host {
         // Only entries with a command (the trust rule already dropped untrusted ones) start.
         let lsp =
             Arc::new(LspHost::new(toolhost_lsp_host::config::pool_config(&config.lsp_servers)));
+        // Language servers run where the files are.
+        lsp.set_world(world.clone());
         feed_language_servers(&workspace, &lsp);
         let spill: SpillHandle =
             options.spill.unwrap_or_else(|| Arc::new(TempDirSpillStore::new()));

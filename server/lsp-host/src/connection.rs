@@ -10,6 +10,7 @@
 
 use crate::error::LspHostError;
 use crate::process::ProcessGroup;
+use crate::uri_map::UriMap;
 use crate::watch::{FileChange, Watchers};
 use gen_lsp_types::{ConfigurationItem, LogMessageParams, WorkspaceFolder};
 use serde::{Deserialize, Serialize};
@@ -18,8 +19,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+
+/// A server's stdin, wherever it runs.
+pub type ServerInput = Box<dyn AsyncWrite + Unpin + Send>;
+/// A server's stdout or stderr, wherever it runs.
+pub type ServerOutput = Box<dyn AsyncRead + Unpin + Send>;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolhost_jsonrpc::content_length::{self, ContentLengthDecoder, FrameLimits};
@@ -42,6 +48,8 @@ pub struct ClientInfo {
     pub settings: Value,
     /// A log message substring meaning "the workspace is loaded" (pyright: `source file`).
     pub ready_message: Option<String>,
+    /// The workspace root's spelling on the server's side, when it runs in an execution world.
+    pub uri_map: Option<UriMap>,
 }
 
 /// Shared connection state.
@@ -122,9 +130,9 @@ impl Connection {
     /// Starts the reader, writer and stderr tasks over the pipes.
     pub fn start(
         info: ClientInfo,
-        stdin: ChildStdin,
-        stdout: ChildStdout,
-        stderr: ChildStderr,
+        stdin: ServerInput,
+        stdout: ServerOutput,
+        stderr: ServerOutput,
         max_message_bytes: usize,
         process: Weak<Mutex<Option<ProcessGroup>>>,
         exited: CancellationToken,
@@ -141,7 +149,7 @@ impl Connection {
             watchers: Mutex::new(Watchers::default()),
         });
         let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let writer = tokio::spawn(write_loop(Arc::clone(&shared), stdin, rx));
+        let writer = tokio::spawn(write_loop(Arc::clone(&shared), stdin, rx, info.uri_map.clone()));
         let reader = tokio::spawn(read_loop(
             Arc::clone(&shared),
             info,
@@ -258,13 +266,18 @@ struct Outgoing<'a, P> {
 
 async fn write_loop(
     shared: Arc<Shared>,
-    mut stdin: ChildStdin,
+    mut stdin: ServerInput,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    uri_map: Option<UriMap>,
 ) {
     loop {
         tokio::select! {
             body = rx.recv() => {
                 let Some(body) = body else { return };
+                let body = match &uri_map {
+                    Some(map) => map.outgoing(body),
+                    None => body,
+                };
                 let frame = content_length::encode(&body);
                 if stdin.write_all(&frame).await.and(stdin.flush().await).is_err() {
                     let err = shared.exited().await;
@@ -280,7 +293,7 @@ async fn write_loop(
 async fn read_loop(
     shared: Arc<Shared>,
     info: ClientInfo,
-    mut frames: AsyncFrames<ChildStdout, ContentLengthDecoder>,
+    mut frames: AsyncFrames<ServerOutput, ContentLengthDecoder>,
     out: mpsc::UnboundedSender<Vec<u8>>,
 ) {
     let protocol = |detail: String| LspHostError::Protocol { id: info.server_id.clone(), detail };
@@ -306,6 +319,10 @@ async fn read_loop(
                 shared.die(protocol(err.to_string()));
                 return;
             }
+        };
+        let body = match &info.uri_map {
+            Some(map) => map.incoming(body),
+            None => body,
         };
         let message: Value = match serde_json::from_slice(&body) {
             Ok(Value::Object(map)) => Value::Object(map),
@@ -424,7 +441,7 @@ fn configuration_section(settings: &Value, section: Option<&str>) -> Value {
     node.clone()
 }
 
-async fn drain_stderr(shared: Arc<Shared>, mut stderr: ChildStderr) {
+async fn drain_stderr(shared: Arc<Shared>, mut stderr: ServerOutput) {
     let mut chunk = vec![0u8; 8192];
     loop {
         match stderr.read(&mut chunk).await {
@@ -457,6 +474,7 @@ mod tests {
             ),
             settings: json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a": 1}),
             ready_message: None,
+            uri_map: None,
         };
         let items = json!({"items": [
             {"section": "python.analysis"},

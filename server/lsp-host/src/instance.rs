@@ -10,6 +10,7 @@ use crate::normalize;
 use crate::process::ProcessGroup;
 use crate::servers::{ServerSpec, server_env};
 use crate::shapes::{self, ServerCapabilities};
+use crate::uri_map::UriMap;
 use crate::watch::FileChange;
 use gen_lsp_types::{
     CancelParams, DidChangeConfigurationParams, DidChangeWatchedFilesParams,
@@ -54,6 +55,42 @@ pub struct StartOptions<'a> {
     pub program: &'a Path,
     pub root: &'a Path,
     pub max_message_bytes: usize,
+    /// The execution world the server runs in (the workspace's files are there), if not here.
+    pub world: Option<&'a Arc<dyn toolhost_contract::ExecutionWorld>>,
+}
+
+/// Starts the server's process: here, or in the world, with the root's spelling there.
+async fn spawn_server(
+    spec: &ServerSpec,
+    options: &StartOptions<'_>,
+) -> Result<(ProcessGroup, crate::process::Pipes, Option<UriMap>), LspHostError> {
+    let spawn_failed = |detail: String| LspHostError::Spawn {
+        id: spec.id.clone(),
+        command: options.program.display().to_string(),
+        detail,
+    };
+    let Some(world) = options.world else {
+        let mut command = tokio::process::Command::new(options.program);
+        command.args(&spec.args).env_clear().envs(server_env(spec)).current_dir(options.root);
+        let (group, pipes) =
+            ProcessGroup::spawn(command).map_err(|e| spawn_failed(e.to_string()))?;
+        return Ok((group, pipes, None));
+    };
+    let remote_root = world.root().await.map_err(|f| spawn_failed(f.to_string()))?;
+    let mut argv = vec![options.program.to_string_lossy().into_owned()];
+    argv.extend(spec.args.iter().cloned());
+    // The world's own environment, plus what the entry sets: this machine's never crosses.
+    let command = toolhost_contract::WorldCommand {
+        argv,
+        cwd: String::new(),
+        env: spec.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        kill_group_with_leader: true,
+    };
+    let (group, pipes) = ProcessGroup::spawn_in_world(world.as_ref(), &command)
+        .await
+        .map_err(|f| spawn_failed(f.to_string()))?;
+    let map = UriMap::new(&options.root.to_string_lossy(), &remote_root);
+    Ok((group, pipes, map))
 }
 
 async fn await_reply(conn: &Connection, rx: oneshot::Receiver<Reply>) -> Reply {
@@ -77,13 +114,7 @@ impl Instance {
                 detail: format!("no URI names the folder {}", options.root.display()),
             });
         };
-        let mut command = tokio::process::Command::new(options.program);
-        command.args(&spec.args).env_clear().envs(server_env(&spec)).current_dir(options.root);
-        let (group, pipes) = ProcessGroup::spawn(command).map_err(|e| LspHostError::Spawn {
-            id: spec.id.clone(),
-            command: options.program.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        let (group, pipes, uri_map) = spawn_server(&spec, &options).await?;
         let pid = group.pid();
         let exited = group.exited();
         let process = Arc::new(Mutex::new(Some(group)));
@@ -92,6 +123,7 @@ impl Instance {
             folder: shapes::workspace_folder(root_uri.clone()),
             settings: spec.settings.clone().unwrap_or(Value::Null),
             ready_message: spec.ready_message.clone(),
+            uri_map,
         };
         let conn = Connection::start(
             info,

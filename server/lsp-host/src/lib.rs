@@ -17,6 +17,7 @@ mod pool;
 mod process;
 pub mod servers;
 mod shapes;
+mod uri_map;
 mod watch;
 
 pub use error::LspHostError;

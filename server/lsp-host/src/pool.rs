@@ -77,6 +77,8 @@ pub struct LspHost {
     live: Mutex<Vec<Weak<Instance>>>,
     closed: AtomicBool,
     started: AtomicUsize,
+    /// Where the workspace's files are when not here: servers are started there.
+    world: RwLock<Option<Arc<dyn toolhost_contract::ExecutionWorld>>>,
 }
 
 impl std::fmt::Debug for LspHost {
@@ -112,7 +114,21 @@ impl LspHost {
             live: Mutex::default(),
             closed: AtomicBool::new(false),
             started: AtomicUsize::new(0),
+            world: RwLock::new(None),
         }
+    }
+
+    /// Sets (or clears) the execution world servers run in: with one, a configured server's
+    /// `command` and a well-known server's name are started there (its `PATH`, its files), and
+    /// its locations are mapped back to this machine's root.
+    pub fn set_world(&self, world: Option<Arc<dyn toolhost_contract::ExecutionWorld>>) {
+        if let Ok(mut slot) = self.world.write() {
+            *slot = world;
+        }
+    }
+
+    fn world(&self) -> Option<Arc<dyn toolhost_contract::ExecutionWorld>> {
+        self.world.read().ok().and_then(|w| w.clone())
     }
 
     /// Sets (or clears) the editor-backed provider, consulted after configured servers.
@@ -159,6 +175,9 @@ impl LspHost {
 
     fn choose(&self, path: &Path) -> Option<Choice> {
         let ext = file_extension(path)?;
+        if self.world().is_some() {
+            return self.choose_in_world(&ext);
+        }
         let path_var = self.path_var();
         for spec in &self.specs {
             if let Some(language) = spec.language_for(&ext) {
@@ -172,6 +191,26 @@ impl LspHost {
             return Some(Choice::Editor(editor));
         }
         self.well_known_choice(&ext, path_var.as_ref())
+    }
+
+    /// The server for `ext` in a world: a configured one's command, else the first name of a
+    /// well-known one — looked up there when started (this machine's `PATH` says nothing about
+    /// the world's, and the editor's servers see this machine's files).
+    fn choose_in_world(&self, ext: &str) -> Option<Choice> {
+        for spec in &self.specs {
+            if let Some(language) = spec.language_for(ext) {
+                let program = Ok(PathBuf::from(&spec.command));
+                let language = language.to_owned();
+                return Some(Choice::Stdio { spec: Arc::clone(spec), program, language });
+            }
+        }
+        for (spec, candidates) in &self.well_known {
+            let Some(language) = spec.language_for(ext) else { continue };
+            let Some(name) = candidates.iter().find(|c| !c.ends_with('*')) else { continue };
+            let (program, language) = (Ok(PathBuf::from(name)), language.to_owned());
+            return Some(Choice::Stdio { spec: Arc::clone(spec), program, language });
+        }
+        None
     }
 
     fn well_known_choice(&self, ext: &str, path_var: Option<&OsString>) -> Option<Choice> {
@@ -333,8 +372,13 @@ impl LspHost {
             return Err(LspHostError::Disposed);
         }
         self.started.fetch_add(1, Ordering::SeqCst);
-        let options =
-            StartOptions { program, root, max_message_bytes: self.config.max_message_bytes };
+        let world = self.world();
+        let options = StartOptions {
+            program,
+            root,
+            max_message_bytes: self.config.max_message_bytes,
+            world: world.as_ref(),
+        };
         let started = Instance::start(Arc::clone(spec), options, cancel).await;
         let instance = match started {
             Ok(instance) => instance,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolhost_contract::{
     BoxFuture, ExecutionWorld, WorldCommand, WorldEntry, WorldFailure, WorldGrepHit, WorldPath,
-    WorldProcess, WorldProcessEvent, WorldResult,
+    WorldProcess, WorldProcessControl, WorldProcessEvent, WorldResult,
 };
 use toolhost_protocol::world::{
     EntryKind, EnvVar, GlobParams, GlobResult, GrepParams, GrepResult, OutputStream, SpawnParams,
@@ -68,6 +68,10 @@ fn failure(err: &WorldError) -> WorldFailure {
 impl ExecutionWorld for RemoteWorld {
     fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    fn root(&self) -> BoxFuture<'_, WorldResult<String>> {
+        Box::pin(async move { self.root().await.map(str::to_owned) })
     }
 
     fn resolve<'a>(&'a self, rel: &'a str) -> BoxFuture<'a, WorldResult<WorldPath>> {
@@ -176,16 +180,34 @@ impl ExecutionWorld for RemoteWorld {
                 kill_group_with_leader: command.kill_group_with_leader,
             };
             let process = self.client.spawn(&params).await.map_err(|e| failure(&e))?;
-            let spawned = Spawned { client: Arc::clone(&self.client), process };
-            Ok(Box::new(spawned) as Box<dyn WorldProcess>)
+            let control = Arc::new(Control { client: Arc::clone(&self.client), id: process.id });
+            Ok(Box::new(Spawned { control, process }) as Box<dyn WorldProcess>)
         })
     }
 }
 
 /// A process started through [`RemoteWorld::spawn`].
 struct Spawned {
-    client: Arc<WorldClient>,
+    control: Arc<Control>,
     process: RemoteProcess,
+}
+
+/// Signals and input of a spawned process, by its id on the connection.
+struct Control {
+    client: Arc<WorldClient>,
+    id: u64,
+}
+
+impl WorldProcessControl for Control {
+    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>> {
+        Box::pin(async move { self.client.signal(self.id, signal).await.map_err(|e| failure(&e)) })
+    }
+
+    fn write<'a>(&'a self, data: &'a [u8], close: bool) -> BoxFuture<'a, WorldResult<()>> {
+        Box::pin(
+            async move { self.client.write(self.id, data, close).await.map_err(|e| failure(&e)) },
+        )
+    }
 }
 
 impl WorldProcess for Spawned {
@@ -205,9 +227,7 @@ impl WorldProcess for Spawned {
         })
     }
 
-    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>> {
-        Box::pin(async move {
-            self.client.signal(self.process.id, signal).await.map_err(|e| failure(&e))
-        })
+    fn control(&self) -> Arc<dyn WorldProcessControl> {
+        Arc::clone(&self.control) as Arc<dyn WorldProcessControl>
     }
 }

@@ -2,7 +2,8 @@
 //! missing) from an image built from Debian's packages by the test, the workspace mounted at
 //! `/workspace`, no network. Processes run inside the container (its Debian, its network), edits
 //! land in the mounted workspace, confinement holds there, and after the world is done with the
-//! container is gone — also when the client was dropped without saying so.
+//! container is gone — also when the client was dropped without saying so. A session configured
+//! with `[world] kind = "container"` runs bash, edits and the lsp tool's language server there.
 
 use crate::server;
 use std::process::Command;
@@ -149,13 +150,30 @@ fn a_session_in_a_container_world_runs_bash_and_edits_there_and_removes_it_after
     // A file made in the container is the workspace's too.
     call_ok(&mut client, "bash", json!({"command": "echo made > made.txt", "description": "make"}));
     assert_eq!(std::fs::read_to_string(env.root.join("made.txt")).unwrap(), "made\n");
-    // What does not run in a world yet refuses instead of running here.
-    call_err(
+    // The language server runs in the container (the image's clangd; this machine's is not
+    // asked), and its locations name this machine's files.
+    let fixture = server::workspace_root()
+        .join("editor-clients/conformance/101-lsp-clangd-navigation/before");
+    for name in ["main.c", "util.c", "util.h", "compile_flags.txt"] {
+        std::fs::copy(fixture.join(name), env.root.join(name)).unwrap();
+    }
+    let found = call_ok(
         &mut client,
         "lsp",
-        json!({"operation": "hover", "file_path": "a.txt", "line": 1, "character": 1}),
-        "WORLD_UNSUPPORTED",
+        json!({"operation": "goToDefinition", "file_path": "main.c", "line": 4, "character": 17}),
     );
+    let here = format!("file://{}/util.h", env.root.display());
+    assert_eq!(found["result"]["value"]["locations"][0]["uri"], here, "{found}");
+    assert_eq!(found["result"]["content"][0]["text"], "util.h:5:5", "{found}");
+    let ps = call_ok(
+        &mut client,
+        "bash",
+        json!({"command": "cat /proc/[0-9]*/comm", "description": "processes"}),
+    );
+    let ps = ps["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(ps.lines().any(|l| l.starts_with("clangd")), "clangd runs in the container: {ps}");
+    // What does not run in a world yet refuses instead of running here.
+    call_err(&mut client, "terminal_open", json!({"type": "shell"}), "WORLD_UNSUPPORTED");
 
     // The session ends: its container goes with it.
     let _ = client.shutdown();

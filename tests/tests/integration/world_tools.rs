@@ -1,5 +1,6 @@
 //! The tools in an ssh execution world, driven through the editor's harness (`toolhost serve`):
-//! the same script of calls — read, edit, write, glob, grep, bash, revert, refusals — run once
+//! the same script of calls — read, edit, write, glob, grep, bash (foreground and a background
+//! job), revert, refusals — run once
 //! against files on this machine and once with `[world] kind = "ssh"` against the same files on
 //! a "remote" host (Debian's sshd in a network namespace the test creates; the workspace there
 //! exists only in that host's mount namespace, and the local folder stays empty). Every result's
@@ -126,6 +127,18 @@ fn script(client: &mut Client, root: &str) -> Vec<(String, Value)> {
     );
     step(
         client,
+        "background",
+        "bash",
+        json!({
+            "command": "echo started; sleep 0.3; echo finished; ls src >&2",
+            "description": "a job",
+            "run_in_background": true
+        }),
+        None,
+    );
+    step(client, "job-output", "job_output", json!({"job_id": "bash-1", "wait": true}), None);
+    step(
+        client,
         "escape",
         "read",
         json!({"file_path": "../outside.txt"}),
@@ -191,12 +204,7 @@ fn the_tool_suite_runs_in_an_ssh_world_with_the_same_results_and_cards_as_here()
     assert!(local_files.is_empty(), "nothing was written to the local folder: {local_files:?}");
 
     // What runs only here refuses instead of touching the wrong files.
-    call_err(
-        &mut client,
-        "bash",
-        json!({"command": "sleep 1", "description": "bg", "run_in_background": true}),
-        "WORLD_UNSUPPORTED",
-    );
+    call_err(&mut client, "terminal_open", json!({"type": "bash"}), "WORLD_UNSUPPORTED");
 
     // A killed connection fails the running call clearly; the next call reconnects.
     let server_pid = client.pid();

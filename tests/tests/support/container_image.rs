@@ -1,6 +1,6 @@
 //! The image a container world test runs: Debian bookworm made by `debootstrap --variant=minbase`
-//! from Debian's packages (no registry pull), docs and apt lists dropped, imported into the
-//! engine as `toolhost-world-test:bookworm`. Built once per machine: the engine's store keeps the
+//! from Debian's packages (no registry pull) with `clangd` (a language server for the lsp tool),
+//! docs and apt lists dropped, imported into the engine as `toolhost-world-test:bookworm-clangd`. Built once per machine: the engine's store keeps the
 //! image, and the root file system's tarball is kept under `.client-tools/world-image/` for an
 //! engine store that was emptied.
 #![allow(dead_code)]
@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-pub const IMAGE: &str = "toolhost-world-test:bookworm";
+pub const IMAGE: &str = "toolhost-world-test:bookworm-clangd";
 
 fn run(command: &mut Command) {
     let shown = format!("{command:?}");
@@ -27,13 +27,13 @@ pub fn ensure(engine: &str, workspace_root: &Path) -> &'static str {
     let exists = Command::new(engine).args(["image", "exists", IMAGE]).status();
     if !exists.is_ok_and(|s| s.success()) {
         let cache = workspace_root.join(".client-tools/world-image");
-        let tarball = cache.join("rootfs.tar");
+        let tarball = cache.join("rootfs-clangd.tar");
         if !tarball.is_file() {
             std::fs::create_dir_all(&cache).unwrap();
             let rootfs = cache.join("rootfs.partial");
             let _ = std::fs::remove_dir_all(&rootfs);
             run(Command::new("debootstrap")
-                .args(["--variant=minbase", "bookworm"])
+                .args(["--variant=minbase", "--include=clangd", "bookworm"])
                 .arg(&rootfs)
                 .arg("http://deb.debian.org/debian"));
             for dropped in [

@@ -82,10 +82,13 @@ impl SshHost {
                 "Port 22\nListenAddress {remote_ip}\nHostKey {}\nAuthorizedKeysFile {}\n\
                  PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile {}\n\
-                 LogLevel ERROR\n",
+                 LogLevel ERROR\nSetEnv PATH={}\n",
                 d.join("host_key").display(),
                 d.join("authorized_keys").display(),
                 d.join("sshd.pid").display(),
+                // The remote has the programs the tests installed (language servers), as a
+                // build machine has its toolchain.
+                std::env::var("PATH").unwrap_or_default(),
             ),
         )
         .unwrap();

@@ -81,19 +81,35 @@ pub enum WorldProcessEvent {
     },
 }
 
+/// What may be done to a started process from anywhere (shared while its events are read).
+pub trait WorldProcessControl: Send + Sync {
+    /// Signals the whole group (`TERM`, `KILL`, `INT`, `HUP`, `QUIT`).
+    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>>;
+    /// Writes to its stdin (then closes it, with `close`).
+    fn write<'a>(&'a self, data: &'a [u8], close: bool) -> BoxFuture<'a, WorldResult<()>>;
+}
+
 /// A process group started in a world.
 pub trait WorldProcess: Send {
     /// The next event; `None` once the process exited and everything was said, or the
     /// connection to the world was lost (then a last [`WorldProcessEvent::Exited`] is missing).
     fn next_event(&mut self) -> BoxFuture<'_, Option<WorldProcessEvent>>;
+    /// Signalling and input, usable while another task reads the events.
+    fn control(&self) -> std::sync::Arc<dyn WorldProcessControl>;
     /// Signals the whole group (`TERM`, `KILL`, `INT`, `HUP`, `QUIT`).
-    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>>;
+    fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>> {
+        let control = self.control();
+        Box::pin(async move { control.signal(signal).await })
+    }
 }
 
 /// Where the primary root's files and the session's processes are.
 pub trait ExecutionWorld: Send + Sync + std::fmt::Debug {
     /// A short description for messages (`ssh build-box:/srv/repo`).
     fn describe(&self) -> String;
+    /// The root as the world names it (an absolute path there): what programs started there
+    /// see, so language servers' locations can be mapped back to this machine's root.
+    fn root(&self) -> BoxFuture<'_, WorldResult<String>>;
     /// Resolves `rel` beneath the root, following symbolic links there (an escape is refused
     /// with `FS_SANDBOX_DENIED`).
     fn resolve<'a>(&'a self, rel: &'a str) -> BoxFuture<'a, WorldResult<WorldPath>>;

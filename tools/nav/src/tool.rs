@@ -207,17 +207,6 @@ impl Tool for LspTool {
         let workspace = cx.capability::<Workspace>().ok_or_else(|| {
             lsp_error(codes::WORKSPACE_REQUIRED, "the lsp tool requires a session workspace cwd")
         })?;
-        if let Some(world) = workspace.world() {
-            // Language servers here would read this machine's files, not the world's.
-            return Err(ToolError::typed(
-                "WorldError",
-                "WORLD_UNSUPPORTED",
-                format!(
-                    "the lsp tool cannot run in the execution world ({}) yet; use grep and read",
-                    world.describe()
-                ),
-            ));
-        }
         let view = workspace.with_ledger(Arc::new(Ledger::new()));
         let file = view
             .read_file_limited(&args.file_path, self.limits.max_document_bytes)

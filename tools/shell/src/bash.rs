@@ -439,6 +439,13 @@ async fn finish_captures(
     }
 }
 
+/// The workspace and the execution world its files and processes live in, when not here.
+fn in_world(cx: &ToolContext) -> Option<(Workspace, Arc<dyn toolhost_contract::ExecutionWorld>)> {
+    let workspace = cx.capability::<Workspace>()?;
+    let world = workspace.world()?;
+    Some((workspace, world))
+}
+
 /// Refuses what still runs only on this machine while the session's files and processes are in
 /// an execution world (background jobs, terminals): running it here would touch the wrong files.
 pub(crate) fn refuse_in_world(cx: &ToolContext, what: &str) -> Result<(), ToolError> {
@@ -493,7 +500,20 @@ impl Tool for BashTool {
         }
         let cwd = working_dir(&cx, args.workdir.as_deref()).await?;
         if background {
-            refuse_in_world(&cx, "run_in_background")?;
+            if let Some((workspace, world)) = in_world(&cx) {
+                let folder = crate::world_exec::world_folder(&workspace, &cwd);
+                let command = crate::world_exec::world_command(&self.config, &args.command, folder);
+                let process = world.spawn(&command).await.map_err(|f| {
+                    ToolError::typed(
+                        "WorldError",
+                        &f.code,
+                        format!("cannot start {}: {f}", self.config.shell),
+                    )
+                })?;
+                let job_id =
+                    self.jobs.start_bash_in_world(&args.command, process, world.describe(), &cx)?;
+                return Ok(BashOutput::Background { job_id });
+            }
             let confine = confinement(&self.config, &cx)?;
             let job_id = self.jobs.start_bash(&args.command, cwd, confine, &cx)?;
             return Ok(BashOutput::Background { job_id });

@@ -201,6 +201,17 @@ pub struct JobRegistry {
     counters: Mutex<HashMap<String, u64>>,
 }
 
+/// How a bash job ended, as `job_list` and `job_output` say it.
+fn job_end(job: &Job, end: &exec::RunEnd) -> (JobStatus, String) {
+    let killed = job.kill_requested.load(Ordering::SeqCst);
+    match (&end.signal, end.exit_code) {
+        (Some(signal), _) => (JobStatus::Killed, format!("signal: {signal}")),
+        (None, _) if killed => (JobStatus::Killed, "killed before exit".to_owned()),
+        (None, Some(code)) => (JobStatus::Completed, format!("exit code: {code}")),
+        (None, None) => (JobStatus::Failed, "exit status unknown".to_owned()),
+    }
+}
+
 /// The session a call belongs to (jobs are owned per session).
 pub(crate) fn owner_of(cx: &ToolContext) -> String {
     cx.session_id().unwrap_or("").to_owned()
@@ -244,12 +255,35 @@ impl JobRegistry {
             let mut out = JobSink { job: Arc::clone(&job), index: 0 };
             let mut err = JobSink { job: Arc::clone(&job), index: 1 };
             let end = exec::run(group, &mut out, &mut err, None, &job.stop, grace).await;
-            let killed = job.kill_requested.load(Ordering::SeqCst);
-            let (status, detail) = match (&end.signal, end.exit_code) {
-                (Some(signal), _) => (JobStatus::Killed, format!("signal: {signal}")),
-                (None, _) if killed => (JobStatus::Killed, "killed before exit".to_owned()),
-                (None, Some(code)) => (JobStatus::Completed, format!("exit code: {code}")),
-                (None, None) => (JobStatus::Failed, "exit status unknown".to_owned()),
+            let (status, detail) = job_end(&job, &end);
+            finish(&job, status, detail, events, session.as_deref());
+        });
+        Ok(id)
+    }
+
+    /// As [`JobRegistry::start_bash`], for `command` already started in the execution world
+    /// `world` names: its output and end come from there.
+    pub(crate) fn start_bash_in_world(
+        &self,
+        command: &str,
+        process: Box<dyn toolhost_contract::WorldProcess>,
+        world: String,
+        cx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let (id, job) = self.admit("bash", command, false, cx)?;
+        let events = cx.capability::<EventsHandle>();
+        let session = cx.session_id().map(str::to_owned);
+        let grace = self.config.kill_grace;
+        tokio::spawn(async move {
+            let mut out = JobSink { job: Arc::clone(&job), index: 0 };
+            let mut err = JobSink { job: Arc::clone(&job), index: 1 };
+            let ran = crate::world_exec::drive(
+                &world, process, &mut out, &mut err, None, &job.stop, grace,
+            )
+            .await;
+            let (status, detail) = match ran {
+                Ok(end) => job_end(&job, &end),
+                Err(lost) => (JobStatus::Failed, lost),
             };
             finish(&job, status, detail, events, session.as_deref());
         });

@@ -50,7 +50,20 @@ pub(crate) async fn run(
     stop: &CancellationToken,
     grace: Duration,
 ) -> Result<RunEnd, String> {
-    let mut process = world.spawn(command).await.map_err(|f| f.to_string())?;
+    let process = world.spawn(command).await.map_err(|f| f.to_string())?;
+    drive(&world.describe(), process, stdout, stderr, timeout, stop, grace).await
+}
+
+/// Runs a started `process` to its end, as [`run`] does; `world` names it in messages.
+pub(crate) async fn drive(
+    world: &str,
+    mut process: Box<dyn WorldProcess>,
+    stdout: &mut impl Sink,
+    stderr: &mut impl Sink,
+    timeout: Option<Duration>,
+    stop: &CancellationToken,
+    grace: Duration,
+) -> Result<RunEnd, String> {
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let deadline = timeout.map_or(far, |t| Instant::now() + t);
     let ending = loop {
@@ -75,11 +88,8 @@ pub(crate) async fn run(
     Ok(RunEnd { ending, exit_code, signal: signal.map(signal_name) })
 }
 
-fn lost(world: &dyn ExecutionWorld) -> String {
-    format!(
-        "the connection to the execution world ({}) was lost while the command ran",
-        world.describe()
-    )
+fn lost(world: &str) -> String {
+    format!("the connection to the execution world ({world}) was lost while the command ran")
 }
 
 /// TERM to the group, `grace`, then KILL; what it still wrote is kept. Returns how it ended

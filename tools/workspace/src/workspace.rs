@@ -323,7 +323,7 @@ impl Workspace {
     async fn read_impl(&self, input: &str, limit: Option<u64>) -> Result<ReadFile, FsError> {
         if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
             let _lock = self.shared.locks.lock(&target.key()).await;
-            return self.world_read(world.as_ref(), target, limit).await;
+            return self.world_or_editor_read(world.as_ref(), target, limit).await;
         }
         // One trip off the async threads when the path's lock is free (the common case):
         // resolve, lock and read together; a held lock is then awaited like any other.
@@ -400,16 +400,17 @@ impl Workspace {
         let expected = self.ledger.get(&target.key());
         let _lock = self.shared.locks.lock(&target.key()).await;
         let content = content.to_vec();
-        if let Some(world) = self.world_of(&target) {
-            let expected = Expected::Observed(expected.as_ref());
-            return self
-                .world_write(world.as_ref(), target, Op::Write, expected, Some(content))
-                .await;
-        }
+        // The editor's buffer first: what the person sees wins, wherever the file lives.
         if let Some(backend) = self.backend_for(&target) {
             let expected = Expected::Observed(expected.as_ref());
             return self
                 .write_via_backend(backend.as_ref(), target, Op::Write, expected, content)
+                .await;
+        }
+        if let Some(world) = self.world_of(&target) {
+            let expected = Expected::Observed(expected.as_ref());
+            return self
+                .world_write(world.as_ref(), target, Op::Write, expected, Some(content))
                 .await;
         }
         self.blocking(Op::Write, input, move |ws| {
@@ -433,12 +434,12 @@ impl Workspace {
         self.check_dirty(&target)?;
         let lock = self.shared.locks.lock(&target.key()).await;
         let (target, text) = match (self.world_of(&target), self.backend_for(&target)) {
-            (Some(world), _) => {
+            (_, Some(backend)) => {
+                self.edit_load_via_backend(backend.as_ref(), target, &version).await?
+            }
+            (Some(world), None) => {
                 let text = self.world_edit_load(world.as_ref(), &target, &version).await?;
                 (target, text)
-            }
-            (None, Some(backend)) => {
-                self.edit_load_via_backend(backend.as_ref(), target, &version).await?
             }
             (None, None) => {
                 self.blocking(Op::Edit, input, move |ws| {
@@ -470,11 +471,6 @@ impl Workspace {
         self.check_writable(&target)?;
         self.check_dirty(&target)?;
         let _lock = self.shared.locks.lock(&target.key()).await;
-        if let Some(world) = self.world_of(&target) {
-            let expected = Expected::Restored(expected);
-            let content = content.map(<[u8]>::to_vec);
-            return self.world_write(world.as_ref(), target, Op::Write, expected, content).await;
-        }
         // Undoing a create removes the file on disk: an editor can replace a file's text, not
         // delete it.
         if let (Some(content), Some(backend)) = (content, self.backend_for(&target)) {
@@ -482,6 +478,11 @@ impl Workspace {
             return self
                 .write_via_backend(backend.as_ref(), target, Op::Write, expected, content.to_vec())
                 .await;
+        }
+        if let Some(world) = self.world_of(&target) {
+            let expected = Expected::Restored(expected);
+            let content = content.map(<[u8]>::to_vec);
+            return self.world_write(world.as_ref(), target, Op::Write, expected, content).await;
         }
         let expected = expected.map(str::to_owned);
         let content = content.map(<[u8]>::to_vec);
@@ -518,6 +519,15 @@ impl Workspace {
     /// a text backend, an existing file's bytes are the backend's text.
     pub async fn peek(&self, input: &str) -> Result<Option<Vec<u8>>, FsError> {
         if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
+            if let Some(backend) = self.backend_for(&target)
+                && ops::resolved_as_file(&target, Op::Read)?
+            {
+                let text = backend
+                    .read(&target.real_path)
+                    .await
+                    .map_err(|err| backend_error(Op::Read, &target.display, &err))?;
+                return Ok(Some(text.into_bytes()));
+            }
             return self.world_bytes(world.as_ref(), &target, Op::Read, WORLD_READ_MAX_BYTES).await;
         }
         let owned = input.to_owned();
@@ -586,13 +596,13 @@ impl EditTxn {
         let display = target.display.clone();
         let expected = Observation::Present(version);
         let outcome = match (workspace.world_of(&target), workspace.backend_for(&target)) {
-            (Some(world), _) => {
+            (Some(world), None) => {
                 let observed = Expected::Observed(Some(&expected));
                 workspace
                     .world_write(world.as_ref(), target, Op::Edit, observed, Some(content))
                     .await?
             }
-            (None, Some(backend)) => {
+            (_, Some(backend)) => {
                 let observed = Expected::Observed(Some(&expected));
                 workspace
                     .write_via_backend(backend.as_ref(), target, Op::Edit, observed, content)

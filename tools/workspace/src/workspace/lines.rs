@@ -68,7 +68,7 @@ impl Workspace {
                 lock = self.shared.locks.lock(&key) => lock,
                 () = cancel.cancelled() => return Err(aborted()),
             };
-            let file = self.world_read(world.as_ref(), target, None).await?;
+            let file = self.world_or_editor_read(world.as_ref(), target, None).await?;
             return Ok(whole_text_as_lines(file, sink));
         }
         let owned = input.to_owned();

@@ -590,6 +590,10 @@ impl Workspace {
         if !resolved_as_file(target, op)? {
             return Ok(false);
         }
+        if self.world_of(target).is_some() {
+            // The file lives in the world, which resolved it just now; the disk here has none.
+            return Ok(true);
+        }
         let root = &self.shared.roots[target.root];
         match root.dir().symlink_metadata(&target.real_rel) {
             Ok(metadata) if metadata.is_file() => Ok(true),
@@ -605,7 +609,7 @@ impl Workspace {
 /// What resolution found at `target`: `false` when nothing is there (missing, or a parent is not
 /// a directory), `true` for a regular file, `FS_NOT_REGULAR_FILE` for anything else. Callers
 /// still check the entry itself when they open it: it may have changed since.
-fn resolved_as_file(target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
+pub(super) fn resolved_as_file(target: &ResolvedPath, op: Op) -> Result<bool, FsError> {
     match target.state {
         EntryState::Missing | EntryState::ParentNotDir => Ok(false),
         EntryState::Present(EntryKind::File) => Ok(true),

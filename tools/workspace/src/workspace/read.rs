@@ -46,7 +46,7 @@ impl Workspace {
                 lock = self.shared.locks.lock(&key) => lock,
                 () = cancel.cancelled() => return Err(aborted()),
             };
-            let file = self.world_read(world.as_ref(), target, None).await?;
+            let file = self.world_or_editor_read(world.as_ref(), target, None).await?;
             let mut sink = sink;
             sink.push(&file.text);
             let streamed = StreamedFile {

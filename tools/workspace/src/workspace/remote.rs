@@ -151,6 +151,20 @@ impl Workspace {
         Ok(ReadFile { display: path, real_path: target.real_path, text, version })
     }
 
+    /// A read of a file in the world, unless the editor serves its text (its unsaved buffer
+    /// wins there as it does over the disk). The caller holds the path lock.
+    pub(super) async fn world_or_editor_read(
+        &self,
+        world: &dyn ExecutionWorld,
+        target: ResolvedPath,
+        limit: Option<u64>,
+    ) -> Result<ReadFile, FsError> {
+        match self.backend_for(&target) {
+            Some(backend) => self.read_via_backend(backend.as_ref(), target, limit).await,
+            None => self.world_read(world, target, limit).await,
+        }
+    }
+
     /// [`Workspace::edit_load_blocking`] over the world. The caller holds the path lock.
     pub(super) async fn world_edit_load(
         &self,
