@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/server.rs"]
-#[allow(dead_code)]
 mod server;
 
 #[path = "support/ssh_host.rs"]
@@ -255,22 +254,13 @@ async fn every_conformance_scenario_passes_in_process() {
     assert!(failed.is_empty(), "failing scenarios:\n{}", failed.join("\n"));
 }
 
-/// Scenarios whose tools do not run in an execution world yet (they refuse with
-/// `WORLD_UNSUPPORTED` there), with why.
-const NOT_IN_A_WORLD: [(&str, &str); 1] =
-    [("112-terminal-shell-type-and-errors", "terminals do not run in a world yet")];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_conformance_scenario_passes_in_an_ssh_world() {
     let scenarios = Scenario::load_all(&conformance_dir()).unwrap();
     let empty = tempfile::tempdir().unwrap();
     let host = ssh_host::SshHost::start(empty.path());
-    let (mut passed, mut failed, mut left) = (0, Vec::new(), Vec::new());
+    let (mut passed, mut failed) = (0, Vec::new());
     for scenario in &scenarios {
-        if let Some((_, why)) = NOT_IN_A_WORLD.iter().find(|(name, _)| *name == scenario.name) {
-            left.push(format!("{}: {why}", scenario.name));
-            continue;
-        }
         if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
             failed
                 .push(format!("{}: required program `{missing}` is not installed", scenario.name));
@@ -283,11 +273,6 @@ async fn every_conformance_scenario_passes_in_an_ssh_world() {
             failed.push(format!("{}:\n  {}", scenario.name, problems.join("\n  ")));
         }
     }
-    println!(
-        "conformance (ssh world): {passed} passed, {} failed, {} not run in a world yet:\n  {}",
-        failed.len(),
-        left.len(),
-        left.join("\n  ")
-    );
+    println!("conformance (ssh world): {passed} passed, {} failed", failed.len());
     assert!(failed.is_empty(), "failing scenarios in an ssh world:\n{}", failed.join("\n"));
 }

@@ -372,13 +372,6 @@ impl Sources {
                     .to_owned(),
             );
         }
-        if config.world.kind != crate::world_config::WorldKind::Local {
-            warnings.push(
-                "[world]: terminals do not run in the execution world yet; terminal_open \
-                 refuses while it is configured"
-                    .to_owned(),
-            );
-        }
         config.warnings = warnings;
         config
     }

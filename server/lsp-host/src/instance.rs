@@ -85,6 +85,7 @@ async fn spawn_server(
         cwd: String::new(),
         env: spec.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         kill_group_with_leader: true,
+        pty: None,
     };
     let (group, pipes) = ProcessGroup::spawn_in_world(world.as_ref(), &command)
         .await

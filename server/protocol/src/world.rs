@@ -38,6 +38,8 @@ pub mod methods {
     pub const WRITE: &str = "process/write";
     /// Signals a spawned process's group.
     pub const SIGNAL: &str = "process/signal";
+    /// What a terminal's foreground program does (a process spawned with `pty`).
+    pub const TERMINAL: &str = "process/terminal";
     /// Notification, server to client: output of a spawned process.
     pub const OUTPUT: &str = "process/output";
     /// Notification, server to client: a spawned process ended (after all its output).
@@ -251,6 +253,38 @@ pub struct SpawnParams {
     /// cannot outlive it (a tool's foreground command).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kill_group_with_leader: bool,
+    /// Run on a new pseudo-terminal of this size (a session leader with it as its controlling
+    /// terminal): its output is one `stdout` stream, `process/write` types into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<PtySize>,
+}
+
+/// A pseudo-terminal's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PtySize {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// `process/terminal`'s answer: the terminal's foreground process group and what it does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalStateResult {
+    /// Absent when it cannot be read (the terminal is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreground_pgid: Option<i32>,
+    /// A member of that group is blocked reading the terminal.
+    pub waits_for_input: bool,
+    /// How often its members have given up the CPU so far.
+    pub switches: u64,
+}
+
+/// `process/terminal`'s params.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessRef {
+    pub process_id: u64,
 }
 
 /// One environment variable.
@@ -266,6 +300,9 @@ pub struct EnvVar {
 pub struct SpawnResult {
     /// Names the process in later requests and notifications (per connection).
     pub process_id: u64,
+    /// Its pid in the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -286,6 +323,10 @@ pub struct SignalParams {
     pub process_id: u64,
     /// `INT`, `TERM`, `KILL`, `HUP` or `QUIT`.
     pub signal: String,
+    /// Signal the terminal's foreground group instead of the whole process group (a process
+    /// spawned with `pty`); the answer then says which group: `{pgid}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub foreground: bool,
 }
 
 /// Which pipe output came from.

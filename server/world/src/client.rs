@@ -20,9 +20,10 @@ use toolhost_jsonrpc::{AsyncFrames, ErrorObject, Frame, Id, LimitPolicy, LineDec
 use toolhost_process::ChildGroup;
 use toolhost_protocol::world::{
     ExitedParams, GlobParams, GlobResult, GrepParams, GrepResult, HelloParams, HelloResult,
-    ListResult, OutputParams, OutputStream, PathParams, ReadParams, ReadResult, ReplaceParams,
-    ReplaceResult, ResolveResult, RunParams, RunResult, SignalParams, SpawnParams, SpawnResult,
-    WORLD_ERROR_CODE, WORLD_PROTOCOL_VERSION, WorldErrorData, WriteParams, methods,
+    ListResult, OutputParams, OutputStream, PathParams, ProcessRef, ReadParams, ReadResult,
+    ReplaceParams, ReplaceResult, ResolveResult, RunParams, RunResult, SignalParams, SpawnParams,
+    SpawnResult, TerminalStateResult, WORLD_ERROR_CODE, WORLD_PROTOCOL_VERSION, WorldErrorData,
+    WriteParams, methods,
 };
 
 use crate::error::WorldError;
@@ -49,6 +50,8 @@ pub enum ProcessEvent {
 /// connection was lost first.
 pub struct RemoteProcess {
     pub id: u64,
+    /// Its pid in the world.
+    pub pid: Option<u32>,
     events: mpsc::UnboundedReceiver<ProcessEvent>,
 }
 
@@ -453,7 +456,7 @@ impl WorldClient {
         let answer =
             send(&connection, &self.counters, methods::SPAWN, params, &CancellationToken::new())
                 .await?;
-        let SpawnResult { process_id } = decode(answer)?;
+        let SpawnResult { process_id, pid } = decode(answer)?;
         let mut streams = connection.streams.lock().unwrap_or_else(PoisonError::into_inner);
         let stream = streams.entry(process_id).or_insert_with(Stream::open);
         let events = stream
@@ -463,7 +466,7 @@ impl WorldClient {
         if stream.exited || connection.lost.is_cancelled() {
             streams.remove(&process_id);
         }
-        Ok(RemoteProcess { id: process_id, events })
+        Ok(RemoteProcess { id: process_id, pid, events })
     }
 
     /// Writes `data` to a spawned process's stdin (then closes it, with `close`).
@@ -475,9 +478,27 @@ impl WorldClient {
 
     /// Signals a spawned process's group (`INT`, `TERM`, `KILL`, `HUP`, `QUIT`).
     pub async fn signal(&self, process_id: u64, signal: &str) -> Result<(), WorldError> {
-        let params = SignalParams { process_id, signal: signal.to_owned() };
+        let params = SignalParams { process_id, signal: signal.to_owned(), foreground: false };
         let _: Value = self.request(methods::SIGNAL, &params, &CancellationToken::new()).await?;
         Ok(())
+    }
+
+    /// Signals the foreground group of a terminal process (spawned with `pty`); which group.
+    pub async fn signal_foreground(
+        &self,
+        process_id: u64,
+        signal: &str,
+    ) -> Result<Option<i32>, WorldError> {
+        let params = SignalParams { process_id, signal: signal.to_owned(), foreground: true };
+        let answer: Value =
+            self.request(methods::SIGNAL, &params, &CancellationToken::new()).await?;
+        Ok(answer.get("pgid").and_then(Value::as_i64).and_then(|p| i32::try_from(p).ok()))
+    }
+
+    /// What the foreground program of a terminal process does.
+    pub async fn terminal_state(&self, process_id: u64) -> Result<TerminalStateResult, WorldError> {
+        let params = ProcessRef { process_id };
+        self.request(methods::TERMINAL, &params, &CancellationToken::new()).await
     }
 
     /// Runs a process group in the world to its end.

@@ -14,6 +14,7 @@ mod handlers;
 mod launch;
 mod processes;
 mod provision;
+mod pty;
 mod remote_world;
 mod run;
 mod serve;

@@ -1,6 +1,7 @@
-//! Spawned processes of one connection (`process/spawn`, `process/write`, `process/signal`):
-//! each a process group whose stdout and stderr stream back as `process/output` notifications
-//! and whose end is `process/exited`, sent after all its output. Output waits for the client:
+//! Spawned processes of one connection (`process/spawn`, `process/write`, `process/signal`,
+//! `process/terminal`): each a process group whose stdout and stderr stream back as
+//! `process/output` notifications and whose end is `process/exited`, sent after all its output;
+//! or, with `pty`, a session on a terminal of its own (`pty.rs`) whose output is the terminal's. Output waits for the client:
 //! at most [`IN_FLIGHT_BYTES`] of it are queued for the connection, then the process's pipes
 //! fill and it blocks, so a chatty program cannot grow the server's memory. Every group still
 //! alive when the connection ends is killed.
@@ -10,19 +11,19 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use toolhost_jsonrpc::ErrorObject;
 use toolhost_jsonrpc::message;
 use toolhost_process::{GroupHandle, Signal};
 use toolhost_protocol::world::{
-    ExitedParams, OutputParams, OutputStream, SignalParams, SpawnParams, SpawnResult, WriteParams,
-    methods,
+    ExitedParams, OutputParams, OutputStream, ProcessRef, SignalParams, SpawnParams, SpawnResult,
+    TerminalStateResult, WriteParams, methods,
 };
 
 use crate::handlers::world_error;
@@ -46,9 +47,26 @@ impl Outgoing {
 
 pub(crate) type Out = mpsc::UnboundedSender<Outgoing>;
 
+/// Where `process/write` goes: a pipe, or the process's terminal.
+type Input = Box<dyn AsyncWrite + Unpin + Send>;
+/// Where output comes from: a pipe, or the process's terminal.
+type Output = Box<dyn AsyncRead + Unpin + Send>;
+
 struct Live {
     group: GroupHandle,
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdin: Arc<tokio::sync::Mutex<Option<Input>>>,
+    /// The terminal's master side, for a process spawned with `pty`.
+    master: Option<OwnedFd>,
+}
+
+/// Runs every future to its end, together.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
+    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    std::future::poll_fn(move |cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
 }
 
 /// The spawned processes of one connection.
@@ -84,20 +102,38 @@ impl Processes {
         let options = toolhost_process::SpawnOptions {
             kill_group_with_leader: params.kill_group_with_leader,
         };
-        let (mut group, stdout, stderr) =
-            crate::run::start(&params.argv, cwd, Stdio::piped(), &params.env, options)?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let stdin = Arc::new(tokio::sync::Mutex::new(group.take_stdin()));
+        let (group, outputs, stdin, master): (_, Vec<(OutputStream, Output)>, Option<Input>, _) =
+            match params.pty {
+                Some(size) => {
+                    let pty = crate::pty::start(&params.argv, cwd, &params.env, size, options)?;
+                    let output: Output = Box::new(pty.reader);
+                    let input: Input = Box::new(pty.writer);
+                    (pty.group, vec![(OutputStream::Stdout, output)], Some(input), Some(pty.master))
+                }
+                None => {
+                    let (mut group, stdout, stderr) =
+                        crate::run::start(&params.argv, cwd, Stdio::piped(), &params.env, options)?;
+                    let stdin = group.take_stdin().map(|pipe| Box::new(pipe) as Input);
+                    let outputs: Vec<(OutputStream, Box<dyn AsyncRead + Unpin + Send>)> = vec![
+                        (OutputStream::Stdout, Box::new(stdout)),
+                        (OutputStream::Stderr, Box::new(stderr)),
+                    ];
+                    (group, outputs, stdin, None)
+                }
+            };
+        let pid = group.id();
+        let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         self.live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, Live { group: group.handle(), stdin });
+            .insert(id, Live { group: group.handle(), stdin, master });
         let processes = Arc::clone(self);
         tokio::spawn(async move {
-            tokio::join!(
-                processes.forward(id, OutputStream::Stdout, stdout),
-                processes.forward(id, OutputStream::Stderr, stderr),
-            );
+            // A terminal's read fails (EIO) once the last process on it is gone: its end.
+            let forwards =
+                outputs.into_iter().map(|(stream, pipe)| processes.forward(id, stream, pipe));
+            futures_join_all(forwards).await;
             let status = group.wait().await;
             use std::os::unix::process::ExitStatusExt;
             let exited = ExitedParams {
@@ -112,7 +148,7 @@ impl Processes {
             group.terminate(std::time::Duration::from_millis(500)).await;
             processes.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         });
-        serde_json::to_value(SpawnResult { process_id: id })
+        serde_json::to_value(SpawnResult { process_id: id, pid: Some(pid) })
             .map_err(|e| ErrorObject::internal(e.to_string()))
     }
 
@@ -167,12 +203,42 @@ impl Processes {
             "KILL" => Signal::KILL,
             "HUP" => Signal::HUP,
             "QUIT" => Signal::QUIT,
+            "TSTP" => Signal::TSTP,
             other => return Err(ErrorObject::invalid_params(format!("unknown signal {other}"))),
         };
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         let process = live.get(&params.process_id).ok_or_else(|| unknown(params.process_id))?;
-        process.group.signal(signal);
-        Ok(Value::Object(serde_json::Map::new()))
+        if !params.foreground {
+            process.group.signal(signal);
+            return Ok(Value::Object(serde_json::Map::new()));
+        }
+        // The program in the terminal's foreground (the shell itself when nothing runs).
+        let pgid = process
+            .master
+            .as_ref()
+            .and_then(|m| toolhost_process::foreground_group(m.as_fd()))
+            .or_else(|| i32::try_from(process.group.id()).ok());
+        if let Some(pgid) = pgid {
+            toolhost_process::signal_group(pgid, signal);
+        }
+        Ok(serde_json::json!({ "pgid": pgid }))
+    }
+
+    /// What the foreground program of a process's terminal does.
+    pub fn terminal(&self, params: &ProcessRef) -> Result<Value, ErrorObject> {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let process = live.get(&params.process_id).ok_or_else(|| unknown(params.process_id))?;
+        let state =
+            process.master.as_ref().and_then(|m| toolhost_process::terminal_state(m.as_fd()));
+        let answer = match state {
+            Some(state) => TerminalStateResult {
+                foreground_pgid: Some(state.pgid),
+                waits_for_input: state.waits_for_input,
+                switches: state.switches,
+            },
+            None => TerminalStateResult::default(),
+        };
+        serde_json::to_value(answer).map_err(|e| ErrorObject::internal(e.to_string()))
     }
 
     /// Kills every process still alive (the connection ended).

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolhost_contract::{
     BoxFuture, ExecutionWorld, WorldCommand, WorldEntry, WorldFailure, WorldGrepHit, WorldPath,
-    WorldProcess, WorldProcessControl, WorldProcessEvent, WorldResult,
+    WorldProcess, WorldProcessControl, WorldProcessEvent, WorldResult, WorldTerminalState,
 };
 use toolhost_protocol::world::{
-    EntryKind, EnvVar, GlobParams, GlobResult, GrepParams, GrepResult, OutputStream, SpawnParams,
-    methods,
+    EntryKind, EnvVar, GlobParams, GlobResult, GrepParams, GrepResult, OutputStream, PtySize,
+    SpawnParams, methods,
 };
 
 use crate::client::{ProcessEvent, RemoteProcess, WorldClient};
@@ -178,9 +178,11 @@ impl ExecutionWorld for RemoteWorld {
                     .map(|(name, value)| EnvVar { name: name.clone(), value: value.clone() })
                     .collect(),
                 kill_group_with_leader: command.kill_group_with_leader,
+                pty: command.pty.map(|(rows, cols)| PtySize { rows, cols }),
             };
             let process = self.client.spawn(&params).await.map_err(|e| failure(&e))?;
-            let control = Arc::new(Control { client: Arc::clone(&self.client), id: process.id });
+            let client = Arc::downgrade(&self.client);
+            let control = Arc::new(Control { client, id: process.id });
             Ok(Box::new(Spawned { control, process }) as Box<dyn WorldProcess>)
         })
     }
@@ -192,21 +194,50 @@ struct Spawned {
     process: RemoteProcess,
 }
 
-/// Signals and input of a spawned process, by its id on the connection.
+/// Signals and input of a spawned process, by its id on the connection. It does not keep the
+/// client alive: a task reading a process's events (a terminal's, a language server's) holds
+/// this, and the world must still end — its processes with it — when the host lets it go.
 struct Control {
-    client: Arc<WorldClient>,
+    client: std::sync::Weak<WorldClient>,
     id: u64,
+}
+
+impl Control {
+    fn client(&self) -> WorldResult<Arc<WorldClient>> {
+        self.client.upgrade().ok_or_else(|| {
+            WorldFailure::new("WORLD_DISCONNECTED", "the execution world was closed")
+        })
+    }
 }
 
 impl WorldProcessControl for Control {
     fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>> {
-        Box::pin(async move { self.client.signal(self.id, signal).await.map_err(|e| failure(&e)) })
+        Box::pin(
+            async move { self.client()?.signal(self.id, signal).await.map_err(|e| failure(&e)) },
+        )
     }
 
     fn write<'a>(&'a self, data: &'a [u8], close: bool) -> BoxFuture<'a, WorldResult<()>> {
-        Box::pin(
-            async move { self.client.write(self.id, data, close).await.map_err(|e| failure(&e)) },
-        )
+        Box::pin(async move {
+            self.client()?.write(self.id, data, close).await.map_err(|e| failure(&e))
+        })
+    }
+
+    fn signal_foreground<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<Option<i32>>> {
+        Box::pin(async move {
+            self.client()?.signal_foreground(self.id, signal).await.map_err(|e| failure(&e))
+        })
+    }
+
+    fn terminal_state(&self) -> BoxFuture<'_, WorldResult<Option<WorldTerminalState>>> {
+        Box::pin(async move {
+            let state = self.client()?.terminal_state(self.id).await.map_err(|e| failure(&e))?;
+            Ok(state.foreground_pgid.map(|pgid| WorldTerminalState {
+                pgid,
+                waits_for_input: state.waits_for_input,
+                switches: state.switches,
+            }))
+        })
     }
 }
 
@@ -229,5 +260,9 @@ impl WorldProcess for Spawned {
 
     fn control(&self) -> Arc<dyn WorldProcessControl> {
         Arc::clone(&self.control) as Arc<dyn WorldProcessControl>
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.process.pid
     }
 }

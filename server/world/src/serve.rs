@@ -128,6 +128,7 @@ pub async fn serve(
                     Err(error) => Err(error),
                 },
                 methods::SIGNAL => params(request.params).and_then(|p| processes.signal(&p)),
+                methods::TERMINAL => params(request.params).and_then(|p| processes.terminal(&p)),
                 _ => world.handle(&request.method, request.params, &token).await,
             };
             running.lock().unwrap_or_else(PoisonError::into_inner).remove(&request.id);

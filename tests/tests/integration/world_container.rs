@@ -111,7 +111,7 @@ fn containers_named(engine: &str, prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_session_in_a_container_world_runs_bash_and_edits_there_and_removes_it_after() {
-    use crate::server::{Env, call_err, call_ok};
+    use crate::server::{Env, call_ok};
     use serde_json::json;
     let engine = container_engine().expect("podman or docker: `cargo xtask test` installs podman");
     let image = container_image::ensure(engine, &server::workspace_root());
@@ -172,8 +172,15 @@ fn a_session_in_a_container_world_runs_bash_and_edits_there_and_removes_it_after
     );
     let ps = ps["result"]["content"][0]["text"].as_str().unwrap();
     assert!(ps.lines().any(|l| l.starts_with("clangd")), "clangd runs in the container: {ps}");
-    // What does not run in a world yet refuses instead of running here.
-    call_err(&mut client, "terminal_open", json!({"type": "shell"}), "WORLD_UNSUPPORTED");
+    // A terminal runs there too.
+    call_ok(&mut client, "terminal_open", json!({"type": "shell"}));
+    let sent = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": "pty-1", "text": "cat /etc/debian_version", "submit": true}),
+    );
+    let viewport = sent["result"]["value"]["viewport"].as_str().unwrap_or_default();
+    assert!(viewport.contains("\n12."), "bookworm's terminal: {sent}");
 
     // The session ends: its container goes with it.
     let _ = client.shutdown();

@@ -1,6 +1,6 @@
 //! The tools in an ssh execution world, driven through the editor's harness (`toolhost serve`):
 //! the same script of calls — read, edit, write, glob, grep, bash (foreground and a background
-//! job), revert, refusals — run once
+//! job), a terminal, revert, refusals — run once
 //! against files on this machine and once with `[world] kind = "ssh"` against the same files on
 //! a "remote" host (Debian's sshd in a network namespace the test creates; the workspace there
 //! exists only in that host's mount namespace, and the local folder stays empty). Every result's
@@ -42,7 +42,13 @@ fn normalized(value: &Value, root: &str) -> Value {
                 .filter(|(k, _)| {
                     !matches!(
                         k.as_str(),
-                        "callId" | "sessionId" | "durationMs" | "startedAt" | "endedAt" | "at"
+                        "callId"
+                            | "sessionId"
+                            | "durationMs"
+                            | "startedAt"
+                            | "endedAt"
+                            | "at"
+                            | "pid"
                     )
                 })
                 .map(|(k, v)| (k.clone(), normalized(v, root)))
@@ -137,6 +143,16 @@ fn script(client: &mut Client, root: &str) -> Vec<(String, Value)> {
         None,
     );
     step(client, "job-output", "job_output", json!({"job_id": "bash-1", "wait": true}), None);
+    step(client, "terminal-open", "terminal_open", json!({"type": "shell"}), None);
+    step(
+        client,
+        "terminal-send",
+        "terminal_send",
+        json!({"sessionId": "pty-1", "text": "cat a.txt; ls src", "submit": true}),
+        None,
+    );
+    step(client, "terminal-read", "terminal_read", json!({"sessionId": "pty-1"}), None);
+    step(client, "terminal-close", "terminal_close", json!({"sessionId": "pty-1"}), None);
     step(
         client,
         "escape",
@@ -203,15 +219,34 @@ fn the_tool_suite_runs_in_an_ssh_world_with_the_same_results_and_cards_as_here()
     let local_files: Vec<_> = std::fs::read_dir(&remote.root).unwrap().collect();
     assert!(local_files.is_empty(), "nothing was written to the local folder: {local_files:?}");
 
-    // What runs only here refuses instead of touching the wrong files.
-    call_err(&mut client, "terminal_open", json!({"type": "bash"}), "WORLD_UNSUPPORTED");
+    // A terminal there: its foreground program is interrupted there.
+    call_ok(&mut client, "terminal_open", json!({"type": "shell", "name": "t"}));
+    let sleeping = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": "pty-2", "text": "sleep 41", "submit": true, "timeoutMs": 700}),
+    );
+    assert_ne!(sleeping["result"]["value"]["waitReason"], "stdin_read", "{sleeping}");
+    assert!(!host.remote("pgrep -f '[s]leep 41' || true").trim().is_empty(), "sleeping there");
+    let signalled =
+        call_ok(&mut client, "terminal_signal", json!({"sessionId": "pty-2", "signal": "SIGINT"}));
+    assert_eq!(signalled["result"]["value"]["delivered"], true, "{signalled}");
+    let back = call_ok(
+        &mut client,
+        "terminal_send",
+        json!({"sessionId": "pty-2", "text": "echo back-$((40+2))", "submit": true}),
+    );
+    let viewport = back["result"]["value"]["viewport"].as_str().unwrap_or_default();
+    assert!(viewport.contains("back-42"), "{back}");
+    assert!(host.remote("pgrep -f '[s]leep 41' || true").trim().is_empty(), "interrupted there");
+    call_ok(&mut client, "terminal_close", json!({"sessionId": "pty-2"}));
 
     // A killed connection fails the running call clearly; the next call reconnects.
     let server_pid = client.pid();
     let killer = std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            let sleeping = host.remote("pgrep -f 'sleep 37' || true");
+            let sleeping = host.remote("pgrep -f '[s]leep 37' || true");
             if !sleeping.trim().is_empty()
                 && let Some(ssh) = ssh_child(server_pid)
             {

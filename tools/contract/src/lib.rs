@@ -55,7 +55,7 @@ pub use tasks::{BackgroundTasks, TaskControl, TaskEnd, TaskWork, TasksHandle};
 pub use tool::{RawTool, Tool};
 pub use world::{
     ExecutionWorld, WorldCommand, WorldEntry, WorldFailure, WorldGrepHit, WorldPath, WorldProcess,
-    WorldProcessControl, WorldProcessEvent, WorldResult,
+    WorldProcessControl, WorldProcessEvent, WorldResult, WorldTerminalState,
 };
 
 /// Re-exported so tool crates name one version of these.

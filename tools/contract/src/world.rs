@@ -67,6 +67,19 @@ pub struct WorldCommand {
     pub cwd: String,
     pub env: Vec<(String, String)>,
     pub kill_group_with_leader: bool,
+    /// Run on a new terminal of (rows, columns): one output stream, input typed into it.
+    pub pty: Option<(u16, u16)>,
+}
+
+/// What a terminal's foreground program does (a process started with a `pty`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorldTerminalState {
+    /// The foreground process group.
+    pub pgid: i32,
+    /// A member of it is blocked reading the terminal.
+    pub waits_for_input: bool,
+    /// How often its members have given up the CPU so far.
+    pub switches: u64,
 }
 
 /// What a started process says.
@@ -87,6 +100,10 @@ pub trait WorldProcessControl: Send + Sync {
     fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>>;
     /// Writes to its stdin (then closes it, with `close`).
     fn write<'a>(&'a self, data: &'a [u8], close: bool) -> BoxFuture<'a, WorldResult<()>>;
+    /// A terminal process: signals the terminal's foreground group; which group it was.
+    fn signal_foreground<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<Option<i32>>>;
+    /// A terminal process: what its foreground program does (`None`: cannot be read).
+    fn terminal_state(&self) -> BoxFuture<'_, WorldResult<Option<WorldTerminalState>>>;
 }
 
 /// A process group started in a world.
@@ -96,6 +113,8 @@ pub trait WorldProcess: Send {
     fn next_event(&mut self) -> BoxFuture<'_, Option<WorldProcessEvent>>;
     /// Signalling and input, usable while another task reads the events.
     fn control(&self) -> std::sync::Arc<dyn WorldProcessControl>;
+    /// Its pid in the world, if the world says.
+    fn pid(&self) -> Option<u32>;
     /// Signals the whole group (`TERM`, `KILL`, `INT`, `HUP`, `QUIT`).
     fn signal<'a>(&'a self, signal: &'a str) -> BoxFuture<'a, WorldResult<()>> {
         let control = self.control();

@@ -27,8 +27,13 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 mod guard;
+mod terminal_probe;
 
 pub use rustix::process::Signal;
+pub use terminal_probe::{
+    TerminalState, context_switches, foreground_group, signal_group, terminal_state,
+    waits_on_terminal,
+};
 
 /// How long waiting for killed members to be reaped may take.
 pub const REAP_DEADLINE: Duration = Duration::from_millis(2000);

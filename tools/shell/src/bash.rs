@@ -446,23 +446,6 @@ fn in_world(cx: &ToolContext) -> Option<(Workspace, Arc<dyn toolhost_contract::E
     Some((workspace, world))
 }
 
-/// Refuses what still runs only on this machine while the session's files and processes are in
-/// an execution world (background jobs, terminals): running it here would touch the wrong files.
-pub(crate) fn refuse_in_world(cx: &ToolContext, what: &str) -> Result<(), ToolError> {
-    match cx.capability::<Workspace>().and_then(|ws| ws.world()) {
-        Some(world) => Err(ToolError::typed(
-            "WorldError",
-            "WORLD_UNSUPPORTED",
-            format!(
-                "{what} cannot run in the execution world ({}) yet; run the command in the \
-                 foreground with bash instead",
-                world.describe()
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
 impl Tool for BashTool {
     type Args = BashArgs;
     type Output = BashOutput;

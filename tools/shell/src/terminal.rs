@@ -14,12 +14,16 @@
 //! input on the terminal (`stdin_read`, read from `/proc/<pid>/syscall`), the output went quiet
 //! (`inferred_idle`), the time ran out (`timeout`), or the session ended (`session_exit`).
 //! Sessions are process sessions of `toolhost-process` (every group of the session is signalled
-//! and reaped), owned by the toolhost session that opened them, and die with the server.
+//! and reaped), owned by the toolhost session that opened them, and die with the server. In an
+//! execution world the shell runs on a terminal there (`process/spawn` with a `pty`): its output
+//! comes over the world's connection, input is written there, and the world reads what the
+//! foreground program does; the screen, transcript and waits are the same code.
 
 use crate::config::ShellConfig;
 use crate::sanitize::{Sanitizer, Transcript};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +33,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use toolhost_contract::{ExecutionWorld, WorldProcessControl, WorldProcessEvent};
 use toolhost_process::{GroupHandle, SpawnOptions};
 
 /// Terminal size (rows, columns).
@@ -153,16 +158,24 @@ impl Screen {
     }
 }
 
+/// Where a terminal's shell runs.
+enum Io {
+    Here {
+        master: OwnedFd,
+        writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
+        group: GroupHandle,
+    },
+    World(Arc<dyn WorldProcessControl>),
+}
+
 struct Term {
     id: String,
     name: Option<String>,
     kind: String,
     owner: String,
     pid: u32,
-    master: OwnedFd,
-    writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
+    io: Io,
     screen: Mutex<Screen>,
-    group: GroupHandle,
     status: watch::Sender<SessionStatus>,
     closing: AtomicBool,
     /// A send is waiting on this terminal (one at a time).
@@ -214,30 +227,67 @@ impl Term {
         contents.trim_end().to_owned()
     }
 
-    /// The process group in the terminal's foreground, if it can be read.
-    fn foreground_pgid(&self) -> Option<i32> {
-        rustix::termios::tcgetpgrp(self.master.as_fd()).ok().map(|p| p.as_raw_nonzero().get())
+    /// The terminal's foreground group, whether it waits for input, and how often its members
+    /// have blocked so far.
+    async fn foreground(&self) -> Option<toolhost_process::TerminalState> {
+        match &self.io {
+            Io::Here { master, .. } => toolhost_process::terminal_state(master.as_fd()),
+            Io::World(control) => {
+                let state = control.terminal_state().await.ok().flatten()?;
+                Some(toolhost_process::TerminalState {
+                    pgid: state.pgid,
+                    waits_for_input: state.waits_for_input,
+                    switches: state.switches,
+                })
+            }
+        }
     }
 
     /// Whether the foreground process is blocked reading the terminal — and, when `since` says
     /// where things stood as input was sent, has run since then: a program still asleep in the
     /// same read has not seen the input yet.
-    fn waits_for_input(&self, since: Option<(i32, u64)>) -> bool {
-        let Some(pgid) = self.foreground_pgid() else { return false };
-        let members = toolhost_process::group_members(pgid);
-        if !members.iter().any(|pid| waits_on_terminal(*pid)) {
+    async fn waits_for_input(&self, since: Option<(i32, u64)>) -> bool {
+        let Some(now) = self.foreground().await else { return false };
+        if !now.waits_for_input {
             return false;
         }
         match since {
-            Some((before, switches)) if before == pgid => context_switches(&members) > switches,
+            Some((before, switches)) if before == now.pgid => now.switches > switches,
             _ => true,
         }
     }
 
     /// The foreground group and how often its members have blocked so far.
-    fn progress_mark(&self) -> Option<(i32, u64)> {
-        let pgid = self.foreground_pgid()?;
-        Some((pgid, context_switches(&toolhost_process::group_members(pgid))))
+    async fn progress_mark(&self) -> Option<(i32, u64)> {
+        self.foreground().await.map(|now| (now.pgid, now.switches))
+    }
+
+    /// Types `bytes` into the terminal.
+    async fn type_in(&self, bytes: &[u8]) -> Result<(), String> {
+        match &self.io {
+            Io::Here { writer, .. } => {
+                let mut writer = writer.lock().await;
+                writer.write_all(bytes).await.map_err(|e| e.to_string())?;
+                let _ = writer.flush().await;
+                Ok(())
+            }
+            Io::World(control) => control.write(bytes, false).await.map_err(|f| f.to_string()),
+        }
+    }
+
+    /// SIGKILL to the whole session, without waiting.
+    fn kill(&self) {
+        match &self.io {
+            Io::Here { group, .. } => group.kill(),
+            Io::World(control) => {
+                let control = Arc::clone(control);
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let _ = control.signal("KILL").await;
+                    });
+                }
+            }
+        }
     }
 
     /// Waits after input was sent (or the session started) for one of the wait reasons.
@@ -259,7 +309,7 @@ impl Term {
             let waited = now.duration_since(started);
             if waited >= QUIET_FOR_STDIN * 2
                 && quiet >= QUIET_FOR_STDIN
-                && self.waits_for_input(since)
+                && self.waits_for_input(since).await
             {
                 return (WaitReason::StdinRead, self.output_since(seq));
             }
@@ -306,41 +356,211 @@ impl Term {
     }
 }
 
-/// How often these processes have given up the CPU, in total (`/proc/<pid>/status`).
-fn context_switches(pids: &[i32]) -> u64 {
-    pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
-        .map(|status| {
-            status
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum::<u64>()
-        })
-        .sum()
+/// How a world names `signal` (the signals `terminal_signal` sends).
+fn world_signal_name(signal: toolhost_process::Signal) -> &'static str {
+    use toolhost_process::Signal;
+    match signal {
+        Signal::INT => "INT",
+        Signal::KILL => "KILL",
+        Signal::HUP => "HUP",
+        Signal::QUIT => "QUIT",
+        Signal::TSTP => "TSTP",
+        _ => "TERM",
+    }
 }
 
-/// Reads `/proc/<pid>/syscall`: the process is in `read` on a terminal, or in `select`/`poll`
-/// (readline, a REPL) with its stdin a terminal.
-fn waits_on_terminal(pgid: i32) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pgid}/syscall")) else { return false };
-    let mut fields = text.split_whitespace();
-    let Some(nr) = fields.next().and_then(|n| n.parse::<i64>().ok()) else { return false };
-    let arg0 = fields
-        .next()
-        .and_then(|a| i64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
-        .unwrap_or(-1);
-    let is_tty = |fd: i64| {
-        std::fs::read_link(format!("/proc/{pgid}/fd/{fd}"))
-            .is_ok_and(|p| p.starts_with("/dev/pts") || p.starts_with("/dev/tty"))
-    };
-    #[cfg(target_arch = "x86_64")]
-    let (read, waiters): (i64, &[i64]) = (0, &[7, 23, 270, 271]);
-    #[cfg(target_arch = "aarch64")]
-    let (read, waiters): (i64, &[i64]) = (63, &[72, 73]);
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let (read, waiters): (i64, &[i64]) = (-1, &[]);
-    (nr == read && is_tty(arg0)) || (waiters.contains(&nr) && is_tty(0))
+/// The program a terminal of `kind` runs, and its environment over `env`.
+fn terminal_command(
+    kind: &str,
+    id: &str,
+    mut env: Vec<(OsString, OsString)>,
+) -> (Vec<String>, Vec<(OsString, OsString)>) {
+    if kind == "shell" {
+        // Plain and predictable: no rc file may change the prompt or print a banner; the
+        // command environment's `TERM=dumb` and pagers stay.
+        for (name, value) in [
+            ("PS1", SHELL_PS1),
+            ("PROMPT_COMMAND", SHELL_PROMPT_COMMAND),
+            ("DSH_PTY_SESSION_ID", id),
+        ] {
+            env.retain(|(n, _)| n != name);
+            env.push((name.into(), value.into()));
+        }
+        let argv = ["/bin/bash", "--noprofile", "--norc", "-i"].map(str::to_owned).to_vec();
+        return (argv, env);
+    }
+    // A real terminal: programs may draw (the screen is emulated), and a pager is readable in
+    // the viewport.
+    for (name, value) in [("TERM", "xterm-256color"), ("PAGER", "less"), ("GIT_PAGER", "less")] {
+        env.retain(|(n, _)| n != name);
+        env.push((name.into(), value.into()));
+    }
+    env.retain(|(n, _)| n != "NO_COLOR");
+    (vec![kind.to_owned()], env)
+}
+
+/// A fresh screen for a terminal of the standard size.
+fn new_screen() -> Screen {
+    let rows = std::num::NonZeroU16::new(ROWS).unwrap_or(std::num::NonZeroU16::MIN);
+    let cols = std::num::NonZeroU16::new(COLS).unwrap_or(std::num::NonZeroU16::MIN);
+    Screen {
+        parser: vt100::Parser::new(rows, cols, 1000),
+        transcript: Transcript::default(),
+        last_output: Instant::now(),
+        output_seq: 0,
+        sanitizer: Sanitizer::default(),
+        stream: String::new(),
+        stream_total: 0,
+    }
+}
+
+impl Term {
+    /// Takes output the terminal printed.
+    fn take_output(&self, bytes: &[u8]) {
+        let mut screen = lock(&self.screen);
+        screen.parser.process(bytes);
+        screen.transcript.push(bytes);
+        if self.is_plain() {
+            screen.push_plain(bytes);
+        }
+        screen.last_output = Instant::now();
+        screen.output_seq += 1;
+        drop(screen);
+        self.output.notify_waiters();
+    }
+}
+
+impl TerminalRegistry {
+    /// Starts `argv` on a new terminal of this machine.
+    #[allow(clippy::too_many_arguments)]
+    fn open_here(
+        &self,
+        kind: &str,
+        name: Option<String>,
+        owner: String,
+        id: String,
+        argv: &[String],
+        env: Vec<(OsString, OsString)>,
+        cwd: &std::path::Path,
+    ) -> Result<Arc<Term>, TerminalError> {
+        let (pty, pts) = pty_process::open().map_err(|e| TerminalError::Open(e.to_string()))?;
+        pty.resize(pty_process::Size::new(ROWS, COLS))
+            .map_err(|e| TerminalError::Open(e.to_string()))?;
+        let master =
+            pty.as_fd().try_clone_to_owned().map_err(|e| TerminalError::Open(e.to_string()))?;
+        let secondary =
+            pts.as_fd().try_clone_to_owned().map_err(|e| TerminalError::Open(e.to_string()))?;
+        drop(pts);
+        let Some((program, args)) = argv.split_first() else {
+            return Err(TerminalError::Open("no program".to_owned()));
+        };
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).current_dir(cwd).env_clear().envs(env);
+        let group = toolhost_process::spawn_in_terminal(
+            command,
+            secondary,
+            SpawnOptions { kill_group_with_leader: true },
+        )
+        .map_err(|e| TerminalError::Open(format!("{kind}: {e}")))?;
+        let (reader, writer) = pty.into_split();
+        let (status, _) = watch::channel(SessionStatus::Running);
+        let term = Arc::new(Term {
+            id,
+            name,
+            kind: kind.to_owned(),
+            owner,
+            pid: group.id(),
+            io: Io::Here { master, writer: tokio::sync::Mutex::new(writer), group: group.handle() },
+            screen: Mutex::new(new_screen()),
+            status,
+            closing: AtomicBool::new(false),
+            sending: AtomicBool::new(false),
+            output: tokio::sync::Notify::new(),
+        });
+        let reading = Arc::clone(&term);
+        tokio::spawn(async move {
+            let mut reader = reader;
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                // EIO once the last process on the terminal is gone: the end, like EOF.
+                match reader.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => reading.take_output(&buf[..n]),
+                }
+            }
+        });
+        let watching = Arc::clone(&term);
+        tokio::spawn(async move {
+            let status = group.wait().await;
+            let (exit_code, signal) = crate::exec::describe(status);
+            watching.status.send_replace(SessionStatus::Exited { exit_code, signal });
+            // The group (and its session) is reaped by its monitor; keep `group` alive until then.
+            group.reaped().await;
+        });
+        Ok(term)
+    }
+
+    /// Starts `argv` on a new terminal in `world`, in `folder` there.
+    #[allow(clippy::too_many_arguments)]
+    async fn open_in_world(
+        &self,
+        kind: &str,
+        name: Option<String>,
+        owner: String,
+        id: String,
+        argv: Vec<String>,
+        env: Vec<(OsString, OsString)>,
+        world: &dyn ExecutionWorld,
+        folder: String,
+    ) -> Result<Arc<Term>, TerminalError> {
+        let env = env
+            .into_iter()
+            .map(|(n, v)| (n.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        let command = toolhost_contract::WorldCommand {
+            argv,
+            cwd: folder,
+            env,
+            kill_group_with_leader: true,
+            pty: Some((ROWS, COLS)),
+        };
+        let mut process = world
+            .spawn(&command)
+            .await
+            .map_err(|f| TerminalError::Open(format!("{kind} in {}: {f}", world.describe())))?;
+        let (status, _) = watch::channel(SessionStatus::Running);
+        let term = Arc::new(Term {
+            id,
+            name,
+            kind: kind.to_owned(),
+            owner,
+            pid: process.pid().unwrap_or(0),
+            io: Io::World(process.control()),
+            screen: Mutex::new(new_screen()),
+            status,
+            closing: AtomicBool::new(false),
+            sending: AtomicBool::new(false),
+            output: tokio::sync::Notify::new(),
+        });
+        let reading = Arc::clone(&term);
+        tokio::spawn(async move {
+            let (mut exit_code, mut signal) = (None, None);
+            while let Some(event) = process.next_event().await {
+                match event {
+                    WorldProcessEvent::Stdout(bytes) | WorldProcessEvent::Stderr(bytes) => {
+                        reading.take_output(&bytes);
+                    }
+                    WorldProcessEvent::Exited { exit_code: code, signal: number } => {
+                        (exit_code, signal) = (code, number.map(crate::exec::signal_name));
+                        break;
+                    }
+                }
+            }
+            // A lost connection ends the session too (its shell is killed there with it).
+            reading.status.send_replace(SessionStatus::Exited { exit_code, signal });
+        });
+        Ok(term)
+    }
 }
 
 /// Why a terminal request failed (plain failures: the model reads the message, no code).
@@ -431,12 +651,14 @@ impl TerminalRegistry {
         Ok(Arc::clone(term))
     }
 
-    /// Starts a shell of `kind` on a new terminal in `cwd`.
+    /// Starts a shell of `kind` on a new terminal in `cwd` — or, with `world`, on a terminal in
+    /// that execution world, in the folder there (relative to its root).
     pub async fn open(
         &self,
         kind: &str,
         name: Option<String>,
         cwd: PathBuf,
+        world: Option<(Arc<dyn ExecutionWorld>, String)>,
         owner: String,
         signal: &CancellationToken,
     ) -> Result<Opened, TerminalError> {
@@ -465,115 +687,36 @@ impl TerminalRegistry {
         if open >= MAX_TERMINALS {
             return Err(TerminalError::TooMany(open));
         }
-        let (pty, pts) = pty_process::open().map_err(|e| TerminalError::Open(e.to_string()))?;
-        pty.resize(pty_process::Size::new(ROWS, COLS))
-            .map_err(|e| TerminalError::Open(e.to_string()))?;
-        let master =
-            pty.as_fd().try_clone_to_owned().map_err(|e| TerminalError::Open(e.to_string()))?;
-        let secondary =
-            pts.as_fd().try_clone_to_owned().map_err(|e| TerminalError::Open(e.to_string()))?;
-        drop(pts);
         let id = {
             let mut counter = lock(&self.counter);
             *counter += 1;
             format!("pty-{counter}")
         };
-        let mut env = crate::env::command_env(std::env::vars_os(), &self.config);
-        let mut command = if kind == "shell" {
-            // Plain and predictable: no rc file may change the prompt or print a banner; the
-            // command environment's `TERM=dumb` and pagers stay.
-            for (name, value) in [
-                ("PS1", SHELL_PS1),
-                ("PROMPT_COMMAND", SHELL_PROMPT_COMMAND),
-                ("DSH_PTY_SESSION_ID", id.as_str()),
-            ] {
-                env.retain(|(n, _)| n != name);
-                env.push((name.into(), value.into()));
-            }
-            let mut command = tokio::process::Command::new("/bin/bash");
-            command.args(["--noprofile", "--norc", "-i"]);
-            command
-        } else {
-            // A real terminal: programs may draw (the screen is emulated), and a pager is
-            // readable in the viewport.
-            for (name, value) in
-                [("TERM", "xterm-256color"), ("PAGER", "less"), ("GIT_PAGER", "less")]
-            {
-                env.retain(|(n, _)| n != name);
-                env.push((name.into(), value.into()));
-            }
-            env.retain(|(n, _)| n != "NO_COLOR");
-            tokio::process::Command::new(kind)
-        };
-        command.current_dir(&cwd).env_clear().envs(env);
-        let group = toolhost_process::spawn_in_terminal(
-            command,
-            secondary,
-            SpawnOptions { kill_group_with_leader: true },
-        )
-        .map_err(|e| TerminalError::Open(format!("{kind}: {e}")))?;
-        let (reader, writer) = pty.into_split();
-        let rows = std::num::NonZeroU16::new(ROWS).unwrap_or(std::num::NonZeroU16::MIN);
-        let cols = std::num::NonZeroU16::new(COLS).unwrap_or(std::num::NonZeroU16::MIN);
-        let (status, _) = watch::channel(SessionStatus::Running);
-        let term = Arc::new(Term {
-            id,
-            name,
-            kind: kind.to_owned(),
-            owner,
-            pid: group.id(),
-            master,
-            writer: tokio::sync::Mutex::new(writer),
-            screen: Mutex::new(Screen {
-                parser: vt100::Parser::new(rows, cols, 1000),
-                transcript: Transcript::default(),
-                last_output: Instant::now(),
-                output_seq: 0,
-                sanitizer: Sanitizer::default(),
-                stream: String::new(),
-                stream_total: 0,
-            }),
-            group: group.handle(),
-            status,
-            closing: AtomicBool::new(false),
-            sending: AtomicBool::new(false),
-            output: tokio::sync::Notify::new(),
-        });
-        lock(&self.terms).push(Arc::clone(&term));
-        let reading = Arc::clone(&term);
-        tokio::spawn(async move {
-            let mut reader = reader;
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                // EIO once the last process on the terminal is gone: the end, like EOF.
-                match reader.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut screen = lock(&reading.screen);
-                        screen.parser.process(&buf[..n]);
-                        screen.transcript.push(&buf[..n]);
-                        if reading.is_plain() {
-                            screen.push_plain(&buf[..n]);
-                        }
-                        screen.last_output = Instant::now();
-                        screen.output_seq += 1;
-                        drop(screen);
-                        reading.output.notify_waiters();
-                    }
+        // Here this machine's environment is the base; in a world, the world's own (only the
+        // shell's variables and `[shell] env` are set over it).
+        let base = match &world {
+            None => crate::env::command_env(std::env::vars_os(), &self.config),
+            Some(_) => {
+                let mut env: Vec<(OsString, OsString)> =
+                    self.config.env.iter().map(|(n, v)| (n.into(), v.into())).collect();
+                for (name, value) in crate::env::FIXED {
+                    env.retain(|(n, _)| n != name);
+                    env.push((name.into(), value.into()));
                 }
+                env
             }
-        });
-        let watching = Arc::clone(&term);
-        tokio::spawn(async move {
-            let status = group.wait().await;
-            let (exit_code, signal) = crate::exec::describe(status);
-            watching.status.send_replace(SessionStatus::Exited { exit_code, signal });
-            // The group (and its session) is reaped by its monitor; keep `group` alive until then.
-            group.reaped().await;
-        });
+        };
+        let (argv, env) = terminal_command(kind, &id, base);
+        let term = match world {
+            None => self.open_here(kind, name, owner, id, &argv, env, &cwd)?,
+            Some((world, folder)) => {
+                self.open_in_world(kind, name, owner, id, argv, env, world.as_ref(), folder).await?
+            }
+        };
+        lock(&self.terms).push(Arc::clone(&term));
         if term.is_plain() {
             if let Err(err) = term.ready(signal).await {
-                term.group.kill();
+                term.kill();
                 lock(&self.terms).retain(|t| t.id != term.id);
                 return Err(err);
             }
@@ -608,22 +751,15 @@ impl TerminalRegistry {
             return Err(TerminalError::Exited);
         }
         // Nothing to type: the wait is only for the program to settle.
-        let since = if text.is_empty() && !submit { None } else { term.progress_mark() };
+        let since = if text.is_empty() && !submit { None } else { term.progress_mark().await };
         // Taken before writing: the terminal's own echo of the input is output too.
         let seq = lock(&term.screen).output_seq;
         let mark = term.plain_mark();
-        {
-            let mut writer = term.writer.lock().await;
-            let mut bytes = text.as_bytes().to_vec();
-            if submit {
-                bytes.push(b'\r');
-            }
-            writer
-                .write_all(&bytes)
-                .await
-                .map_err(|e| TerminalError::Write(id.to_owned(), e.to_string()))?;
-            let _ = writer.flush().await;
+        let mut bytes = text.as_bytes().to_vec();
+        if submit {
+            bytes.push(b'\r');
         }
+        term.type_in(&bytes).await.map_err(|why| TerminalError::Write(id.to_owned(), why))?;
         let (wait_reason, any) = term.settle(timeout, since, seq, signal).await;
         if signal.is_cancelled() {
             return Err(TerminalError::Aborted);
@@ -650,20 +786,27 @@ impl TerminalRegistry {
     }
 
     /// Sends `signal` to the terminal's foreground process group; that group's id.
-    pub fn signal(
+    pub async fn signal(
         &self,
         id: &str,
         owner: &str,
         signal: toolhost_process::Signal,
     ) -> Result<i32, TerminalError> {
         let term = self.find(id, owner)?;
-        let pgid = term.foreground_pgid().unwrap_or(term.pid as i32);
+        let pgid = term.foreground().await.map_or(term.pid as i32, |now| now.pgid);
         // Killing the shell itself would end the session without closing it.
         if signal == toolhost_process::Signal::KILL && pgid == term.pid as i32 {
             return Err(TerminalError::KillShell);
         }
-        if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
-            let _ = rustix::process::kill_process_group(pid, signal);
+        match &term.io {
+            Io::Here { .. } => toolhost_process::signal_group(pgid, signal),
+            Io::World(control) => {
+                let name = world_signal_name(signal);
+                let signalled = control.signal_foreground(name).await;
+                return signalled
+                    .map(|group| group.unwrap_or(pgid))
+                    .map_err(|f| TerminalError::Write(id.to_owned(), f.to_string()));
+            }
         }
         Ok(pgid)
     }
@@ -677,8 +820,20 @@ impl TerminalRegistry {
         }
         // A hangup first, as a closed terminal gives: an interactive shell ignores SIGTERM and
         // would otherwise hold the close for the whole grace period.
-        term.group.signal(toolhost_process::Signal::HUP);
-        term.group.terminate(self.config.kill_grace).await;
+        match &term.io {
+            Io::Here { group, .. } => {
+                group.signal(toolhost_process::Signal::HUP);
+                group.terminate(self.config.kill_grace).await;
+            }
+            Io::World(control) => {
+                let _ = control.signal("HUP").await;
+                let mut status = term.status.subscribe();
+                let ended = status.wait_for(|s| matches!(s, SessionStatus::Exited { .. }));
+                if tokio::time::timeout(self.config.kill_grace, ended).await.is_err() {
+                    let _ = control.signal("KILL").await;
+                }
+            }
+        }
         lock(&self.terms).retain(|t| t.id != term.id);
         Ok(true)
     }
@@ -691,7 +846,7 @@ impl TerminalRegistry {
     /// Kills every terminal (the server is going away).
     pub fn close_all(&self) {
         for term in lock(&self.terms).iter() {
-            term.group.kill();
+            term.kill();
         }
     }
 }

@@ -105,11 +105,14 @@ impl Tool for TerminalOpenTool {
         args: TerminalOpenArgs,
         cx: ToolContext,
     ) -> Result<TerminalOpenValue, ToolError> {
-        crate::bash::refuse_in_world(&cx, "a terminal session")?;
         let cwd = working_dir(&cx, args.cwd.as_deref()).await?;
+        let world = cx.capability::<toolhost_workspace::Workspace>().and_then(|ws| {
+            let world = ws.world()?;
+            Some((world, crate::world_exec::world_folder(&ws, &cwd)))
+        });
         let opened = self
             .terminals
-            .open(&args.kind, args.name, cwd, owner_of(&cx), cx.signal())
+            .open(&args.kind, args.name, cwd, world, owner_of(&cx), cx.signal())
             .await
             .map_err(terminal_failure)?;
         let (motd, _) = bounded(&opened.motd, 200);
@@ -461,6 +464,7 @@ impl Tool for TerminalSignalTool {
         let pgid = self
             .terminals
             .signal(&args.session_id, &owner_of(&cx), args.signal.signal())
+            .await
             .map_err(terminal_failure)?;
         Ok(TerminalSignalValue { delivered: true, target_pgid: pgid })
     }

@@ -36,6 +36,7 @@ pub(crate) fn world_command(config: &ShellConfig, command: &str, cwd: String) ->
         cwd,
         env,
         kill_group_with_leader: true,
+        pty: None,
     }
 }
 
