@@ -16,6 +16,8 @@ pub enum WorldKind {
     Local,
     Ssh,
     Container,
+    /// An exec-server already listening on a loopback websocket.
+    Websocket,
 }
 
 /// `[world]` as applied.
@@ -36,6 +38,10 @@ pub struct WorldSettings {
     pub engine: Option<String>,
     /// container: more `run` options.
     pub container_options: Vec<String>,
+    /// websocket: the exec-server's URL (`ws://127.0.0.1:<port>`).
+    pub url: Option<String>,
+    /// websocket: the file the exec-server wrote its token to.
+    pub token_file: Option<String>,
 }
 
 impl WorldSettings {
@@ -57,6 +63,12 @@ impl WorldSettings {
                             .map_err(|e| format!("cannot read {}: {e}", this.display()))
                     }
                 }
+            }
+            WorldKind::Websocket => {
+                let (Some(url), Some(token_file)) = (&self.url, &self.token_file) else {
+                    return Err("[world] kind = \"websocket\" needs url and token_file".to_owned());
+                };
+                Ok(Launch::websocket(&this, url, Path::new(token_file)))
             }
             WorldKind::Container => {
                 let Some(image) = &self.image else {
@@ -92,6 +104,7 @@ impl WorldSettings {
             WorldKind::Container => {
                 format!("container {}", self.image.as_deref().unwrap_or("?"))
             }
+            WorldKind::Websocket => format!("websocket {}", self.url.as_deref().unwrap_or("?")),
         }
     }
 
@@ -124,6 +137,8 @@ pub struct WorldSection {
     image: Option<String>,
     engine: Option<String>,
     container_options: Option<Vec<String>>,
+    url: Option<String>,
+    token_file: Option<String>,
 }
 
 impl Section for WorldSection {
@@ -143,6 +158,8 @@ impl Section for WorldSection {
         keep(self.program, &mut settings.program);
         keep(self.image, &mut settings.image);
         keep(self.engine, &mut settings.engine);
+        keep(self.url, &mut settings.url);
+        keep(self.token_file, &mut settings.token_file);
         if let Some(options) = self.ssh_options {
             settings.ssh_options = options;
         }
@@ -161,6 +178,8 @@ impl Section for WorldSection {
         dropped.always("world.image", &mut self.image);
         dropped.always("world.engine", &mut self.engine);
         dropped.always("world.container_options", &mut self.container_options);
+        dropped.always("world.url", &mut self.url);
+        dropped.always("world.token_file", &mut self.token_file);
         dropped.group()
     }
 }

@@ -86,6 +86,24 @@ impl Launch {
     }
 
     /// `program exec-server --root <root>` on this machine.
+    /// An exec-server already listening on a loopback websocket (`url`, `ws://127.0.0.1:<port>`),
+    /// reached through this toolhost as a stdio bridge (`exec-server --connect`) with the token
+    /// the server wrote to `token_file`.
+    pub fn websocket(program: &Path, url: &str, token_file: &Path) -> Self {
+        Launch {
+            argv: vec![
+                program.to_string_lossy().into_owned(),
+                "exec-server".to_owned(),
+                "--connect".to_owned(),
+                url.to_owned(),
+                "--token-file".to_owned(),
+                token_file.to_string_lossy().into_owned(),
+            ],
+            cleanup: None,
+            provision: None,
+        }
+    }
+
     pub fn local(program: &Path, root: &Path) -> Self {
         Launch {
             argv: vec![

@@ -18,6 +18,7 @@ mod pty;
 mod remote_world;
 mod run;
 mod serve;
+mod websocket;
 
 pub use client::{ProcessEvent, RemoteProcess, Traffic, WorldClient, bytes_of};
 pub use error::WorldError;
@@ -27,3 +28,4 @@ pub use launch::{
 };
 pub use remote_world::RemoteWorld;
 pub use serve::{MAX_MESSAGE_BYTES, serve};
+pub use websocket::{WebsocketError, bridge, listen};

@@ -78,3 +78,4 @@ mod world_container;
 mod world_processes;
 mod world_ssh;
 mod world_tools;
+mod world_websocket;

@@ -74,6 +74,7 @@ async fn check(client: &WorldClient, world: &WorldSettings) -> Result<u8, Failur
         WorldKind::Local => "local",
         WorldKind::Ssh => "ssh",
         WorldKind::Container => "container",
+        WorldKind::Websocket => "websocket",
     };
     println!("world: {kind}");
     println!("root: {}", hello.root);
