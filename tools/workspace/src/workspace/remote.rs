@@ -221,7 +221,13 @@ impl Workspace {
                 })
                 .await;
         };
-        let (target, prior, content) = self.keep_change_async(target, op, prior, content).await?;
+        // As on the disk, a restore (a revert) is not a change the keepers are asked about: it
+        // puts back bytes the history already has.
+        let (target, prior, content) = if restored {
+            (target, prior, content)
+        } else {
+            self.keep_change_async(target, op, prior, content).await?
+        };
         let rel = target.real_rel.to_string_lossy().into_owned();
         let version = prior.as_ref().map(|p| p.version.as_str());
         world
