@@ -190,3 +190,47 @@ fn a_session_in_a_container_world_runs_bash_and_edits_there_and_removes_it_after
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+#[test]
+fn two_sessions_in_container_worlds_at_once_each_get_their_own_container() {
+    use crate::server::{Env, call_ok};
+    use serde_json::json;
+    let engine = container_engine().expect("podman or docker: `cargo xtask test` installs podman");
+    let image = container_image::ensure(engine, &server::workspace_root());
+    let options = spec(engine, image, std::path::Path::new("/"), "unused").options;
+    let quoted = options.iter().map(|o| format!("{o:?}")).collect::<Vec<_>>().join(", ");
+    let config = format!(
+        "[world]\nkind = \"container\"\nimage = {image:?}\nengine = {engine:?}\n\
+         container_options = [{quoted}]\n"
+    );
+    let (first, second) = (Env::new(), Env::new());
+    let mut sessions = Vec::new();
+    for env in [&first, &second] {
+        env.write_user_config(&config);
+        let client = env.start(json!({}));
+        let prefix = format!("toolhost-world-{}-", client.pid());
+        sessions.push((client, prefix));
+    }
+    let mut hostnames = Vec::new();
+    for (client, prefix) in &mut sessions {
+        let out = call_ok(
+            client,
+            "bash",
+            json!({"command": "cat /proc/sys/kernel/hostname; echo mine > mine.txt", "description": "who"}),
+        );
+        hostnames.push(out["result"]["content"][0]["text"].as_str().unwrap().trim().to_owned());
+        assert_eq!(containers_named(engine, prefix).len(), 1, "{prefix}");
+    }
+    assert_ne!(hostnames[0], hostnames[1], "two containers");
+    for env in [&first, &second] {
+        assert_eq!(std::fs::read_to_string(env.root.join("mine.txt")).unwrap(), "mine\n");
+    }
+    for (client, prefix) in sessions {
+        let _ = client.shutdown();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !containers_named(engine, &prefix).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{prefix} was left behind");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}

@@ -318,3 +318,45 @@ async fn a_file_changed_in_the_world_after_it_was_read_is_stale_there_not_overwr
     assert_eq!(std::fs::read_to_string(there.path().join("b.txt")).unwrap(), "new\n");
     assert_eq!(std::fs::read_dir(here.path()).unwrap().count(), 0);
 }
+
+const TWO_HUNKS: &str = "line 1\nline 2 old\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11 old\nline 12\n";
+
+/// A reviewed edit: the editor accepts the second hunk only. Returns the question the editor
+/// was asked and what the call showed, both normalized.
+fn reviewed_edit(env: &Env, root: &str) -> (serde_json::Value, serde_json::Value) {
+    let answer = json!({"accepted": [1], "comment": "not line 2"});
+    let (mut client, asked) = server::reviewing_editor(env, Some(answer), Duration::ZERO);
+    client.request("toolhost/setReview", json!({"mode": "ask"})).unwrap();
+    call_ok(&mut client, "read", json!({"file_path": "two.txt"}));
+    let args = json!({"file_path": "two.txt", "old_string": " old", "new_string": " new", "replace_all": true});
+    let out = call_ok(&mut client, "edit", args);
+    let mut question = asked.lock().unwrap()[0].clone();
+    question.as_object_mut().unwrap().remove("requestId");
+    let _ = client.shutdown();
+    (normalized(&question, root), seen(&out, root, &[]))
+}
+
+#[test]
+fn a_reviewed_edit_in_an_ssh_world_asks_the_same_question_and_writes_the_same_hunk() {
+    let local = Env::new();
+    local.write("two.txt", TWO_HUNKS);
+    let here = reviewed_edit(&local, &local.root.to_string_lossy());
+    let written_here = std::fs::read_to_string(local.root.join("two.txt")).unwrap();
+    assert_eq!(written_here, TWO_HUNKS.replace("line 11 old", "line 11 new"));
+
+    let seed_dir = tempfile::tempdir().unwrap();
+    std::fs::write(seed_dir.path().join("two.txt"), TWO_HUNKS).unwrap();
+    let host = SshHost::start(seed_dir.path());
+    let remote = Env::new();
+    remote.write_user_config(&ssh_world_config(&host));
+    let there = reviewed_edit(&remote, &remote.root.to_string_lossy());
+    assert_eq!(there.0, here.0, "the editor's question");
+    assert_eq!(there.1, here.1, "the call's result and card");
+    let root = host.remote_root.to_string_lossy().into_owned();
+    assert_eq!(
+        host.remote(&format!("cat {root}/two.txt")),
+        written_here,
+        "the accepted hunk, there"
+    );
+    assert!(!remote.root.join("two.txt").exists(), "nothing here");
+}
