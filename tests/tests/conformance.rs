@@ -232,8 +232,9 @@ fn scenario_config(scenario: &Scenario) -> Option<Config> {
     Some(Sources { flags: Some(partial), ..Default::default() }.resolve(Path::new("/")))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_conformance_scenario_passes_in_process() {
+/// Runs every scenario (in `world` when given) and fails listing those that did not pass;
+/// `label` names the run in its summary line.
+async fn every_scenario_passes(world: Option<&ssh_host::SshHost>, label: &str) {
     let scenarios = Scenario::load_all(&conformance_dir()).unwrap();
     assert!(!scenarios.is_empty(), "no scenarios found");
     let (mut passed, mut failed) = (0, Vec::new());
@@ -243,36 +244,25 @@ async fn every_conformance_scenario_passes_in_process() {
                 .push(format!("{}: required program `{missing}` is not installed", scenario.name));
             continue;
         }
-        let problems = run_scenario(scenario, None).await;
+        let problems = run_scenario(scenario, world).await;
         if problems.is_empty() {
             passed += 1;
         } else {
             failed.push(format!("{}:\n  {}", scenario.name, problems.join("\n  ")));
         }
     }
-    println!("conformance (in-process): {passed} passed, {} failed", failed.len());
-    assert!(failed.is_empty(), "failing scenarios:\n{}", failed.join("\n"));
+    println!("conformance ({label}): {passed} passed, {} failed", failed.len());
+    assert!(failed.is_empty(), "failing scenarios ({label}):\n{}", failed.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_conformance_scenario_passes_in_process() {
+    every_scenario_passes(None, "in-process").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_conformance_scenario_passes_in_an_ssh_world() {
-    let scenarios = Scenario::load_all(&conformance_dir()).unwrap();
     let empty = tempfile::tempdir().unwrap();
     let host = ssh_host::SshHost::start(empty.path());
-    let (mut passed, mut failed) = (0, Vec::new());
-    for scenario in &scenarios {
-        if let Some(missing) = scenario.requires.iter().find(|p| !program_exists(p)) {
-            failed
-                .push(format!("{}: required program `{missing}` is not installed", scenario.name));
-            continue;
-        }
-        let problems = run_scenario(scenario, Some(&host)).await;
-        if problems.is_empty() {
-            passed += 1;
-        } else {
-            failed.push(format!("{}:\n  {}", scenario.name, problems.join("\n  ")));
-        }
-    }
-    println!("conformance (ssh world): {passed} passed, {} failed", failed.len());
-    assert!(failed.is_empty(), "failing scenarios in an ssh world:\n{}", failed.join("\n"));
+    every_scenario_passes(Some(&host), "ssh world").await;
 }

@@ -153,15 +153,7 @@ impl ProcessGroup {
     pub fn kill(&mut self) {
         match &self.leader {
             Leader::Here(group) => group.kill(),
-            Leader::World(control) => {
-                let control = Arc::clone(control);
-                // Sent from a task: killing must not wait, and the world is reached async.
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        let _ = control.signal("KILL").await;
-                    });
-                }
-            }
+            Leader::World(control) => toolhost_contract::world::kill_detached(control),
         }
     }
 }

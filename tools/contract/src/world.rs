@@ -106,6 +106,17 @@ pub trait WorldProcessControl: Send + Sync {
     fn terminal_state(&self) -> BoxFuture<'_, WorldResult<Option<WorldTerminalState>>>;
 }
 
+/// Sends SIGKILL to a world process's group without waiting (from a `Drop`, or where killing
+/// must not block): the request goes from a task, when a runtime is there to run it.
+pub fn kill_detached(control: &std::sync::Arc<dyn WorldProcessControl>) {
+    let control = std::sync::Arc::clone(control);
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = control.signal("KILL").await;
+        });
+    }
+}
+
 /// A process group started in a world.
 pub trait WorldProcess: Send {
     /// The next event; `None` once the process exited and everything was said, or the

@@ -8,6 +8,7 @@ use crate::jobs::JobRegistry;
 use crate::live::{LiveFeed, LiveForwarder};
 use crate::render;
 use crate::sandbox::{self, Enforcement, SandboxMode};
+use crate::world_exec::{self, Started};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -297,6 +298,9 @@ impl BashTool {
         }
     }
 
+    /// Runs the command in the foreground: here (confined under `[shell] sandbox`), or in the
+    /// session's execution world, where the world is the boundary and `[shell] sandbox` (which
+    /// confines commands on this machine) has nothing to add and is not reported.
     async fn foreground(
         &self,
         args: &BashArgs,
@@ -304,31 +308,35 @@ impl BashTool {
         timeout_ms: Millis,
         cx: &ToolContext,
     ) -> Result<ForegroundOutput, ToolError> {
-        if let Some(world) = cx.capability::<Workspace>().and_then(|ws| ws.world()) {
-            return self.in_world(world.as_ref(), args, &cwd, timeout_ms, cx).await;
-        }
-        let confine = confinement(&self.config, cx)?;
-        let enforcement = match &confine {
-            Some((launcher, _)) => Some(
-                *self.enforcement.get_or_init(|| probe_enforcement(&self.config, launcher)).await,
-            ),
-            None => None,
+        let started = world_exec::start_in_world(&self.config, cx, &args.command, &cwd).await?;
+        let (started, enforcement) = match started {
+            Some(started) => (started, None),
+            None => {
+                let confine = confinement(&self.config, cx)?;
+                let enforcement = match &confine {
+                    Some((launcher, _)) => Some(
+                        *self
+                            .enforcement
+                            .get_or_init(|| probe_enforcement(&self.config, launcher))
+                            .await,
+                    ),
+                    None => None,
+                };
+                let env = crate::env::command_env(std::env::vars_os(), &self.config);
+                let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
+                let group =
+                    exec::spawn(&self.config, &args.command, &cwd, env, confined).map_err(|e| {
+                        ToolError::plain(format!("cannot start {}: {e}", self.config.shell))
+                    })?;
+                (Started::Here(group), enforcement)
+            }
         };
-        let env = crate::env::command_env(std::env::vars_os(), &self.config);
-        let confined = confine.as_ref().map(|(l, w)| (l.as_path(), w.as_slice()));
-        let group = exec::spawn(&self.config, &args.command, &cwd, env, confined)
-            .map_err(|e| ToolError::plain(format!("cannot start {}: {e}", self.config.shell)))?;
         let (mut stdout, mut stderr, live) = self.captures(cx);
-        let end = exec::run(
-            group,
-            &mut stdout,
-            &mut stderr,
-            Some(timeout_ms.duration()),
-            cx.signal(),
-            self.config.kill_grace,
-        )
-        .await;
+        let timeout = Some(timeout_ms.duration());
+        let grace = self.config.kill_grace;
+        let end = started.run(&mut stdout, &mut stderr, timeout, cx.signal(), grace).await;
         let (stdout, stderr) = finish_captures(live, stdout, stderr).await?;
+        let end = end.map_err(|why| ToolError::typed("WorldError", "WORLD_DISCONNECTED", why))?;
         if end.ending == Ending::Stopped {
             return Err(ToolError::aborted());
         }
@@ -374,50 +382,6 @@ impl BashTool {
         }
         (stdout, stderr, live)
     }
-
-    /// [`BashTool::foreground`] in the session's execution world (`world_exec.rs`). The world
-    /// is the boundary there, so `[shell] sandbox` (which confines commands on this machine) has
-    /// nothing to add and is not reported.
-    async fn in_world(
-        &self,
-        world: &dyn toolhost_contract::ExecutionWorld,
-        args: &BashArgs,
-        cwd: &std::path::Path,
-        timeout_ms: Millis,
-        cx: &ToolContext,
-    ) -> Result<ForegroundOutput, ToolError> {
-        let workspace = cx.capability::<Workspace>().ok_or_else(|| {
-            ToolError::plain("the shell tools require a workspace (none is configured)")
-        })?;
-        let folder = crate::world_exec::world_folder(&workspace, cwd);
-        let command = crate::world_exec::world_command(&self.config, &args.command, folder);
-        let (mut stdout, mut stderr, live) = self.captures(cx);
-        let end = crate::world_exec::run(
-            world,
-            &command,
-            &mut stdout,
-            &mut stderr,
-            Some(timeout_ms.duration()),
-            cx.signal(),
-            self.config.kill_grace,
-        )
-        .await;
-        let (stdout, stderr) = finish_captures(live, stdout, stderr).await?;
-        let end = end.map_err(|why| ToolError::typed("WorldError", "WORLD_DISCONNECTED", why))?;
-        if end.ending == Ending::Stopped {
-            return Err(ToolError::aborted());
-        }
-        Ok(ForegroundOutput {
-            exit_code: end.exit_code,
-            signal: end.signal,
-            timed_out: end.ending == Ending::TimedOut,
-            aborted: false,
-            timeout_ms,
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            sandbox: None,
-        })
-    }
 }
 
 /// The finished captures of a command's two streams, after its live output was all sent.
@@ -437,13 +401,6 @@ async fn finish_captures(
     } else {
         Ok((stdout.finish(), stderr.finish()))
     }
-}
-
-/// The workspace and the execution world its files and processes live in, when not here.
-fn in_world(cx: &ToolContext) -> Option<(Workspace, Arc<dyn toolhost_contract::ExecutionWorld>)> {
-    let workspace = cx.capability::<Workspace>()?;
-    let world = workspace.world()?;
-    Some((workspace, world))
 }
 
 impl Tool for BashTool {
@@ -483,18 +440,9 @@ impl Tool for BashTool {
         }
         let cwd = working_dir(&cx, args.workdir.as_deref()).await?;
         if background {
-            if let Some((workspace, world)) = in_world(&cx) {
-                let folder = crate::world_exec::world_folder(&workspace, &cwd);
-                let command = crate::world_exec::world_command(&self.config, &args.command, folder);
-                let process = world.spawn(&command).await.map_err(|f| {
-                    ToolError::typed(
-                        "WorldError",
-                        &f.code,
-                        format!("cannot start {}: {f}", self.config.shell),
-                    )
-                })?;
-                let job_id =
-                    self.jobs.start_bash_in_world(&args.command, process, world.describe(), &cx)?;
+            let in_world = world_exec::start_in_world(&self.config, &cx, &args.command, &cwd);
+            if let Some(started) = in_world.await? {
+                let job_id = self.jobs.start_bash_in_world(&args.command, started, &cx)?;
                 return Ok(BashOutput::Background { job_id });
             }
             let confine = confinement(&self.config, &cx)?;

@@ -6,6 +6,7 @@
 use crate::config::ShellConfig;
 use crate::exec::{self, Sink};
 use crate::render;
+use crate::world_exec::Started;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
@@ -248,46 +249,37 @@ impl JobRegistry {
                 return Err(ToolError::plain(message));
             }
         };
-        let events = cx.capability::<EventsHandle>();
-        let session = cx.session_id().map(str::to_owned);
-        let grace = self.config.kill_grace;
-        tokio::spawn(async move {
-            let mut out = JobSink { job: Arc::clone(&job), index: 0 };
-            let mut err = JobSink { job: Arc::clone(&job), index: 1 };
-            let end = exec::run(group, &mut out, &mut err, None, &job.stop, grace).await;
-            let (status, detail) = job_end(&job, &end);
-            finish(&job, status, detail, events, session.as_deref());
-        });
+        self.run_bash(job, Started::Here(group), cx);
         Ok(id)
     }
 
-    /// As [`JobRegistry::start_bash`], for `command` already started in the execution world
-    /// `world` names: its output and end come from there.
+    /// As [`JobRegistry::start_bash`], for `command` already started (in the execution world).
     pub(crate) fn start_bash_in_world(
         &self,
         command: &str,
-        process: Box<dyn toolhost_contract::WorldProcess>,
-        world: String,
+        started: Started,
         cx: &ToolContext,
     ) -> Result<String, ToolError> {
         let (id, job) = self.admit("bash", command, false, cx)?;
+        self.run_bash(job, started, cx);
+        Ok(id)
+    }
+
+    /// Runs a started bash job to its end, its output kept, its end told.
+    fn run_bash(&self, job: Arc<Job>, started: Started, cx: &ToolContext) {
         let events = cx.capability::<EventsHandle>();
         let session = cx.session_id().map(str::to_owned);
         let grace = self.config.kill_grace;
         tokio::spawn(async move {
             let mut out = JobSink { job: Arc::clone(&job), index: 0 };
             let mut err = JobSink { job: Arc::clone(&job), index: 1 };
-            let ran = crate::world_exec::drive(
-                &world, process, &mut out, &mut err, None, &job.stop, grace,
-            )
-            .await;
+            let ran = started.run(&mut out, &mut err, None, &job.stop, grace).await;
             let (status, detail) = match ran {
                 Ok(end) => job_end(&job, &end),
                 Err(lost) => (JobStatus::Failed, lost),
             };
             finish(&job, status, detail, events, session.as_deref());
         });
-        Ok(id)
     }
 
     /// Starts a job that is not a process of its own (e.g. waiting on a terminal): `work` gets

@@ -282,14 +282,7 @@ impl Term {
     fn kill(&self) {
         match &self.io {
             Io::Here { group, .. } => group.kill(),
-            Io::World(control) => {
-                let control = Arc::clone(control);
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        let _ = control.signal("KILL").await;
-                    });
-                }
-            }
+            Io::World(control) => toolhost_contract::world::kill_detached(control),
         }
     }
 
@@ -505,15 +498,7 @@ impl TerminalRegistry {
         // shell's variables and `[shell] env` are set over it).
         let base = match &world {
             None => crate::env::command_env(std::env::vars_os(), &self.config),
-            Some(_) => {
-                let mut env: Vec<(OsString, OsString)> =
-                    self.config.env.iter().map(|(n, v)| (n.into(), v.into())).collect();
-                for (name, value) in crate::env::FIXED {
-                    env.retain(|(n, _)| n != name);
-                    env.push((name.into(), value.into()));
-                }
-                env
-            }
+            Some(_) => crate::env::command_env(std::iter::empty(), &self.config),
         };
         let (argv, env) = terminal_command(kind, &id, base);
         let term = match world {

@@ -106,10 +106,8 @@ impl Tool for TerminalOpenTool {
         cx: ToolContext,
     ) -> Result<TerminalOpenValue, ToolError> {
         let cwd = working_dir(&cx, args.cwd.as_deref()).await?;
-        let world = cx.capability::<toolhost_workspace::Workspace>().and_then(|ws| {
-            let world = ws.world()?;
-            Some((world, crate::world_exec::world_folder(&ws, &cwd)))
-        });
+        let world = crate::world_exec::in_world(&cx)
+            .map(|(ws, world)| (world, crate::world_exec::world_folder(&ws, &cwd)));
         let opened = self
             .terminals
             .open(&args.kind, args.name, cwd, world, owner_of(&cx), cx.signal())

@@ -11,11 +11,71 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use toolhost_contract::{ExecutionWorld, WorldCommand, WorldProcess, WorldProcessEvent};
+use toolhost_contract::{
+    ExecutionWorld, ToolContext, ToolError, WorldCommand, WorldProcess, WorldProcessEvent,
+};
+use toolhost_process::ChildGroup;
 use toolhost_workspace::Workspace;
 
 use crate::config::ShellConfig;
 use crate::exec::{Ending, RunEnd, Sink, signal_name};
+
+/// A command started here or in the session's execution world, to be run to its end.
+pub(crate) enum Started {
+    Here(ChildGroup),
+    /// In the world `world` names.
+    World {
+        world: String,
+        process: Box<dyn WorldProcess>,
+    },
+}
+
+impl Started {
+    /// Runs the command to its end (see [`crate::exec::run`] and [`drive`]); `Err` names a
+    /// connection to the world lost meanwhile.
+    pub(crate) async fn run(
+        self,
+        stdout: &mut impl Sink,
+        stderr: &mut impl Sink,
+        timeout: Option<Duration>,
+        stop: &CancellationToken,
+        grace: Duration,
+    ) -> Result<RunEnd, String> {
+        match self {
+            Started::Here(group) => {
+                Ok(crate::exec::run(group, stdout, stderr, timeout, stop, grace).await)
+            }
+            Started::World { world, process } => {
+                drive(&world, process, stdout, stderr, timeout, stop, grace).await
+            }
+        }
+    }
+}
+
+/// The workspace and the execution world its files and processes live in, when not here.
+pub(crate) fn in_world(
+    cx: &ToolContext,
+) -> Option<(Workspace, std::sync::Arc<dyn ExecutionWorld>)> {
+    let workspace = cx.capability::<Workspace>()?;
+    let world = workspace.world()?;
+    Some((workspace, world))
+}
+
+/// Starts `bash -c <command>` in the session's execution world, in the folder whose real path
+/// here is `cwd`; `None` when the session has no world (the command runs here).
+pub(crate) async fn start_in_world(
+    config: &ShellConfig,
+    cx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+) -> Result<Option<Started>, ToolError> {
+    let Some((workspace, world)) = in_world(cx) else { return Ok(None) };
+    let command = world_command(config, command, world_folder(&workspace, cwd));
+    let process = world.spawn(&command).await.map_err(|f| {
+        ToolError::typed("WorldError", &f.code, format!("cannot start {}: {f}", config.shell))
+    })?;
+    Ok(Some(Started::World { world: world.describe(), process }))
+}
 
 /// The folder a command runs in, as a path beneath the world's root (`cwd` is the workspace's
 /// real path of that folder, which resolution mapped onto this machine's root).
@@ -26,11 +86,11 @@ pub(crate) fn world_folder(workspace: &Workspace, cwd: &Path) -> String {
 
 /// The command `bash -c <command>` in `cwd` (beneath the world's root).
 pub(crate) fn world_command(config: &ShellConfig, command: &str, cwd: String) -> WorldCommand {
-    let mut env: Vec<(String, String)> = config.env.clone();
-    for (name, value) in crate::env::FIXED {
-        env.retain(|(n, _)| n != name);
-        env.push((name.to_owned(), value.to_owned()));
-    }
+    // Over the world's own environment: nothing of this machine's.
+    let env = crate::env::command_env(std::iter::empty(), config)
+        .into_iter()
+        .map(|(n, v)| (n.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
     WorldCommand {
         argv: vec![config.shell.clone(), "-c".to_owned(), command.to_owned()],
         cwd,
@@ -40,23 +100,10 @@ pub(crate) fn world_command(config: &ShellConfig, command: &str, cwd: String) ->
     }
 }
 
-/// Runs `command` in `world` to its end: until it exits, `timeout` passes or `stop` fires; then
-/// the group is stopped. A lost connection ends the run with an error naming it.
-pub(crate) async fn run(
-    world: &dyn ExecutionWorld,
-    command: &WorldCommand,
-    stdout: &mut impl Sink,
-    stderr: &mut impl Sink,
-    timeout: Option<Duration>,
-    stop: &CancellationToken,
-    grace: Duration,
-) -> Result<RunEnd, String> {
-    let process = world.spawn(command).await.map_err(|f| f.to_string())?;
-    drive(&world.describe(), process, stdout, stderr, timeout, stop, grace).await
-}
-
-/// Runs a started `process` to its end, as [`run`] does; `world` names it in messages.
-pub(crate) async fn drive(
+/// Runs a `process` started in a world to its end: until it exits, `timeout` passes or `stop`
+/// fires; then the group is stopped. A lost connection ends the run with an error naming it;
+/// `world` names the world in it.
+async fn drive(
     world: &str,
     mut process: Box<dyn WorldProcess>,
     stdout: &mut impl Sink,

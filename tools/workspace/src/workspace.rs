@@ -621,6 +621,18 @@ impl EditTxn {
     }
 }
 
+/// The text an edit starts from, found (`None`: no file) where the file lives: it must still
+/// be there and have the version the session saw, and be text.
+fn edit_text(path: &str, bytes: Option<Vec<u8>>, expected: &str) -> Result<String, FsError> {
+    // A file gone since it was read has changed since it was read.
+    let Some(bytes) = bytes else {
+        return Err(FsError::Changed { op: Op::Edit, path: path.to_owned() });
+    };
+    check_edit_basis(path, &bytes, expected)?;
+    String::from_utf8(bytes)
+        .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.to_owned() })
+}
+
 /// The checks on the text an edit starts from. The version comes first: a stale file is reported
 /// as stale even if it has also become binary.
 fn check_edit_basis(path: &str, bytes: &[u8], expected: &str) -> Result<(), FsError> {

@@ -52,6 +52,31 @@ fn new_screen() -> Screen {
 }
 
 impl Term {
+    /// A terminal whose shell (`pid`) just started, running, with an empty screen.
+    fn started(
+        id: String,
+        name: Option<String>,
+        kind: &str,
+        owner: String,
+        pid: u32,
+        io: Io,
+    ) -> Arc<Term> {
+        let (status, _) = watch::channel(SessionStatus::Running);
+        Arc::new(Term {
+            id,
+            name,
+            kind: kind.to_owned(),
+            owner,
+            pid,
+            io,
+            screen: Mutex::new(new_screen()),
+            status,
+            closing: AtomicBool::new(false),
+            sending: AtomicBool::new(false),
+            output: tokio::sync::Notify::new(),
+        })
+    }
+
     /// Takes output the terminal printed.
     fn take_output(&self, bytes: &[u8]) {
         let mut screen = lock(&self.screen);
@@ -100,20 +125,9 @@ impl TerminalRegistry {
         )
         .map_err(|e| TerminalError::Open(format!("{kind}: {e}")))?;
         let (reader, writer) = pty.into_split();
-        let (status, _) = watch::channel(SessionStatus::Running);
-        let term = Arc::new(Term {
-            id,
-            name,
-            kind: kind.to_owned(),
-            owner,
-            pid: group.id(),
-            io: Io::Here { master, writer: tokio::sync::Mutex::new(writer), group: group.handle() },
-            screen: Mutex::new(new_screen()),
-            status,
-            closing: AtomicBool::new(false),
-            sending: AtomicBool::new(false),
-            output: tokio::sync::Notify::new(),
-        });
+        let io =
+            Io::Here { master, writer: tokio::sync::Mutex::new(writer), group: group.handle() };
+        let term = Term::started(id, name, kind, owner, group.id(), io);
         let reading = Arc::clone(&term);
         tokio::spawn(async move {
             let mut reader = reader;
@@ -165,20 +179,8 @@ impl TerminalRegistry {
             .spawn(&command)
             .await
             .map_err(|f| TerminalError::Open(format!("{kind} in {}: {f}", world.describe())))?;
-        let (status, _) = watch::channel(SessionStatus::Running);
-        let term = Arc::new(Term {
-            id,
-            name,
-            kind: kind.to_owned(),
-            owner,
-            pid: process.pid().unwrap_or(0),
-            io: Io::World(process.control()),
-            screen: Mutex::new(new_screen()),
-            status,
-            closing: AtomicBool::new(false),
-            sending: AtomicBool::new(false),
-            output: tokio::sync::Notify::new(),
-        });
+        let io = Io::World(process.control());
+        let term = Term::started(id, name, kind, owner, process.pid().unwrap_or(0), io);
         let reading = Arc::clone(&term);
         tokio::spawn(async move {
             let (mut exit_code, mut signal) = (None, None);

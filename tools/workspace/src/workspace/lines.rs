@@ -45,9 +45,7 @@ fn whole_text_as_lines<S: LineSink>(file: ReadFile, sink: S) -> (StreamedFile, S
     let mut indexing = Indexing { sink, builder: IndexBuilder::new() };
     indexing.push(&file.text);
     let total = indexing.builder.finish(String::new()).total_lines;
-    let streamed =
-        StreamedFile { display: file.display, real_path: file.real_path, version: file.version };
-    (streamed, indexing.sink, total)
+    (file.streamed(), indexing.sink, total)
 }
 
 impl Workspace {
@@ -60,15 +58,8 @@ impl Workspace {
         sink: S,
         cancel: &CancellationToken,
     ) -> Result<(StreamedFile, S, u64), FsError> {
-        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
-            // A world hands over the whole (bounded) file: nothing to index or seek here.
-            let aborted = || FsError::Aborted { op: Op::Read, path: target.display.clone() };
-            let key = target.key();
-            let _lock = tokio::select! {
-                lock = self.shared.locks.lock(&key) => lock,
-                () = cancel.cancelled() => return Err(aborted()),
-            };
-            let file = self.world_or_editor_read(world.as_ref(), target, None).await?;
+        // A world hands over the whole (bounded) file: nothing to index or seek here.
+        if let Some(file) = self.world_whole_read(input, cancel).await? {
             return Ok(whole_text_as_lines(file, sink));
         }
         let owned = input.to_owned();

@@ -352,6 +352,17 @@ impl Workspace {
             let size = bytes.len() as u64;
             return Err(FsError::TooLarge { op: Op::Read, path: path.clone(), size, limit });
         }
+        self.text_file_read(target, bytes)
+    }
+
+    /// The end of every whole read, wherever the bytes came from: binary and encoding checks
+    /// (binary first), then the version recorded.
+    pub(super) fn text_file_read(
+        &self,
+        target: &ResolvedPath,
+        bytes: Vec<u8>,
+    ) -> Result<ReadFile, FsError> {
+        let path = &target.display;
         let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
         if sniff.contains(&0) {
             return Err(FsError::Binary { op: Op::Read, path: path.clone() });
@@ -369,15 +380,16 @@ impl Workspace {
         expected: &str,
     ) -> Result<String, FsError> {
         let path = &target.display;
-        // A file gone since it was read has changed since it was read.
-        let Some(mut file) = self.open_existing(target, Op::Edit)? else {
-            return Err(FsError::Changed { op: Op::Edit, path: path.clone() });
+        let bytes = match self.open_existing(target, Op::Edit)? {
+            Some(mut file) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes)
+                    .map_err(|err| FsError::from_io(Op::Edit, path, &err))?;
+                Some(bytes)
+            }
+            None => None,
         };
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|err| FsError::from_io(Op::Edit, path, &err))?;
-        check_edit_basis(path, &bytes, expected)?;
-        String::from_utf8(bytes)
-            .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+        edit_text(path, bytes, expected)
     }
 
     /// [`Workspace::edit_load_blocking`] with the text from the backend. Runs under the path lock.
@@ -552,8 +564,22 @@ impl Workspace {
             .map_err(|_| FsError::InvalidUtf8 { op, path: path.clone() })?;
         backend.write(&target.real_path, text).await.map_err(to_fs)?;
         let restored = matches!(expected, Expected::Restored(_));
-        // Listeners may do file I/O (history stores blobs), so they are told off the async
-        // threads, as on the disk path.
+        self.finish_elsewhere(target, op, prior, content, restored).await
+    }
+
+    /// After a write, edit commit or restore replaced the file somewhere else than this disk (an
+    /// editor's buffer, an execution world): the same record and notification as on the disk.
+    /// Listeners may do file I/O (history stores blobs), so they are told off the async threads,
+    /// as on the disk path. The caller holds the path lock.
+    pub(super) async fn finish_elsewhere(
+        &self,
+        target: ResolvedPath,
+        op: Op,
+        prior: Option<Prior>,
+        content: Vec<u8>,
+        restored: bool,
+    ) -> Result<WriteOutcome, FsError> {
+        let path = target.display.clone();
         self.blocking(op, &path, move |ws| {
             if !restored {
                 return Ok(ws.finish_write(&target, prior, &content));

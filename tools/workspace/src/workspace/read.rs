@@ -18,6 +18,13 @@ pub trait TextSink: Send + 'static {
     fn push(&mut self, text: &str);
 }
 
+impl ReadFile {
+    /// What a streamed read of the same file records (the text went to the sink).
+    pub(super) fn streamed(self) -> StreamedFile {
+        StreamedFile { display: self.display, real_path: self.real_path, version: self.version }
+    }
+}
+
 /// What a streamed read recorded: the file as displayed, its real path, and its version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamedFile {
@@ -38,23 +45,11 @@ impl Workspace {
         sink: S,
         cancel: &CancellationToken,
     ) -> Result<(StreamedFile, S), FsError> {
-        if let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? {
-            // A world hands over the whole (bounded) file at once; there is nothing to stream.
-            let aborted = || FsError::Aborted { op: Op::Read, path: target.display.clone() };
-            let key = target.key();
-            let _lock = tokio::select! {
-                lock = self.shared.locks.lock(&key) => lock,
-                () = cancel.cancelled() => return Err(aborted()),
-            };
-            let file = self.world_or_editor_read(world.as_ref(), target, None).await?;
+        // A world hands over the whole (bounded) file at once; there is nothing to stream.
+        if let Some(file) = self.world_whole_read(input, cancel).await? {
             let mut sink = sink;
             sink.push(&file.text);
-            let streamed = StreamedFile {
-                display: file.display,
-                real_path: file.real_path,
-                version: file.version,
-            };
-            return Ok((streamed, sink));
+            return Ok((file.streamed(), sink));
         }
         // As `read_impl`: resolve, lock and read in one trip off the async threads when the
         // path's lock is free; otherwise wait for the lock and read in a second trip.
@@ -90,12 +85,7 @@ impl Workspace {
             // An editor hands over the whole text at once; there is nothing to stream.
             let file = self.read_via_backend(backend.as_ref(), target, None).await?;
             sink.push(&file.text);
-            let streamed = StreamedFile {
-                display: file.display,
-                real_path: file.real_path,
-                version: file.version,
-            };
-            return Ok((streamed, sink));
+            return Ok((file.streamed(), sink));
         }
         let token = cancel.clone();
         self.blocking(Op::Read, input, move |ws| {

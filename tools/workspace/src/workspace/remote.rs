@@ -134,21 +134,32 @@ impl Workspace {
         target: ResolvedPath,
         limit: Option<u64>,
     ) -> Result<ReadFile, FsError> {
-        let path = target.display.clone();
         let cap = limit.unwrap_or(WORLD_READ_MAX_BYTES);
         let Some(bytes) = self.world_bytes(world, &target, Op::Read, cap).await? else {
             self.ledger.record(&target.key(), Observation::Absent);
-            return Err(FsError::NotFound { op: Op::Read, path });
+            return Err(FsError::NotFound { op: Op::Read, path: target.display });
         };
-        let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
-        if sniff.contains(&0) {
-            return Err(FsError::Binary { op: Op::Read, path });
-        }
-        let version = content_version(&bytes);
-        let text = String::from_utf8(bytes)
-            .map_err(|_| FsError::InvalidUtf8 { op: Op::Read, path: path.clone() })?;
-        self.ledger.record(&target.key(), Observation::Present(version.clone()));
-        Ok(ReadFile { display: path, real_path: target.real_path, text, version })
+        self.text_file_read(&target, bytes)
+    }
+
+    /// A whole read of `input` when it lies in a world (`None`: it does not), for the streamed
+    /// and windowed reads: the path lock is awaited unless `cancel` fires first (`FS_ABORTED`).
+    pub(super) async fn world_whole_read(
+        &self,
+        input: &str,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<ReadFile>, FsError> {
+        let Some((world, target)) = self.resolve_in_world(input, Op::Read).await? else {
+            return Ok(None);
+        };
+        let key = target.key();
+        let _lock = tokio::select! {
+            lock = self.shared.locks.lock(&key) => lock,
+            () = cancel.cancelled() => {
+                return Err(FsError::Aborted { op: Op::Read, path: target.display });
+            }
+        };
+        self.world_or_editor_read(world.as_ref(), target, None).await.map(Some)
     }
 
     /// A read of a file in the world, unless the editor serves its text (its unsaved buffer
@@ -172,15 +183,8 @@ impl Workspace {
         target: &ResolvedPath,
         expected: &str,
     ) -> Result<String, FsError> {
-        let path = &target.display;
         let bytes = self.world_bytes(world, target, Op::Edit, WORLD_READ_MAX_BYTES).await?;
-        // A file gone since it was read has changed since it was read.
-        let Some(bytes) = bytes else {
-            return Err(FsError::Changed { op: Op::Edit, path: path.clone() });
-        };
-        check_edit_basis(path, &bytes, expected)?;
-        String::from_utf8(bytes)
-            .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.clone() })
+        edit_text(&target.display, bytes, expected)
     }
 
     /// Write, edit commit and restore in the world: the expectation checked against the file
@@ -234,16 +238,7 @@ impl Workspace {
             .replace(&rel, version, Some(&content))
             .await
             .map_err(|f| world_fs_error(op, &path, &f))?;
-        // Listeners may do file I/O (history stores blobs): off the async threads.
-        self.blocking(op, &path, move |ws| {
-            if !restored {
-                return Ok(ws.finish_write(&target, prior, &content));
-            }
-            let operation =
-                if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
-            Ok(ws.finish_restore(&target, operation, prior, Some(&content)))
-        })
-        .await
+        self.finish_elsewhere(target, op, prior, content, restored).await
     }
 }
 
