@@ -46,6 +46,19 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// [`Tool::presentation_meta`] given the validated value `output` came from too: a tool whose
+    /// meta is its value with a few fields added overrides this to copy the value rather than
+    /// serialize its output a second time (a read's page is a thousand line objects). It must
+    /// equal `presentation_meta(args, output)`.
+    fn presentation_meta_from_value(
+        &self,
+        args: &Self::Args,
+        output: &Self::Output,
+        _value: &Value,
+    ) -> Option<Value> {
+        self.presentation_meta(args, output)
+    }
+
     /// A deadline enforced by the timeout wrapper.
     fn timeout(&self) -> Option<Duration> {
         None
@@ -451,10 +464,10 @@ impl<T: Tool> ErasedTool for TypedTool<T> {
         if !with_meta {
             return Ok((content, None));
         }
-        let meta = catch_unwind(AssertUnwindSafe(|| self.tool.presentation_meta(&args, &output)))
-            .map_err(|p| {
-            format!("output.presentationMeta failed: {}", panic_message(p.as_ref()))
-        })?;
+        let meta = catch_unwind(AssertUnwindSafe(|| {
+            self.tool.presentation_meta_from_value(&args, &output, value)
+        }))
+        .map_err(|p| format!("output.presentationMeta failed: {}", panic_message(p.as_ref())))?;
         Ok((content, meta))
     }
 }

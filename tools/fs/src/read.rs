@@ -10,6 +10,7 @@ use crate::{FsLimits, fs_failure, require_non_empty, workspace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::fmt::Write as _;
 use toolhost_contract::spill::SpillMode;
 use toolhost_contract::{Tool, ToolContext, ToolError};
 use toolhost_protocol::lsp_ext::ToolAnnotations;
@@ -61,7 +62,11 @@ fn positive_integer(value: Option<f64>, what: &str) -> Result<Option<u64>, ToolE
 }
 
 /// Cuts `line` to at most `max` UTF-16 code units (at a char boundary) with the documented suffix.
-fn truncate_line(line: &str, max: u64) -> String {
+fn truncate_line(line: String, max: u64) -> String {
+    // A character's UTF-16 units never outnumber its UTF-8 bytes: a short line needs no count.
+    if line.len() as u64 <= max {
+        return line;
+    }
     let mut units = 0u64;
     for (idx, ch) in line.char_indices() {
         units += ch.len_utf16() as u64;
@@ -69,7 +74,7 @@ fn truncate_line(line: &str, max: u64) -> String {
             return format!("{}... (line truncated to {max} chars)", &line[..idx]);
         }
     }
-    line.to_owned()
+    line
 }
 
 /// The windowing of docs/tools.md (read), fed the file's text piece by piece: lines split on
@@ -134,6 +139,12 @@ impl Window {
             self.more = true;
             return;
         }
+        // ASCII (most source text) is one unit a byte: no per-character count.
+        if text.is_ascii() && self.kept_units + text.len() as u64 <= self.max_line_length {
+            self.kept_units += text.len() as u64;
+            self.kept.push_str(text);
+            return;
+        }
         for (idx, ch) in text.char_indices() {
             self.kept_units += ch.len_utf16() as u64;
             if self.kept_units > self.max_line_length {
@@ -150,9 +161,11 @@ impl Window {
     fn end_line(&mut self) {
         if self.wanted() {
             // Everything past `kept` lies beyond the cut, so cutting `kept` cuts the line.
-            let raw = std::mem::take(&mut self.kept);
+            let mut raw = std::mem::take(&mut self.kept);
             // Only the line's own last character is a line ending's `\r`.
-            let raw = if self.more { &raw } else { raw.strip_suffix('\r').unwrap_or(&raw) };
+            if !self.more && raw.ends_with('\r') {
+                raw.pop();
+            }
             let shown = truncate_line(raw, self.max_line_length);
             let cost = shown.len() as u64 + u64::from(!self.lines.is_empty());
             if self.bytes + cost > self.max_bytes {
@@ -347,9 +360,17 @@ impl Tool for ReadTool {
         } else {
             format!("(End of file - total {} lines)", out.total_lines)
         };
-        let mut text = format!("<path>{}</path>\n<type>file</type>\n<content>\n", out.path);
+        // Sized once: a page is tens of kilobytes, grown piece by piece it is copied many times.
+        let body: usize = out.lines.iter().map(|l| l.text.len() + 24).sum();
+        let mut text = String::with_capacity(body + out.path.len() + footer.len() + 64);
+        text.push_str("<path>");
+        text.push_str(&out.path);
+        text.push_str("</path>\n<type>file</type>\n<content>\n");
         for line in &out.lines {
-            text.push_str(&format!("{}: {}\n", line.number, line.text));
+            // Writing into a String cannot fail.
+            let _ = write!(text, "{}: ", line.number);
+            text.push_str(&line.text);
+            text.push('\n');
         }
         if !out.lines.is_empty() {
             text.push('\n');
@@ -370,6 +391,21 @@ impl Tool for ReadTool {
             obj.insert("lang".into(), json!(lang));
         }
         Some(meta)
+    }
+
+    /// The meta is the value with the language added: copied, not serialized again.
+    fn presentation_meta_from_value(
+        &self,
+        args: &ReadArgs,
+        out: &ReadOutput,
+        value: &Value,
+    ) -> Option<Value> {
+        let Value::Object(fields) = value else { return self.presentation_meta(args, out) };
+        let mut meta = fields.clone();
+        if let Some(lang) = lang_of(&out.path) {
+            meta.insert("lang".into(), json!(lang));
+        }
+        Some(Value::Object(meta))
     }
 
     fn concurrency_safe(&self, _args: &ReadArgs) -> bool {
@@ -418,7 +454,7 @@ mod tests {
                     continue;
                 }
                 let raw = raw.strip_suffix('\r').unwrap_or(raw);
-                let shown = truncate_line(raw, limits.read_max_line_length);
+                let shown = truncate_line(raw.to_owned(), limits.read_max_line_length);
                 let cost = shown.len() as u64 + u64::from(!lines.is_empty());
                 if bytes + cost > limits.read_max_bytes {
                     capped = true;
@@ -491,6 +527,27 @@ mod tests {
         let tiny = FsLimits { read_max_bytes: 9, ..limits() };
         let (lines, total, capped) = window("aaaa\nbbbb\ncccc", 1, 10, &tiny);
         assert_eq!((lines.len(), total, capped), (2, 3, true));
+    }
+
+    #[test]
+    fn the_meta_copied_from_the_value_is_the_meta() {
+        let tool = ReadTool::new(limits());
+        let args = ReadArgs { file_path: "a.rs".into(), offset: None, limit: None };
+        for path in ["/w/a.rs", "/w/README"] {
+            let out = ReadOutput {
+                path: path.into(),
+                offset: 2,
+                lines: vec![ReadLine { number: 2, text: "fn main() {}\t\"x\"".into() }],
+                total_lines: 9,
+            };
+            let value = toolhost_contract::to_lossless_value(&out).unwrap();
+            let copied = tool.presentation_meta_from_value(&args, &out, &value).unwrap();
+            let built = tool.presentation_meta(&args, &out).unwrap();
+            assert_eq!(
+                serde_json::to_string(&copied).unwrap(),
+                serde_json::to_string(&built).unwrap()
+            );
+        }
     }
 
     #[test]
