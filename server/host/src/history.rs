@@ -16,33 +16,42 @@ use toolhost_workspace::{KeepError, Workspace, content_version};
 /// The journal's name in the session folder.
 pub const JOURNAL_FILE: &str = "revert-journal.json";
 
-/// Records every change made on behalf of a call as `fs/change` in `log`: the bytes before and
-/// after go to the blob store (content-addressed, so an unchanged file costs nothing twice)
-/// *before* the file is replaced — a write or edit whose bytes cannot be stored fails with
-/// nothing changed, naming the cause — and the event, written once the file was, rides with the
-/// call's `tool/result`. A restore stores its sides again after the fact (they are the blobs it
+/// Records every change made on behalf of a call as `fs/change` in `log`: the bytes before go
+/// to the blob store (content-addressed, so an unchanged file costs nothing twice) *before* the
+/// file is replaced — a write or edit whose old bytes cannot be stored fails with nothing
+/// changed, naming the cause — the bytes after while it is replaced, and the event, written
+/// once the file was and both sides are stored, rides with the call's `tool/result`. A restore stores its sides again after the fact (they are the blobs it
 /// was made from); if one still cannot be stored the change is marked not revertible rather
 /// than pretending the file was new.
 pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
     let log: Weak<SessionLog> = Arc::downgrade(log);
     let keeper_log = log.clone();
+    let storing_after = Arc::new(StoringAfter::default());
+    let awaiting_after = Arc::clone(&storing_after);
     workspace.keep_before_write(Arc::new(move |event| {
         let (Some(_), Some(log)) = (event.call_id, keeper_log.upgrade()) else { return Ok(None) };
         // Each new side is stored (written and synced) on a thread of its own while the write
-        // syncs the new bytes; the replace waits for them.
+        // syncs the new bytes. The bytes before are the only copy once the file is replaced:
+        // the replace waits for them. The bytes after are the file's own until something
+        // changes it again: they need to be kept by the time the change is recorded (the
+        // listener below waits), not before the replace, so their syncs overlap the replace's.
         let blobs = log.blobs();
         let mut storing = Vec::new();
-        for bytes in [event.before, event.after].into_iter().flatten() {
+        let sides = [(event.before, Side::Before), (event.after, Side::After)];
+        for (bytes, side) in sides.into_iter().filter_map(|(b, side)| Some((b?, side))) {
             let hash = toolhost_session::blob_hash(bytes);
             if blobs.has(&hash) {
                 continue;
             }
-            let (blobs, bytes) = (blobs.clone(), bytes.to_vec());
+            let (blobs, bytes, name) = (blobs.clone(), bytes.to_vec(), hash.clone());
             let thread = std::thread::Builder::new()
                 .name("toolhost-keep".to_owned())
-                .spawn(move || keep_side(&blobs, &hash, &bytes))
+                .spawn(move || keep_side(&blobs, &name, &bytes))
                 .map_err(|err| KeepError(format!("nothing was changed: {err}")))?;
-            storing.push(thread);
+            match side {
+                Side::Before => storing.push(thread),
+                Side::After => storing_after.started(hash, thread),
+            }
         }
         if storing.is_empty() {
             return Ok(None);
@@ -77,7 +86,7 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
             }
             (None, None) => None,
         };
-        let after = event.after.map(|bytes| match blobs.put_bytes(bytes) {
+        let after = event.after.map(|bytes| match awaiting_after.finish(blobs, bytes) {
             Ok(hash) => hash,
             Err(err) => {
                 // The hash still says what the file holds; a merge needing these bytes fails
@@ -97,6 +106,47 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
             tracing::warn!("cannot record a file change: {err}");
         }
     }));
+}
+
+/// Which side of a change a blob holds.
+#[derive(Clone, Copy)]
+enum Side {
+    Before,
+    After,
+}
+
+/// A blob being stored on a thread of its own, and what that thread says.
+type Storing = std::thread::JoinHandle<Result<(), KeepError>>;
+
+/// The new sides of changes being stored beside their writes (see [`record_changes`]).
+#[derive(Default)]
+struct StoringAfter(std::sync::Mutex<Vec<(String, Storing)>>);
+
+impl StoringAfter {
+    /// Tracks the store of the blob `hash`. Stores that ended are forgotten here: a write that
+    /// failed after its keepers never asks for its own, and one that asks later finds the blob
+    /// stored (or stores it itself).
+    fn started(&self, hash: String, thread: Storing) {
+        let mut storing = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        storing.retain(|(_, thread)| !thread.is_finished());
+        storing.push((hash, thread));
+    }
+
+    /// The hash of `bytes` once they are in the blob store: waits for their store if one is
+    /// under way, else stores them (a no-op when they are already there).
+    fn finish(&self, blobs: &BlobStore, bytes: &[u8]) -> Result<String, String> {
+        let hash = toolhost_session::blob_hash(bytes);
+        let thread = {
+            let mut storing = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            storing.iter().position(|(h, _)| *h == hash).map(|at| storing.swap_remove(at).1)
+        };
+        let stored = thread.map(|t| t.join());
+        match stored {
+            Some(Ok(Ok(()))) => Ok(hash),
+            // The thread's error is not final: storing again says why, or succeeds.
+            _ => blobs.put_hashed(&hash, bytes).map(|()| hash).map_err(|e| e.to_string()),
+        }
+    }
 }
 
 /// Stores one side of a change, or says — naming the blob store and the error —
@@ -292,4 +342,60 @@ pub async fn recover_journal(
     log.flush().await.map_err(io)?;
     blocking(move || remove_durably(&path).map_err(io)).await?;
     Ok(Recovery::RolledBack { call_id: journal.call_id, files })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use toolhost_workspace::WorkspaceConfig;
+
+    /// The new side of a change is stored beside the replace, not before it: it must still be
+    /// in the blob store by the time the change is recorded.
+    #[tokio::test]
+    async fn every_recorded_change_has_both_sides_stored_though_the_new_side_was_not_awaited() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, sessions) = (tmp.path().join("w"), tmp.path().join("s"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a.txt"), "v0\n").unwrap();
+        let (log, _) = SessionLog::open(&sessions, &root, "s1", true).unwrap();
+        let log = Arc::new(log);
+        let workspace = Workspace::new(WorkspaceConfig::new(&root)).unwrap();
+        record_changes(&workspace, &log);
+        // Heard after the history's own listener, which records the change: the new side must
+        // be stored by then (its store, begun before the replace, is waited for).
+        let (blobs, missing) = (log.blobs().clone(), Arc::new(std::sync::Mutex::new(Vec::new())));
+        let seen = Arc::clone(&missing);
+        workspace.on_write(Arc::new(move |event| {
+            let after = toolhost_session::blob_hash(event.after.unwrap_or_default());
+            if !blobs.has(&after) {
+                seen.lock().unwrap().push(after);
+            }
+        }));
+        let call = workspace.for_call("c1");
+        call.read_file("a.txt").await.unwrap();
+        for n in 1..=12 {
+            let edit = call.begin_edit("a.txt").await.unwrap();
+            edit.commit(format!("v{n}\n")).await.unwrap();
+        }
+        call.write_file("b.txt", b"new file\n").await.unwrap();
+        log.flush().await.unwrap();
+        assert_eq!(missing.lock().unwrap().as_slice(), [] as [String; 0]);
+
+        let text = std::fs::read_to_string(log.log_path()).unwrap();
+        let changes: Vec<FsChangeEvent> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|event| event["type"] == "fs/change")
+            .map(|event| serde_json::from_value(event["data"].clone()).unwrap())
+            .collect();
+        assert_eq!(changes.len(), 13, "{text}");
+        for change in &changes {
+            assert!(!change.before_not_kept);
+            for hash in change.before.iter().chain(change.after.iter()) {
+                assert!(log.blobs().has(hash), "{hash} of {change:?} is not stored");
+            }
+        }
+        assert_eq!(changes[12].before, None);
+    }
 }
