@@ -16,7 +16,7 @@ use crate::backend::{Backend, BackendError, Caller, ToolCall};
 use crate::config::McpConfig;
 use crate::elicit::{McpAsker, Suspended, input_request};
 use crate::resources::Resources;
-use crate::results::{Shape, published_output_schema, shape_for, to_mcp_result};
+use crate::results::{Shape, output_is_wrapped, published_output_schema, shape_for, to_mcp_result};
 use rmcp::ErrorData as McpError;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -446,7 +446,7 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
-        let wrapped = shape == Shape::Structured && published_output_schema(&tool.output_schema).1;
+        let wrapped = shape == Shape::Structured && output_is_wrapped(&tool.output_schema);
         let (output, live) = tokio::sync::mpsc::unbounded_channel();
         // A retried request answers the question of a parked call.
         if let Some(handle) = request.request_state.as_deref() {

@@ -85,6 +85,13 @@ fn always_object(schema: &Value, defs: &Value) -> bool {
     false
 }
 
+/// Whether a tool's values are wrapped as `{"value": …}` under `structured` (the second half of
+/// [`published_output_schema`], without building the schema: asked on every call).
+pub fn output_is_wrapped(schema: &Value) -> bool {
+    let defs = schema.get("$defs").unwrap_or(&Value::Null);
+    !(schema.is_object() && always_object(schema, defs))
+}
+
 /// The output schema a tool publishes under `structured`, and whether its values are wrapped as
 /// `{"value": …}`.
 pub fn published_output_schema(schema: &Value) -> (Map<String, Value>, bool) {
@@ -213,12 +220,16 @@ mod tests {
     fn non_object_schemas_are_wrapped() {
         let object = json!({"type": "object", "properties": {"a": {"type": "string"}}});
         assert!(!published_output_schema(&object).1);
+        assert!(!output_is_wrapped(&object));
+        assert!(output_is_wrapped(&json!(true)) && published_output_schema(&json!(true)).1);
         let either = json!({"oneOf": [{"type": "object"}, {"$ref": "#/$defs/X"}], "$defs": {"X": {"type": "object"}}});
         let (published, wrapped) = published_output_schema(&either);
+        assert_eq!(output_is_wrapped(&either), wrapped);
         assert!(!wrapped);
         assert_eq!(published["type"], "object");
         let list = json!({"type": "array", "items": {"$ref": "#/$defs/X"}, "$defs": {"X": {"type": "string"}}});
         let (schema, wrapped) = published_output_schema(&list);
+        assert_eq!(output_is_wrapped(&list), wrapped);
         assert!(wrapped);
         assert_eq!(schema["properties"]["value"]["type"], "array");
         assert_eq!(schema["$defs"]["X"]["type"], "string");
