@@ -375,11 +375,13 @@ impl Transport<RoleServer> for StdioTransport {
         };
         let result = match serde_json::to_vec(&item) {
             Ok(body) => {
-                self.outbox.send(body);
-                self.gate.answers_queued(self.outbox.pending_bytes());
+                // The id is free before its answer can reach the client: a client that sends
+                // its next request under the same id once it has the answer is never refused.
                 if let Some(id) = answered {
                     self.gate.done(&id);
                 }
+                self.outbox.send(body);
+                self.gate.answers_queued(self.outbox.pending_bytes());
                 Ok(())
             }
             Err(err) => Err(std::io::Error::other(err)),

@@ -181,6 +181,24 @@ fn failures_are_error_results_and_unknown_tools_are_protocol_errors() {
     assert_eq!(mcp.call("read", json!({"file_path": "a.txt"}))["isError"], false);
 }
 
+/// A client that numbers nothing (every request `id: 1`, the next sent once the last is
+/// answered) was sometimes refused "request id 1 is in use": the id was freed after its answer
+/// was queued, so a fast client could be back before it was.
+#[test]
+fn an_id_used_again_once_answered_is_never_in_use() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    let mut mcp = Mcp::spawn(&env, &["--standalone"]);
+    mcp.initialize("some-agent");
+    for _ in 0..300 {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"file_path": "a.txt"}}}));
+        let answer = mcp.response(&json!(1));
+        assert!(answer.get("error").is_none(), "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+}
+
 #[test]
 fn a_cancelled_call_aborts_and_nothing_is_sent_for_it() {
     let env = Env::new();
