@@ -8,7 +8,9 @@
 //! prints the table: cold start to tools/list, small read p50/p99, glob, grep (against
 //! `search_files`, the nearest reference tool), edit p50, eight reads in flight, the 2 MB file read
 //! whole (toolhost paging it as a model does), peak RSS — and what `[session] durability =
-//! "every-call"` costs against the default. Installs nothing: a missing Node, SDK or reference
+//! "every-call"` costs against the default. Then the floor of the 2 MB row: the same client
+//! reading toolhost's recorded pages from `replay_server.mjs`, a server that does no work, against
+//! the reference once more (what 41 answers cost the client alone). Installs nothing: a missing Node, SDK or reference
 //! server is an error naming the command that installs it.
 #![allow(clippy::unwrap_used)]
 

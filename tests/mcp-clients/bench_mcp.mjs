@@ -144,8 +144,9 @@ async function timed(session, params) {
 const text = (r) => (r.content ?? []).map((c) => c.text ?? "").join("");
 
 /// Reads the 2 MB file whole: toolhost as a model pages it (following each footer's offset),
-/// the reference in its one call. Returns [ms, calls].
-async function readWhole(name, session) {
+/// the reference in its one call. Returns [ms, calls]; `pages`, when given, gets each page's
+/// result by its offset.
+async function readWhole(name, session, pages) {
   const t = performance.now();
   if (name === "reference") {
     await call(session, servers.reference.read("big.txt"));
@@ -156,7 +157,9 @@ async function readWhole(name, session) {
   for (;;) {
     const params = servers.toolhost.read("big.txt");
     params.arguments.offset = offset;
-    const page = text(await call(session, params));
+    const result = await call(session, params);
+    if (pages) pages[offset] = result;
+    const page = text(result);
     calls++;
     const next = /Use offset=(\d+)/.exec(page);
     if (!next) break;
@@ -249,17 +252,36 @@ async function main() {
 
   // The 2 MB file, whole. Its line index is kept once the file is two seconds old.
   while (Date.now() - bigWritten < 2500) await new Promise((r) => setTimeout(r, 100));
-  const whole = { toolhost: [], reference: [] };
+  const whole = { toolhost: [], reference: [], replay: [] };
   let pages = 0;
+  const recorded = {};
   for (let i = 0; i < scale(7); i++) {
     for (const name of i % 2 ? [...names].reverse() : names) {
-      const [ms, calls] = await readWhole(name, sessions[name]);
+      const [ms, calls] = await readWhole(name, sessions[name], i === 0 ? recorded : undefined);
       whole[name].push(ms);
       if (name === "toolhost") pages = calls;
     }
   }
   row("2 MB file read whole, median", median(whole.toolhost), median(whole.reference), "ms",
     `toolhost pages it in ${pages} calls (first time ${whole.toolhost[0].toFixed(1)} ms)`);
+
+  // The floor of that row: the same client reading toolhost's own pages from a server that does
+  // no work (tests/mcp-clients/replay_server.mjs), interleaved with the reference once more.
+  const recording = join(scratch, "replay.json");
+  writeFileSync(recording, JSON.stringify({ tools: await sessions.toolhost.client.listTools(), pages: recorded }));
+  servers.replay = {
+    spawn: () => ({ command: process.execPath, args: [new URL("replay_server.mjs", import.meta.url).pathname, recording], env: { ...process.env }, cwd: root }),
+  };
+  sessions.replay = await start("replay");
+  const floorNames = ["replay", "reference"];
+  const floorRef = [];
+  for (let i = 0; i < scale(7); i++) {
+    for (const name of i % 2 ? [...floorNames].reverse() : floorNames) {
+      const [ms] = await readWhole(name === "replay" ? "toolhost" : name, sessions[name]);
+      (name === "replay" ? whole.replay : floorRef).push(ms);
+    }
+  }
+  await sessions.replay.client.close();
 
   const rss = Object.fromEntries(all.map((n) => [n, vmHwmKb(sessions[n].pid) / 1024]));
   row("peak RSS (VmHWM)", rss.toolhost, rss.reference, "MiB");
@@ -292,6 +314,11 @@ async function main() {
     const ratio = unit === "calls/s" ? b / e : e / b;
     console.log(`| ${measure} | ${fmt(e, unit)} | ${fmt(b, unit)} | ${ratio.toFixed(2)} | ${unit} |`);
   }
+  console.log("");
+  console.log("the floor of the 2 MB row: toolhost's own pages from a server that does no work, same client");
+  console.log("| measure | replayed pages | reference | ratio | unit |");
+  console.log("|---|---|---|---|---|");
+  console.log(`| 2 MB file read whole, median | ${median(whole.replay).toFixed(3)} | ${median(floorRef).toFixed(3)} | ${(median(whole.replay) / median(floorRef)).toFixed(2)} | ms |`);
   console.log(JSON.stringify({ wins }));
 }
 
