@@ -20,9 +20,9 @@ pub const JOURNAL_FILE: &str = "revert-journal.json";
 /// to the blob store (content-addressed, so an unchanged file costs nothing twice) *before* the
 /// file is replaced — a write or edit whose old bytes cannot be stored fails with nothing
 /// changed, naming the cause — the bytes after while it is replaced, and the event, written
-/// once the file was and both sides are stored, rides with the call's `tool/result`. A restore stores its sides again after the fact (they are the blobs it
-/// was made from); if one still cannot be stored the change is marked not revertible rather
-/// than pretending the file was new.
+/// once the file was and both sides are stored, rides with the call's `tool/result`. A restore
+/// stores its sides again after the fact (they are the blobs it was made from); if one still
+/// cannot be stored the change is marked not revertible rather than pretending the file was new.
 pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
     let log: Weak<SessionLog> = Arc::downgrade(log);
     let keeper_log = log.clone();

@@ -11,9 +11,10 @@
 //!
 //! The `tool/result` of a read-only call follows the session's [`Durability`]: with `every-call`
 //! it is awaited like any append; with `batched` (the default) it is written at once, nobody
-//! waits for it, and it is synced within [`SYNC_WINDOW`](crate::durability::SYNC_WINDOW) — by the writer's own timer, or sooner
-//! by the next line someone waits for. So what a power loss can cost is the records of the reads
-//! of the last few milliseconds; a mutation's records are synced before it is answered, always.
+//! waits for it, and it is synced within [`SYNC_WINDOW`](crate::durability::SYNC_WINDOW) — by
+//! the writer's own timer, or sooner by the next line someone waits for. So what a power loss can
+//! cost is the records of the reads of the last few milliseconds; a mutation's records are synced
+//! before it is answered, always.
 //!
 //! A failed write is rolled back to the last committed length and stops the writer (later
 //! appends fail with `WriterClosed`): an fsync error leaves the page cache in an unknown state, so
@@ -353,8 +354,8 @@ impl SessionLog {
 
     /// Appends the `tool/result` of a read-only call as the session's [`Durability`] says: with
     /// `every-call` as [`append_tool_result`](Self::append_tool_result); with `batched` it is
-    /// written at once and synced within [`SYNC_WINDOW`](crate::durability::SYNC_WINDOW), and nobody waits (errors of the write
-    /// surface on the next awaited append).
+    /// written at once and synced within [`SYNC_WINDOW`](crate::durability::SYNC_WINDOW), and
+    /// nobody waits (errors of the write surface on the next awaited append).
     pub async fn append_read_only_result<'a>(
         &self,
         event: impl Into<ToolResultRecord<'a>>,
