@@ -30,6 +30,7 @@ use crate::lexical::{self, Protected};
 use crate::locks::{DIR_LOCK_WAIT, DirLock, DirLockError, PathLock, PathLocks};
 use crate::resolve::{EntryKind, EntryState, ResolveError, Root, resolve_beneath};
 
+mod edit;
 mod external;
 mod keep;
 mod lines;
@@ -37,6 +38,8 @@ mod ops;
 mod read;
 mod remote;
 
+pub use edit::EditTxn;
+use edit::{check_edit_basis, edit_text};
 pub use keep::{ChangeKeeper, KeepError, SettleStep};
 pub use lines::LineSink;
 pub use read::{StreamedFile, TextSink};
@@ -394,12 +397,40 @@ impl Workspace {
     /// Writes `content` verbatim, atomically. With a present observation the file must still
     /// have that version; without one the file must not exist yet.
     pub async fn write_file(&self, input: &str, content: &[u8]) -> Result<WriteOutcome, FsError> {
-        let target = self.resolve_for(input, Op::Write).await?;
+        let content = content.to_vec();
+        let target = match self.resolve_in_world(input, Op::Write).await? {
+            Some((_, target)) => target,
+            None => {
+                // One trip off the async threads when the path's lock is free (the common case):
+                // resolve, check, lock and write together, as a read does.
+                let (owned, bytes) = (input.to_owned(), content.clone());
+                let fast = self
+                    .blocking(Op::Write, input, move |ws| {
+                        let target = ws.resolve_blocking(&owned, Op::Write)?;
+                        ws.check_writable(&target)?;
+                        ws.check_dirty(&target)?;
+                        if !ws.served_from_disk(&target) {
+                            return Ok(Err(target));
+                        }
+                        let expected = ws.ledger.get(&target.key());
+                        match ws.shared.locks.try_lock(&target.key()) {
+                            Some(_lock) => ws
+                                .write_blocking(&target, Op::Write, expected.as_ref(), &bytes)
+                                .map(Ok),
+                            None => Ok(Err(target)),
+                        }
+                    })
+                    .await?;
+                match fast {
+                    Ok(outcome) => return Ok(outcome),
+                    Err(target) => target,
+                }
+            }
+        };
         self.check_writable(&target)?;
         self.check_dirty(&target)?;
         let expected = self.ledger.get(&target.key());
         let _lock = self.shared.locks.lock(&target.key()).await;
-        let content = content.to_vec();
         // The editor's buffer first: what the person sees wins, wherever the file lives.
         if let Some(backend) = self.backend_for(&target) {
             let expected = Expected::Observed(expected.as_ref());
@@ -417,40 +448,6 @@ impl Workspace {
             ws.write_blocking(&target, Op::Write, expected.as_ref(), &content)
         })
         .await
-    }
-
-    /// Starts an edit: checks the observation, takes the lock, and loads the current text. The
-    /// lock is held until the returned transaction is committed or dropped.
-    pub async fn begin_edit(&self, input: &str) -> Result<EditTxn, FsError> {
-        let target = self.resolve_for(input, Op::Edit).await?;
-        self.check_writable(&target)?;
-        let version = match self.ledger.get(&target.key()) {
-            None => return Err(FsError::EditUnread { path: target.display }),
-            Some(Observation::Absent) => {
-                return Err(FsError::NotFound { op: Op::Edit, path: target.display });
-            }
-            Some(Observation::Present(version)) => version,
-        };
-        self.check_dirty(&target)?;
-        let lock = self.shared.locks.lock(&target.key()).await;
-        let (target, text) = match (self.world_of(&target), self.backend_for(&target)) {
-            (_, Some(backend)) => {
-                self.edit_load_via_backend(backend.as_ref(), target, &version).await?
-            }
-            (Some(world), None) => {
-                let text = self.world_edit_load(world.as_ref(), &target, &version).await?;
-                (target, text)
-            }
-            (None, None) => {
-                self.blocking(Op::Edit, input, move |ws| {
-                    let text = ws.edit_load_blocking(&target, &version)?;
-                    Ok((target, text))
-                })
-                .await?
-            }
-        };
-        let version = content_version(text.as_bytes());
-        Ok(EditTxn { workspace: self.clone(), target, text, version, _lock: lock })
     }
 
     /// Puts a file back to earlier bytes (a revert): `content` is written atomically, or the file
@@ -556,93 +553,6 @@ impl Workspace {
             .map_err(|err| backend_error(Op::Read, &target.display, &err))?;
         Ok(Some(text.into_bytes()))
     }
-}
-
-/// An edit in progress: the current text, with the path lock held until commit or drop.
-#[derive(Debug)]
-pub struct EditTxn {
-    workspace: Workspace,
-    target: ResolvedPath,
-    text: String,
-    version: String,
-    _lock: PathLock,
-}
-
-impl EditTxn {
-    pub fn display(&self) -> &str {
-        &self.target.display
-    }
-
-    pub fn real_path(&self) -> &Path {
-        &self.target.real_path
-    }
-
-    /// The whole current text, byte for byte (a BOM and CRLF line endings included).
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The version the text has (the observed one: it was just checked).
-    pub fn version(&self) -> &str {
-        &self.version
-    }
-
-    /// Writes `new_bytes` atomically if the file still has the loaded version, records and
-    /// returns the new version. The lock is released afterwards either way.
-    pub async fn commit(self, new_bytes: impl Into<Vec<u8>>) -> Result<String, FsError> {
-        let EditTxn { workspace, target, version, _lock, .. } = self;
-        workspace.check_dirty(&target)?;
-        let content = new_bytes.into();
-        let display = target.display.clone();
-        let expected = Observation::Present(version);
-        let outcome = match (workspace.world_of(&target), workspace.backend_for(&target)) {
-            (Some(world), None) => {
-                let observed = Expected::Observed(Some(&expected));
-                workspace
-                    .world_write(world.as_ref(), target, Op::Edit, observed, Some(content))
-                    .await?
-            }
-            (_, Some(backend)) => {
-                let observed = Expected::Observed(Some(&expected));
-                workspace
-                    .write_via_backend(backend.as_ref(), target, Op::Edit, observed, content)
-                    .await?
-            }
-            (None, None) => {
-                workspace
-                    .blocking(Op::Edit, &display, move |ws| {
-                        ws.write_blocking(&target, Op::Edit, Some(&expected), &content)
-                    })
-                    .await?
-            }
-        };
-        drop(_lock);
-        Ok(outcome.version)
-    }
-}
-
-/// The text an edit starts from, found (`None`: no file) where the file lives: it must still
-/// be there and have the version the session saw, and be text.
-fn edit_text(path: &str, bytes: Option<Vec<u8>>, expected: &str) -> Result<String, FsError> {
-    // A file gone since it was read has changed since it was read.
-    let Some(bytes) = bytes else {
-        return Err(FsError::Changed { op: Op::Edit, path: path.to_owned() });
-    };
-    check_edit_basis(path, &bytes, expected)?;
-    String::from_utf8(bytes)
-        .map_err(|_| FsError::InvalidUtf8 { op: Op::Edit, path: path.to_owned() })
-}
-
-/// The checks on the text an edit starts from. The version comes first: a stale file is reported
-/// as stale even if it has also become binary.
-fn check_edit_basis(path: &str, bytes: &[u8], expected: &str) -> Result<(), FsError> {
-    if content_version(bytes) != expected {
-        return Err(FsError::Changed { op: Op::Edit, path: path.to_owned() });
-    }
-    if bytes.contains(&0) {
-        return Err(FsError::Binary { op: Op::Edit, path: path.to_owned() });
-    }
-    Ok(())
 }
 
 /// Opens an existing regular file beneath `dir`; `Ok(None)` when it is something else. Opened

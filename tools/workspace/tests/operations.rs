@@ -485,6 +485,45 @@ async fn a_held_edit_blocks_other_writers_until_dropped() {
     assert_eq!(lock.key(), f.display("l.txt"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_waited_for_the_lock_never_edits_text_it_did_not_see() {
+    // The waiter's expectation is the version it saw before the lock, so the holder's change
+    // makes it stale. Only a waiter that had not looked yet (a slow machine) starts from the
+    // holder's result; it never edits the text from before it.
+    let f = fixture();
+    f.put("w.txt", b"one\n");
+    f.ws.read_file("w.txt").await.unwrap();
+    let held = f.ws.begin_edit("w.txt").await.unwrap();
+    let ws = f.ws.clone();
+    let waiter = tokio::spawn(async move {
+        let txn = ws.begin_edit("w.txt").await?;
+        Ok::<_, toolhost_workspace::FsError>(txn.text().to_owned())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiter.is_finished(), "the second edit waits for the held lock");
+    held.commit(b"two\n".to_vec()).await.unwrap();
+    match waiter.await.unwrap() {
+        Err(err) => assert_eq!(err.code(), "FS_STALE_VERSION"),
+        Ok(text) => assert_eq!(text, "two\n"),
+    }
+    assert_eq!(f.get("w.txt"), b"two\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_waited_for_a_dropped_edit_lands() {
+    let f = fixture();
+    f.put("v.txt", b"one\n");
+    f.ws.read_file("v.txt").await.unwrap();
+    let held = f.ws.begin_edit("v.txt").await.unwrap();
+    let ws = f.ws.clone();
+    let writer = tokio::spawn(async move { ws.write_file("v.txt", b"written\n").await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!writer.is_finished(), "the write waits for the held lock");
+    drop(held);
+    writer.await.unwrap().unwrap();
+    assert_eq!(f.get("v.txt"), b"written\n");
+}
+
 fn assert_no_temp_files(dir: &Path) {
     for entry in fs::read_dir(dir).unwrap() {
         let entry = entry.unwrap();

@@ -315,6 +315,12 @@ impl Workspace {
                 .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()))
     }
 
+    /// Whether `target`'s bytes are the disk's here: no editor buffer serves them and no
+    /// execution world holds them.
+    pub(super) fn served_from_disk(&self, target: &ResolvedPath) -> bool {
+        self.backend_for(target).is_none() && self.world_of(target).is_none()
+    }
+
     pub(super) fn check_dirty(&self, target: &ResolvedPath) -> Result<(), FsError> {
         let dirty = &self.shared.dirty;
         if dirty.is_dirty(Path::new(&target.display)) || dirty.is_dirty(&target.real_path) {
