@@ -37,9 +37,16 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
         // listener below waits), not before the replace, so their syncs overlap the replace's.
         let blobs = log.blobs();
         let mut storing = Vec::new();
-        let sides = [(event.before, Side::Before), (event.after, Side::After)];
-        for (bytes, side) in sides.into_iter().filter_map(|(b, side)| Some((b?, side))) {
-            let hash = toolhost_session::blob_hash(bytes);
+        // A blob is named by its content's sha256, which the workspace already computed as
+        // the side's version.
+        let sides = [
+            (event.before, event.before_version, Side::Before),
+            (event.after, event.after_version, Side::After),
+        ];
+        for (bytes, version, side) in
+            sides.into_iter().filter_map(|(b, v, side)| Some((b?, v, side)))
+        {
+            let hash = version.map_or_else(|| toolhost_session::blob_hash(bytes), str::to_owned);
             if blobs.has(&hash) {
                 continue;
             }
@@ -72,7 +79,7 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
         let blobs = log.blobs();
         let mut before_not_kept = false;
         let before = match (event.before, event.before_version) {
-            (Some(bytes), _) => match blobs.put_bytes(bytes) {
+            (Some(bytes), version) => match put_side(blobs, bytes, version) {
                 Ok(hash) => Some(hash),
                 Err(err) => {
                     tracing::warn!("cannot keep the earlier content of a change: {err}");
@@ -86,13 +93,18 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
             }
             (None, None) => None,
         };
-        let after = event.after.map(|bytes| match awaiting_after.finish(blobs, bytes) {
-            Ok(hash) => hash,
-            Err(err) => {
-                // The hash still says what the file holds; a merge needing these bytes fails
-                // with a missing-content error.
-                tracing::warn!("cannot keep the new content of a change: {err}");
-                content_version(bytes)
+        let after = event.after.map(|bytes| {
+            let hash = event
+                .after_version
+                .map_or_else(|| toolhost_session::blob_hash(bytes), str::to_owned);
+            match awaiting_after.finish(blobs, &hash, bytes) {
+                Ok(()) => hash,
+                Err(err) => {
+                    // The hash still says what the file holds; a merge needing these bytes
+                    // fails with a missing-content error.
+                    tracing::warn!("cannot keep the new content of a change: {err}");
+                    hash
+                }
             }
         });
         let change = FsChangeEvent {
@@ -132,20 +144,32 @@ impl StoringAfter {
         storing.push((hash, thread));
     }
 
-    /// The hash of `bytes` once they are in the blob store: waits for their store if one is
-    /// under way, else stores them (a no-op when they are already there).
-    fn finish(&self, blobs: &BlobStore, bytes: &[u8]) -> Result<String, String> {
-        let hash = toolhost_session::blob_hash(bytes);
+    /// Returns once `bytes` (whose blob hash is `hash`) are in the blob store: waits for their
+    /// store if one is under way, else stores them (a no-op when they are already there).
+    fn finish(&self, blobs: &BlobStore, hash: &str, bytes: &[u8]) -> Result<(), String> {
         let thread = {
             let mut storing = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            storing.iter().position(|(h, _)| *h == hash).map(|at| storing.swap_remove(at).1)
+            storing.iter().position(|(h, _)| h == hash).map(|at| storing.swap_remove(at).1)
         };
         let stored = thread.map(|t| t.join());
         match stored {
-            Some(Ok(Ok(()))) => Ok(hash),
+            Some(Ok(Ok(()))) => Ok(()),
             // The thread's error is not final: storing again says why, or succeeds.
-            _ => blobs.put_hashed(&hash, bytes).map(|()| hash).map_err(|e| e.to_string()),
+            _ => blobs.put_hashed(hash, bytes).map_err(|e| e.to_string()),
         }
+    }
+}
+
+/// Stores one side of a change under its version when the workspace gave one (the version is
+/// the blob hash), and returns the blob's hash.
+fn put_side(
+    blobs: &BlobStore,
+    bytes: &[u8],
+    version: Option<&str>,
+) -> Result<String, toolhost_session::SessionError> {
+    match version {
+        Some(hash) => blobs.put_hashed(hash, bytes).map(|()| hash.to_owned()),
+        None => blobs.put_bytes(bytes),
     }
 }
 
@@ -397,5 +421,21 @@ mod tests {
             }
         }
         assert_eq!(changes[12].before, None);
+        // The hashes the workspace handed over are the blobs' own names: each side's bytes.
+        for (n, change) in changes.iter().take(12).enumerate() {
+            let (before, after) = (format!("v{n}\n"), format!("v{}\n", n + 1));
+            assert_eq!(
+                change.before.as_deref(),
+                Some(toolhost_session::blob_hash(before.as_bytes()).as_str())
+            );
+            assert_eq!(
+                change.after.as_deref(),
+                Some(toolhost_session::blob_hash(after.as_bytes()).as_str())
+            );
+            assert_eq!(
+                log.blobs().get_bytes(change.after.as_ref().unwrap()).unwrap(),
+                after.as_bytes()
+            );
+        }
     }
 }

@@ -154,6 +154,8 @@ pub struct WriteEvent<'a> {
     pub before_version: Option<&'a str>,
     /// The exact bytes written; `None` when the file was removed.
     pub after: Option<&'a [u8]>,
+    /// The version (sha256 hex) of the written bytes; `None` when the file was removed.
+    pub after_version: Option<&'a str>,
 }
 
 /// Told after every successful write, edit or restore. Runs on the writing thread under the path

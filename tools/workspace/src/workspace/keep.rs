@@ -20,6 +20,7 @@ use std::sync::{Arc, RwLock};
 
 use super::{Prior, ResolvedPath, Workspace, WriteEvent, WriteOperation};
 use crate::error::{FsError, Op};
+use crate::ledger::content_version;
 
 /// Why a keeper could not keep a change; its text becomes the write's error message, so it
 /// should name the real cause (e.g. the blob store's path and the OS error).
@@ -94,6 +95,7 @@ impl Workspace {
         op: Op,
         prior: Option<&Prior>,
         content: &[u8],
+        version: &str,
     ) -> Result<Settle, FsError> {
         let mut settle = Settle::none(op, &target.display);
         let Ok(keepers) = self.shared.keepers.0.read() else { return Ok(settle) };
@@ -111,6 +113,7 @@ impl Workspace {
             before: prior.and_then(|p| p.basis.as_deref()),
             before_version: prior.map(|p| p.version.as_str()),
             after: Some(content),
+            after_version: Some(version),
         };
         for keeper in keepers.iter() {
             let kept = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| keeper(&event)))
@@ -142,7 +145,8 @@ impl Workspace {
         let path = target.display.clone();
         // An editor's buffer is changed in one step: the keepers finish before it.
         self.blocking(op, &path, move |ws| {
-            ws.keep_change(&target, op, prior.as_ref(), &content)?.settle()?;
+            let version = content_version(&content);
+            ws.keep_change(&target, op, prior.as_ref(), &content, &version)?.settle()?;
             Ok((target, prior, content))
         })
         .await

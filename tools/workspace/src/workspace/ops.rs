@@ -52,7 +52,7 @@ impl Workspace {
         target: &ResolvedPath,
         operation: WriteOperation,
         prior: Option<&Prior>,
-        after: Option<&[u8]>,
+        after: Option<(&[u8], &str)>,
     ) {
         let event = WriteEvent {
             real_path: &target.real_path,
@@ -60,7 +60,8 @@ impl Workspace {
             call_id: self.call_id.as_deref(),
             before: prior.and_then(|p| p.basis.as_deref()),
             before_version: prior.map(|p| p.version.as_str()),
-            after,
+            after: after.map(|(bytes, _)| bytes),
+            after_version: after.map(|(_, version)| version),
         };
         if let Ok(listeners) = self.shared.listeners.0.read() {
             for listener in listeners.iter() {
@@ -200,7 +201,8 @@ impl Workspace {
         };
         self.ledger.record(&target.key(), observation);
         if prior.is_some() || content.is_some() {
-            self.notify_change(target, operation, prior.as_ref(), content);
+            let after = content.map(|bytes| (bytes, version.as_str()));
+            self.notify_change(target, operation, prior.as_ref(), after);
         }
         let before = prior.and_then(Prior::diff_basis);
         WriteOutcome {
@@ -481,7 +483,9 @@ impl Workspace {
         // writer in another process either finished before the check or starts after the rename.
         let mut slot = self.slot(target, op)?;
         expected.check(op, path, slot.prior.as_ref())?;
-        let settle = self.keep_change(target, op, slot.prior.as_ref(), content)?;
+        // Hashed once: the keepers, the ledger and the listeners all need the new version.
+        let version = content_version(content);
+        let settle = self.keep_change(target, op, slot.prior.as_ref(), content, &version)?;
         if slot.parent.is_none() {
             if let Err(err) = self.slot_dir(&mut slot) {
                 let _ = settle.settle();
@@ -510,7 +514,7 @@ impl Workspace {
         atomic::replace(&parent, lock.dir_fd(), name, content, metadata, settled)
             .map_err(|err| refusal.take().unwrap_or_else(|| io_err(err)))?;
         drop(lock);
-        Ok(self.finish_write(target, prior, content))
+        Ok(self.finish_write(target, prior, content, version))
     }
 
     /// After write or edit replaced the file: records the new version, tells the listeners and
@@ -520,12 +524,12 @@ impl Workspace {
         target: &ResolvedPath,
         prior: Option<Prior>,
         content: &[u8],
+        version: String,
     ) -> WriteOutcome {
-        let version = content_version(content);
         self.ledger.record(&target.key(), Observation::Present(version.clone()));
         let operation =
             if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
-        self.notify_change(target, operation, prior.as_ref(), Some(content));
+        self.notify_change(target, operation, prior.as_ref(), Some((content, &version)));
         let before = match prior {
             Some(prior) if content.len() < DIFF_BASIS_MAX_BYTES => prior.diff_basis(),
             _ => None,
@@ -588,7 +592,8 @@ impl Workspace {
         let path = target.display.clone();
         self.blocking(op, &path, move |ws| {
             if !restored {
-                return Ok(ws.finish_write(&target, prior, &content));
+                let version = content_version(&content);
+                return Ok(ws.finish_write(&target, prior, &content, version));
             }
             let operation =
                 if prior.is_some() { WriteOperation::Update } else { WriteOperation::Create };
