@@ -400,32 +400,33 @@ impl Workspace {
     /// have that version; without one the file must not exist yet.
     pub async fn write_file(&self, input: &str, content: &[u8]) -> Result<WriteOutcome, FsError> {
         let content = content.to_vec();
-        let target = match self.resolve_in_world(input, Op::Write).await? {
-            Some((_, target)) => target,
+        let (target, content) = match self.resolve_in_world(input, Op::Write).await? {
+            Some((_, target)) => (target, content),
             None => {
                 // One trip off the async threads when the path's lock is free (the common case):
-                // resolve, check, lock and write together, as a read does.
-                let (owned, bytes) = (input.to_owned(), content.clone());
+                // resolve, check, lock and write together, as a read does. The bytes come back
+                // unwritten otherwise.
+                let owned = input.to_owned();
                 let fast = self
                     .blocking(Op::Write, input, move |ws| {
                         let target = ws.resolve_blocking(&owned, Op::Write)?;
                         ws.check_writable(&target)?;
                         ws.check_dirty(&target)?;
                         if !ws.served_from_disk(&target) {
-                            return Ok(Err(target));
+                            return Ok(Err((target, content)));
                         }
                         let expected = ws.ledger.get(&target.key());
                         match ws.shared.locks.try_lock(&target.key()) {
                             Some(_lock) => ws
-                                .write_blocking(&target, Op::Write, expected.as_ref(), &bytes)
+                                .write_blocking(&target, Op::Write, expected.as_ref(), &content)
                                 .map(Ok),
-                            None => Ok(Err(target)),
+                            None => Ok(Err((target, content))),
                         }
                     })
                     .await?;
                 match fast {
                     Ok(outcome) => return Ok(outcome),
-                    Err(target) => target,
+                    Err(slow) => slow,
                 }
             }
         };
