@@ -46,7 +46,7 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
         for (bytes, version, side) in
             sides.into_iter().filter_map(|(b, v, side)| Some((b?, v, side)))
         {
-            let hash = version.map_or_else(|| toolhost_session::blob_hash(bytes), str::to_owned);
+            let hash = side_hash(bytes, version);
             if blobs.has(&hash) {
                 continue;
             }
@@ -94,9 +94,7 @@ pub fn record_changes(workspace: &Workspace, log: &Arc<SessionLog>) {
             (None, None) => None,
         };
         let after = event.after.map(|bytes| {
-            let hash = event
-                .after_version
-                .map_or_else(|| toolhost_session::blob_hash(bytes), str::to_owned);
+            let hash = side_hash(bytes, event.after_version);
             match awaiting_after.finish(blobs, &hash, bytes) {
                 Ok(()) => hash,
                 Err(err) => {
@@ -160,17 +158,20 @@ impl StoringAfter {
     }
 }
 
-/// Stores one side of a change under its version when the workspace gave one (the version is
-/// the blob hash), and returns the blob's hash.
+/// The blob hash of one side of a change: the version the workspace computed for it (the same
+/// sha256 hex), hashed here only when none was given.
+fn side_hash(bytes: &[u8], version: Option<&str>) -> String {
+    version.map_or_else(|| toolhost_session::blob_hash(bytes), str::to_owned)
+}
+
+/// Stores one side of a change and returns its blob's hash.
 fn put_side(
     blobs: &BlobStore,
     bytes: &[u8],
     version: Option<&str>,
 ) -> Result<String, toolhost_session::SessionError> {
-    match version {
-        Some(hash) => blobs.put_hashed(hash, bytes).map(|()| hash.to_owned()),
-        None => blobs.put_bytes(bytes),
-    }
+    let hash = side_hash(bytes, version);
+    blobs.put_hashed(&hash, bytes).map(|()| hash)
 }
 
 /// Stores one side of a change, or says — naming the blob store and the error —

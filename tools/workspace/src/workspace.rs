@@ -42,6 +42,7 @@ pub use edit::EditTxn;
 use edit::{check_edit_basis, edit_text};
 pub use keep::{ChangeKeeper, KeepError, SettleStep};
 pub use lines::LineSink;
+use ops::Trip;
 pub use read::{StreamedFile, TextSink};
 pub use remote::{WORLD_READ_MAX_BYTES, world_fs_error};
 
@@ -330,25 +331,12 @@ impl Workspace {
             let _lock = self.shared.locks.lock(&target.key()).await;
             return self.world_or_editor_read(world.as_ref(), target, limit).await;
         }
-        // One trip off the async threads when the path's lock is free (the common case):
-        // resolve, lock and read together; a held lock is then awaited like any other.
-        // A file the backend serves leaves this trip unread: the backend is async.
-        let owned = input.to_owned();
-        let fast = self
-            .blocking(Op::Read, input, move |ws| {
-                let target = ws.resolve_blocking(&owned, Op::Read)?;
-                if ws.backend_for(&target).is_some() {
-                    return Ok(Err(target));
-                }
-                match ws.shared.locks.try_lock(&target.key()) {
-                    Some(_lock) => ws.read_blocking(&target, limit).map(Ok),
-                    None => Ok(Err(target)),
-                }
-            })
-            .await?;
-        let target = match fast {
-            Ok(file) => return Ok(file),
-            Err(target) => target,
+        // A file the backend serves leaves the trip unread: the backend is async.
+        let read =
+            move |ws: &Workspace, target: ResolvedPath, (), _lock| ws.read_blocking(&target, limit);
+        let target = match self.in_one_trip(Op::Read, input, |_, _| Ok(()), read).await? {
+            Trip::Done(file) => return Ok(file),
+            Trip::Wait(target, ()) => target,
         };
         let _lock = self.shared.locks.lock(&target.key()).await;
         if let Some(backend) = self.backend_for(&target) {
@@ -400,39 +388,28 @@ impl Workspace {
     /// have that version; without one the file must not exist yet.
     pub async fn write_file(&self, input: &str, content: &[u8]) -> Result<WriteOutcome, FsError> {
         let content = content.to_vec();
-        let (target, content) = match self.resolve_in_world(input, Op::Write).await? {
-            Some((_, target)) => (target, content),
+        let checks = move |ws: &Workspace, target: &ResolvedPath| {
+            ws.check_writable(target)?;
+            ws.check_dirty(target)?;
+            Ok((ws.ledger.get(&target.key()), content))
+        };
+        let (target, (expected, content)) = match self.resolve_in_world(input, Op::Write).await? {
+            Some((_, target)) => {
+                let checked = checks(self, &target)?;
+                (target, checked)
+            }
             None => {
-                // One trip off the async threads when the path's lock is free (the common case):
-                // resolve, check, lock and write together, as a read does. The bytes come back
-                // unwritten otherwise.
-                let owned = input.to_owned();
-                let fast = self
-                    .blocking(Op::Write, input, move |ws| {
-                        let target = ws.resolve_blocking(&owned, Op::Write)?;
-                        ws.check_writable(&target)?;
-                        ws.check_dirty(&target)?;
-                        if !ws.served_from_disk(&target) {
-                            return Ok(Err((target, content)));
-                        }
-                        let expected = ws.ledger.get(&target.key());
-                        match ws.shared.locks.try_lock(&target.key()) {
-                            Some(_lock) => ws
-                                .write_blocking(&target, Op::Write, expected.as_ref(), &content)
-                                .map(Ok),
-                            None => Ok(Err((target, content))),
-                        }
-                    })
-                    .await?;
-                match fast {
-                    Ok(outcome) => return Ok(outcome),
-                    Err(slow) => slow,
+                // The bytes come back unwritten when the trip cannot write them.
+                let write = |ws: &Workspace, target: ResolvedPath, checked, _lock| {
+                    let (expected, content): (Option<Observation>, Vec<u8>) = checked;
+                    ws.write_blocking(&target, Op::Write, expected.as_ref(), &content)
+                };
+                match self.in_one_trip(Op::Write, input, checks, write).await? {
+                    Trip::Done(outcome) => return Ok(outcome),
+                    Trip::Wait(target, checked) => (target, checked),
                 }
             }
         };
-        self.check_writable(&target)?;
-        self.check_dirty(&target)?;
-        let expected = self.ledger.get(&target.key());
         let _lock = self.shared.locks.lock(&target.key()).await;
         // The editor's buffer first: what the person sees wins, wherever the file lives.
         if let Some(backend) = self.backend_for(&target) {

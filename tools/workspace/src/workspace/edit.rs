@@ -8,39 +8,24 @@ impl Workspace {
     /// Starts an edit: checks the observation, takes the lock, and loads the current text. The
     /// lock is held until the returned transaction is committed or dropped.
     pub async fn begin_edit(&self, input: &str) -> Result<EditTxn, FsError> {
-        let target = match self.resolve_in_world(input, Op::Edit).await? {
-            Some((_, target)) => target,
+        let (target, version) = match self.resolve_in_world(input, Op::Edit).await? {
+            Some((_, target)) => {
+                let version = self.edit_basis(&target)?;
+                (target, version)
+            }
             None => {
-                // One trip off the async threads when the path's lock is free (the common case):
-                // resolve, check, lock and load together, as a read does.
-                let owned = input.to_owned();
-                let fast = self
-                    .blocking(Op::Edit, input, move |ws| {
-                        let target = ws.resolve_blocking(&owned, Op::Edit)?;
-                        let version = ws.edit_basis(&target)?;
-                        if !ws.served_from_disk(&target) {
-                            return Ok(Err(target));
-                        }
-                        match ws.shared.locks.try_lock(&target.key()) {
-                            Some(lock) => {
-                                // Loaded only if its version is the observed one.
-                                let text = ws.edit_load_blocking(&target, &version)?;
-                                Ok(Ok((target, text, version, lock)))
-                            }
-                            None => Ok(Err(target)),
-                        }
-                    })
-                    .await?;
-                match fast {
-                    Ok((target, text, version, lock)) => {
-                        let workspace = self.clone();
-                        return Ok(EditTxn { workspace, target, text, version, _lock: lock });
-                    }
-                    Err(target) => target,
+                let basis = |ws: &Workspace, target: &ResolvedPath| ws.edit_basis(target);
+                let load = |ws: &Workspace, target: ResolvedPath, version: String, lock| {
+                    // Loaded only if its version is the observed one.
+                    let text = ws.edit_load_blocking(&target, &version)?;
+                    Ok(EditTxn { workspace: ws.clone(), target, text, version, _lock: lock })
+                };
+                match self.in_one_trip(Op::Edit, input, basis, load).await? {
+                    Trip::Done(txn) => return Ok(txn),
+                    Trip::Wait(target, version) => (target, version),
                 }
             }
         };
-        let version = self.edit_basis(&target)?;
         let lock = self.shared.locks.lock(&target.key()).await;
         let (target, text) = match (self.world_of(&target), self.backend_for(&target)) {
             (_, Some(backend)) => {
@@ -51,14 +36,15 @@ impl Workspace {
                 (target, text)
             }
             (None, None) => {
+                let expected = version.clone();
                 self.blocking(Op::Edit, input, move |ws| {
-                    let text = ws.edit_load_blocking(&target, &version)?;
+                    let text = ws.edit_load_blocking(&target, &expected)?;
                     Ok((target, text))
                 })
                 .await?
             }
         };
-        let version = content_version(text.as_bytes());
+        // Every load above checked that the text has the observed version.
         Ok(EditTxn { workspace: self.clone(), target, text, version, _lock: lock })
     }
 

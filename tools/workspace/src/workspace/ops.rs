@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// What [`Workspace::in_one_trip`] did: the work's result, or the target and what the checks
+/// returned, for the path that awaits the lock.
+pub(super) enum Trip<T, C> {
+    Done(T),
+    Wait(ResolvedPath, C),
+}
+
 impl Workspace {
     /// The disk half of [`Workspace::peek`].
     pub(super) fn peek_blocking(&self, target: ResolvedPath) -> Result<Option<Vec<u8>>, FsError> {
@@ -222,6 +229,38 @@ impl Workspace {
         self.blocking(op, input, move |ws| ws.resolve_blocking(&owned, op)).await
     }
 
+    /// One trip off the async threads for the common case of read, write and edit: resolves
+    /// `input` and runs `checks` (whose failures are reported as they are); then, when the disk
+    /// serves the file here and its path lock is free, runs `work` holding that lock. Otherwise
+    /// hands back the target and what `checks` returned, for the caller to await the lock
+    /// like any other. What must be captured before the lock (an edit's or write's expected
+    /// version) belongs in `checks`.
+    pub(super) async fn in_one_trip<C, T>(
+        &self,
+        op: Op,
+        input: &str,
+        checks: impl FnOnce(&Workspace, &ResolvedPath) -> Result<C, FsError> + Send + 'static,
+        work: impl FnOnce(&Workspace, ResolvedPath, C, PathLock) -> Result<T, FsError> + Send + 'static,
+    ) -> Result<Trip<T, C>, FsError>
+    where
+        C: Send + 'static,
+        T: Send + 'static,
+    {
+        let owned = input.to_owned();
+        self.blocking(op, input, move |ws| {
+            let target = ws.resolve_blocking(&owned, op)?;
+            let checked = checks(ws, &target)?;
+            if ws.backend_for(&target).is_some() || ws.world_of(&target).is_some() {
+                return Ok(Trip::Wait(target, checked));
+            }
+            match ws.shared.locks.try_lock(&target.key()) {
+                Some(lock) => work(ws, target, checked, lock).map(Trip::Done),
+                None => Ok(Trip::Wait(target, checked)),
+            }
+        })
+        .await
+    }
+
     /// Runs filesystem work off the async threads. A panic inside becomes `FS_IO_ERROR`.
     pub(super) async fn blocking<T, F>(&self, op: Op, input: &str, work: F) -> Result<T, FsError>
     where
@@ -315,12 +354,6 @@ impl Workspace {
                 .roots
                 .iter()
                 .any(|r| r.is_read_only() && target.real_path.starts_with(r.canonical()))
-    }
-
-    /// Whether `target`'s bytes are the disk's here: no editor buffer serves them and no
-    /// execution world holds them.
-    pub(super) fn served_from_disk(&self, target: &ResolvedPath) -> bool {
-        self.backend_for(target).is_none() && self.world_of(target).is_none()
     }
 
     pub(super) fn check_dirty(&self, target: &ResolvedPath) -> Result<(), FsError> {
